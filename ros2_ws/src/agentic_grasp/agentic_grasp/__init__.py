@@ -1,0 +1,1 @@
+"""agentic_grasp: affordance-aware retrieval, scene-graph reasoning and reflective grasping."""

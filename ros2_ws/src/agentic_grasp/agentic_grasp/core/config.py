@@ -1,0 +1,49 @@
+"""Loading YAML configuration: node parameter files and data files.
+
+Node parameter files have the ROS 2 shape ``<node_name>: {ros__parameters: {...}}``; core
+code reads the same files with :func:`node_params`, so the in-process paths (benchmarks,
+tests) and the ROS nodes run on one configuration.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, Union
+
+import yaml
+
+from agentic_grasp.core import paths
+from agentic_grasp.core.errors import ConfigError
+
+
+def load_yaml(path: Union[str, Path]) -> Any:
+    path = Path(path)
+    try:
+        with path.open("r", encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+
+
+def node_params(node_name: str, path: Union[str, Path, None] = None) -> Dict[str, Any]:
+    """The ``ros__parameters`` mapping of ``node_name`` in ``config/<node_name>.yaml``."""
+    path = Path(path) if path else paths.config_file(node_name)
+    data = load_yaml(path) or {}
+    for key in (node_name, f"/{node_name}", "/**"):
+        section = data.get(key) if isinstance(data, dict) else None
+        if isinstance(section, dict) and "ros__parameters" in section:
+            return dict(section["ros__parameters"] or {})
+    raise ConfigError(f"{path}: no '{node_name}: ros__parameters:' section")
+
+
+def nested(flat: Dict[str, Any]) -> Dict[str, Any]:
+    """Turn ROS-style dotted parameter names ({'physics.mu': 1}) into nested dicts."""
+    out: Dict[str, Any] = {}
+    for key, value in flat.items():
+        cursor = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            cursor = cursor.setdefault(part, {})
+        cursor[parts[-1]] = value
+    return out

@@ -1,0 +1,1 @@
+"""Thin rclpy wrappers around the core, one class per node."""
