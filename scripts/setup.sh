@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Set up agentic_grasp: a venv in .venv/, the pinned Python and ROS 2 Jazzy wheels, the CMake
+# include fix-up the wheels need, and a colcon build of ros2_ws/. Idempotent: each step is
+# skipped when its inputs have not changed, so a second run takes seconds.
+#
+# Where a ROS 2 Jazzy install is already sourced (ROS_DISTRO=jazzy, AMENT_PREFIX_PATH set),
+# the venv is made with --system-site-packages and only the non-ROS dependencies are added;
+# rclpy, the message packages and colcon come from that install.
+#
+# Usage: scripts/setup.sh [--quiet]
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+WS="$ROOT/ros2_ws"
+STAMPS="$VENV/.agentic_grasp"
+QUIET=0
+[ "${1:-}" = "--quiet" ] && QUIET=1
+
+say() { [ "$QUIET" = 1 ] || echo "[setup] $*"; }
+die() { echo "[setup] ERROR: $*" >&2; exit 1; }
+
+# ---- prerequisites ---------------------------------------------------------------------
+PY="${PYTHON:-python3}"
+command -v "$PY" >/dev/null 2>&1 || die "python3 not found; install Python 3.10 to 3.13."
+if ! "$PY" -c 'import sys; sys.exit(0 if (3, 10) <= sys.version_info[:2] <= (3, 13) else 1)'; then
+  die "Python $("$PY" -c 'import platform; print(platform.python_version())') is not supported:" \
+      "the ROS 2 Jazzy wheels need Python 3.10 to 3.13 (set PYTHON=/path/to/python3.x)."
+fi
+"$PY" -c 'import venv' 2>/dev/null || die "the Python venv module is missing (Debian: apt-get install python3-venv)."
+command -v cmake >/dev/null 2>&1 || die "cmake not found: the interfaces package is built with CMake (Debian: apt-get install cmake)."
+if ! command -v c++ >/dev/null 2>&1 && ! command -v g++ >/dev/null 2>&1; then
+  die "no C++ compiler found: rosidl generates C/C++ type support (Debian: apt-get install g++)."
+fi
+command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || die "no C compiler found (Debian: apt-get install gcc)."
+
+SYSTEM_ROS=0
+if [ "${ROS_DISTRO:-}" = "jazzy" ] && [ -n "${AMENT_PREFIX_PATH:-}" ]; then
+  SYSTEM_ROS=1
+  say "using the sourced ROS 2 Jazzy install (AMENT_PREFIX_PATH=$AMENT_PREFIX_PATH)"
+elif [ -n "${ROS_DISTRO:-}" ]; then
+  say "ROS_DISTRO=$ROS_DISTRO is sourced but is not jazzy: using the PyPI Jazzy wheels instead"
+fi
+
+hash_of() { { cat "$@" 2>/dev/null || true; } | sha256sum | cut -c1-16; }
+
+# ---- venv and Python dependencies ------------------------------------------------------
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating $VENV"
+  if [ "$SYSTEM_ROS" = 1 ]; then
+    "$PY" -m venv --system-site-packages "$VENV"
+  else
+    "$PY" -m venv "$VENV"
+  fi
+fi
+mkdir -p "$STAMPS"
+VPY="$VENV/bin/python"
+
+if [ "$SYSTEM_ROS" = 1 ]; then
+  LOCK_FILES=("$ROOT/requirements-system-ros.txt")
+else
+  LOCK_FILES=("$ROOT/requirements.lock")
+fi
+want="$(hash_of "${LOCK_FILES[@]}")-$SYSTEM_ROS"
+if [ "$(cat "$STAMPS/deps" 2>/dev/null)" != "$want" ]; then
+  say "installing pinned dependencies from ${LOCK_FILES[*]##*/} (about a minute the first time)"
+  "$VPY" -m pip install -q --disable-pip-version-check -r "${LOCK_FILES[@]}" \
+    || die "pip install failed (network to PyPI needed the first time)."
+  echo "$want" > "$STAMPS/deps"
+else
+  say "dependencies up to date"
+fi
+
+# ---- CMake include fix-up (PyPI wheels only) -----------------------------------------------
+# The wheels' exported CMake targets name the include dirs of the machine that built them
+# (/opt/python/cp3XX-cp3XX/...); point them at this venv's Python and numpy headers.
+if [ "$SYSTEM_ROS" = 0 ]; then
+  py_inc="$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
+  np_inc="$("$VPY" -c 'import numpy; print(numpy.get_include())')"
+  fixed=0
+  while IFS= read -r -d '' f; do
+    if grep -q '/opt/python/cp3' "$f"; then
+      sed -i -E \
+        -e "s#/opt/python/cp3[0-9]+-cp3[0-9]+/lib/python3\.[0-9]+/site-packages/numpy/_core/include#${np_inc}#g" \
+        -e "s#/opt/python/cp3[0-9]+-cp3[0-9]+/lib/python3\.[0-9]+/site-packages/numpy/core/include#${np_inc}#g" \
+        -e "s#/opt/python/cp3[0-9]+-cp3[0-9]+/include/python3\.[0-9]+#${py_inc}#g" "$f"
+      fixed=$((fixed + 1))
+    fi
+  done < <(find "$VENV/share" -path '*/cmake/*' -name '*.cmake' -print0 2>/dev/null)
+  [ "$fixed" = 0 ] || say "fixed include paths in $fixed CMake export files"
+fi
+
+# ---- colcon build --------------------------------------------------------------------------
+# shellcheck disable=SC1091
+source "$ROOT/scripts/env.sh" --no-workspace
+# Python sources are symlinked (--symlink-install), so only the interfaces and the package
+# metadata (entry points, data files) call for a rebuild.
+src_hash="$(cd "$WS/src" && find agentic_grasp_interfaces agentic_grasp/setup.py \
+  agentic_grasp/setup.cfg agentic_grasp/package.xml agentic_grasp/resource -type f \
+  -printf '%p %s %T@\n' | sort | sha256sum | cut -c1-16)"
+if [ ! -f "$WS/install/setup.sh" ] || [ "$(cat "$STAMPS/build" 2>/dev/null)" != "$src_hash" ]; then
+  say "colcon build of ros2_ws (interfaces take about a minute the first time)"
+  (cd "$WS" && colcon --log-level error build --symlink-install \
+      --event-handlers console_cohesion- summary- \
+      --cmake-args -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$VPY" \
+      > "$STAMPS/colcon.log" 2>&1) \
+    || { tail -40 "$STAMPS/colcon.log" >&2; die "colcon build failed (full log: $STAMPS/colcon.log)"; }
+  echo "$src_hash" > "$STAMPS/build"
+else
+  say "workspace build up to date"
+fi
+
+# ---- the agentic-grasp command ---------------------------------------------------------------
+cat > "$VENV/bin/agentic-grasp" <<EOF
+#!/usr/bin/env bash
+# Generated by scripts/setup.sh: runs the agentic-grasp CLI inside the built workspace.
+source "$ROOT/scripts/env.sh"
+exec "$VPY" -m agentic_grasp.cli "\$@"
+EOF
+chmod +x "$VENV/bin/agentic-grasp"
+say "ready: source scripts/env.sh, then run agentic-grasp --help"
