@@ -1,0 +1,817 @@
+"""Scene graph G = (V, E) of the tabletop (paper Sec. III-B, Fig. 3 left).
+
+Nodes are the perceived objects with the paper's attributes (position p_j, category c_j,
+state_j, fragility a_j^frag) plus the size, yaw and shape the geometry needs. Edges carry one
+of 16 spatial relation types. The graph is a ``networkx.MultiDiGraph``: one edge per
+(subject, object, relation), keyed by the relation name, with the attributes ``relation`` and
+``distance``, so several relations between one pair coexist (``cup -> vase`` can be both
+``Adjacent_To`` and ``Left_Of``).
+
+Geometry. Every object is a vertical prism: its footprint extruded over [bottom_z, top_z]. The
+footprint is yaw-aware: the rotated rectangle of a box; the disc of a circular cylinder or
+sphere (an elliptic one, sx != sy, becomes the stadium with the same semi-axes). Spheres use
+their bounding cylinder for distances and the true ellipsoid for line-of-sight tests. Symbols
+used below, for a subject a and an object b:
+
+- ``gap_xy``: distance between the two footprints (0 when they overlap);
+  ``depth_xy``: footprint penetration depth (> 0 only when they overlap);
+- ``gap_z``: vertical distance between the height intervals (0 when they overlap);
+  ``overlap_z``: length of the shared height interval (negative when apart);
+- ``g = hypot(gap_xy, gap_z)``: the surface-to-surface gap of the two prisms (exact for
+  prisms). Relation.distance and every distance threshold use this gap, not centre distance;
+- "vertically related": On_Top_Of, Under or Inside holds in either direction;
+- camera-aligned offsets: f = unit horizontal vector from the camera to the pair's midpoint,
+  r = (f_y, -f_x) the camera's right (image +u); du = (c_a - c_b).f (> 0: a is farther from
+  the camera), dv = (c_a - c_b).r (< 0: a appears left of b).
+
+The 16 relations (thresholds are SceneGraphConfig fields, defaults in config/scene_graph.yaml):
+
+=============  ===========  ================================================================
+Relation       Converse     Geometric definition of ``a Relation b``
+=============  ===========  ================================================================
+On_Top_Of      Supports     a rests on b: abs(bottom_a - top_b) <= contact_tolerance (0.01 m),
+                            a's centre (x, y) lies inside b's footprint, top_a > top_b, and a
+                            is not Inside b.
+Supports       On_Top_Of    exactly the converse: Supports(b, a) iff On_Top_Of(a, b).
+Stacked_On     (Supports)   On_Top_Of(a, b) and state_a == stacked (the perceiver marked a as
+                            part of a stack). A refinement of On_Top_Of.
+Under          (none)       a lies beneath b: depth_xy > touch_tolerance (0.005 m) and
+                            top_a <= bottom_b + contact_tolerance, at any height difference
+                            (a 3-stack's bottom is Under its top). On_Top_Of(b, a) implies
+                            Under(a, b); the converse "Above" is not a separate type.
+Inside         Contains     b's category is a container (container_categories), the whole
+                            of a's footprint lies within b's footprint (containment_tolerance
+                            0.005 m slack), bottom_a >= bottom_b - contact_tolerance and a's
+                            centre is below b's rim (centre_z_a < top_b).
+Contains       Inside       exactly the converse: Contains(b, a) iff Inside(a, b).
+Touching       Touching     side contact: g <= touch_tolerance (0.005 m), overlap_z >
+                            touch_tolerance, not vertically related. Symmetric.
+Adjacent_To    Adjacent_To  side by side at one level: touch_tolerance < g <= adjacent_gap
+                            (0.05 m), overlap_z > 0, not vertically related. Symmetric.
+Near           Near         any other pair within near_gap: g <= near_gap (0.15 m = the
+                            analyzer's delta_check), not Touching, not Adjacent_To, not
+                            vertically related. Symmetric. Touching / Adjacent_To / Near are
+                            mutually exclusive distance bands.
+Far_From       Far_From     g > far_gap (0.30 m). Symmetric. Materialised only when the scene
+                            has at most far_from_max_objects (40) objects, because it is
+                            O(n^2) edges; above that use SceneGraph.gap() on demand.
+Behind         In_Front_Of  g <= directional_max_gap (0.15 m), not vertically related,
+                            du > directional_margin (0.01 m) and abs(du) >= abs(dv): a is
+                            farther from the camera, depth dominating.
+In_Front_Of    Behind       same with du < -directional_margin and abs(du) >= abs(dv).
+Left_Of        Right_Of     g <= directional_max_gap, not vertically related,
+                            dv < -directional_margin and abs(dv) > abs(du): a appears left of
+                            b in the camera image.
+Right_Of       Left_Of      same with dv > directional_margin and abs(dv) > abs(du).
+Occludes       (none)       a is nearer the camera than b (centre distance), not On_Top_Of /
+                            Supports / Inside / Contains b, and the line-of-sight segments
+                            from the camera to at least occlusion_min_fraction (0.5) of b's 6
+                            visibility samples (centre, top-face centre, 4 top-face points at
+                            half the half-extents along b's footprint axes) pass through a's
+                            solid (box, elliptic cylinder or ellipsoid).
+Leaning_On     (none)       a is tipped over (upright == False), b is upright, g <=
+                            contact_tolerance (0.01 m), and neither rests on the other. Both
+                            Supports and Leaning_On edges make the constraint analyzer remove
+                            the dependent object first.
+=============  ===========  ================================================================
+
+Directional relations (Behind, In_Front_Of, Left_Of, Right_Of) are local: emitted only for
+pairs within directional_max_gap, so each close pair carries exactly one of the two pairs
+(depth or lateral, whichever offset dominates), and a 200-object scene does not get O(n^2)
+directional edges. Pair tests are pruned with a vectorised lower bound (centre distance minus
+footprint circumradii) before the exact polygon distances are computed in numpy.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import (Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple,
+                    Union)
+
+import networkx as nx
+import numpy as np
+
+from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.config import node_params
+from agentic_grasp.core.errors import ConfigError, UnknownTargetError, ValidationError
+from agentic_grasp.core.types import ObjectInstance, ObjectState, Shape
+
+_LOG = logging.getLogger(__name__)
+
+ON_TOP_OF = "On_Top_Of"
+SUPPORTS = "Supports"
+STACKED_ON = "Stacked_On"
+UNDER = "Under"
+INSIDE = "Inside"
+CONTAINS = "Contains"
+TOUCHING = "Touching"
+ADJACENT_TO = "Adjacent_To"
+NEAR = "Near"
+FAR_FROM = "Far_From"
+BEHIND = "Behind"
+IN_FRONT_OF = "In_Front_Of"
+LEFT_OF = "Left_Of"
+RIGHT_OF = "Right_Of"
+OCCLUDES = "Occludes"
+LEANING_ON = "Leaning_On"
+
+#: The 16 predefined relation types of the paper, in the order of the docstring table.
+RELATION_TYPES: Tuple[str, ...] = (
+    ON_TOP_OF, SUPPORTS, STACKED_ON, UNDER, INSIDE, CONTAINS, TOUCHING, ADJACENT_TO, NEAR,
+    FAR_FROM, BEHIND, IN_FRONT_OF, LEFT_OF, RIGHT_OF, OCCLUDES, LEANING_ON,
+)
+
+#: Converse of each relation: r(a, b) holds iff CONVERSE[r](b, a) holds. None: not emitted.
+CONVERSE: Dict[str, Optional[str]] = {
+    ON_TOP_OF: SUPPORTS, SUPPORTS: ON_TOP_OF, INSIDE: CONTAINS, CONTAINS: INSIDE,
+    BEHIND: IN_FRONT_OF, IN_FRONT_OF: BEHIND, LEFT_OF: RIGHT_OF, RIGHT_OF: LEFT_OF,
+    TOUCHING: TOUCHING, ADJACENT_TO: ADJACENT_TO, NEAR: NEAR, FAR_FROM: FAR_FROM,
+    STACKED_ON: None, UNDER: None, OCCLUDES: None, LEANING_ON: None,
+}
+
+SYMMETRIC_RELATIONS = frozenset(r for r, c in CONVERSE.items() if c == r)
+
+_DEFAULT_CONTAINERS = ("cup", "mug", "bowl", "glass", "vase", "box", "basket", "jar", "pot",
+                       "tray", "bin", "container")
+
+_BOX, _CYLINDER, _SPHERE = 0, 1, 2
+_SHAPE_CODE = {Shape.BOX: _BOX, Shape.CYLINDER: _CYLINDER, Shape.SPHERE: _SPHERE}
+_EPS = 1e-12
+
+
+@dataclass
+class SceneGraphConfig:
+    """Every threshold of the scene graph and the constraint analyzer (metres, radians).
+
+    Defaults equal config/scene_graph.yaml; a test keeps the two in step. The analyzer's
+    constants live here too because one ROS node (scene_graph) owns both stages.
+    """
+
+    # --- relation thresholds --------------------------------------------------------------
+    contact_tolerance: float = 0.01
+    touch_tolerance: float = 0.005
+    adjacent_gap: float = 0.05
+    near_gap: float = 0.15
+    far_gap: float = 0.30
+    far_from_max_objects: int = 40
+    directional_max_gap: float = 0.15
+    directional_margin: float = 0.01
+    containment_tolerance: float = 0.005
+    container_categories: Tuple[str, ...] = _DEFAULT_CONTAINERS
+    occlusion_min_fraction: float = 0.5
+    # --- constraint analyzer (paper Sec. III-B) -------------------------------------------
+    delta_check: float = 0.15
+    delta_safe: float = 0.10
+    fragile_threshold: float = 0.5
+    collision_force_scale: float = 0.8
+    collision_height_delta: float = 0.03
+    collision_tilt_angle: float = math.radians(20.0)
+    content_speed_cap: float = 0.05
+    occlusion_tilt_angle: float = math.radians(45.0)
+
+    def __post_init__(self) -> None:
+        self.container_categories = tuple(str(c).lower() for c in self.container_categories)
+        self.far_from_max_objects = int(self.far_from_max_objects)
+        for f in fields(self):
+            if f.name in ("container_categories", "far_from_max_objects"):
+                continue
+            value = float(getattr(self, f.name))
+            if not math.isfinite(value) or value < 0.0:
+                raise ValidationError(f"scene_graph.{f.name} must be finite and >= 0, "
+                                      f"got {value}")
+            setattr(self, f.name, value)
+        if not (self.touch_tolerance < self.adjacent_gap < self.near_gap < self.far_gap):
+            raise ValidationError("scene_graph thresholds must satisfy touch_tolerance < "
+                                  "adjacent_gap < near_gap < far_gap")
+        if self.delta_safe > self.delta_check:
+            raise ValidationError("scene_graph.delta_safe must not exceed delta_check")
+        if not 0.0 < self.collision_force_scale <= 1.0:
+            raise ValidationError("scene_graph.collision_force_scale must be in (0, 1]")
+        if not 0.0 < self.occlusion_min_fraction <= 1.0:
+            raise ValidationError("scene_graph.occlusion_min_fraction must be in (0, 1]")
+        if not 0.0 <= self.fragile_threshold <= 1.0:
+            raise ValidationError("scene_graph.fragile_threshold must be in [0, 1]")
+        for name in ("collision_tilt_angle", "occlusion_tilt_angle"):
+            if getattr(self, name) >= math.pi / 2:
+                raise ValidationError(f"scene_graph.{name} must be below pi/2 rad")
+        if self.content_speed_cap <= 0.0:
+            raise ValidationError("scene_graph.content_speed_cap must be > 0")
+
+    @classmethod
+    def from_config(cls, path: Union[str, Path, None] = None) -> "SceneGraphConfig":
+        """Read ``scene_graph: ros__parameters:`` from config/scene_graph.yaml (or ``path``)."""
+        params = node_params("scene_graph", path)
+        return cls.from_params(params, source=str(path or "config/scene_graph.yaml"))
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any],
+                    source: str = "parameters") -> "SceneGraphConfig":
+        """Build from a flat parameter mapping (a node's declared parameters)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ConfigError(f"{source}: unknown scene_graph parameter(s) {unknown}")
+        try:
+            return cls(**dict(params))
+        except (ValidationError, TypeError, ValueError) as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+
+    def is_container(self, category: str) -> bool:
+        """True when any word of the category ("wine glass", "ceramic_cup") is a container."""
+        return _is_container(str(category), self.container_categories)
+
+
+@lru_cache(maxsize=1024)
+def _is_container(category: str, containers: Tuple[str, ...]) -> bool:
+    words = category.lower().replace("-", " ").replace("_", " ").split()
+    return any(w in containers for w in words)
+
+
+@dataclass(frozen=True)
+class Relation:
+    """One edge: ``subject relation object``; distance is the surface gap g (m)."""
+
+    subject: str
+    relation: str
+    object: str
+    distance: float
+
+
+# --------------------------------------------------------------------------------------------
+# Input validation
+# --------------------------------------------------------------------------------------------
+
+def _as_instance(obj: Union[ObjectInstance, Mapping[str, Any]], index: int) -> ObjectInstance:
+    if isinstance(obj, ObjectInstance):
+        return obj
+    if not isinstance(obj, Mapping):
+        raise ValidationError(f"object {index}: expected ObjectInstance or mapping, got "
+                              f"{type(obj).__name__}")
+    try:
+        return ObjectInstance(
+            id=str(obj["id"]), category=str(obj.get("category", "unknown")),
+            shape=obj.get("shape", Shape.BOX), position=obj["position"], size=obj["size"],
+            yaw=obj.get("yaw", 0.0), fragility=obj.get("fragility", 0.0),
+            state=obj.get("state", ObjectState.EMPTY), upright=bool(obj.get("upright", True)),
+            name=str(obj.get("name", "")))
+    except KeyError as exc:
+        raise ValidationError(f"object {index}: missing field {exc.args[0]!r}") from None
+    except ValueError as exc:  # Shape(...) of an unknown shape name
+        raise ValidationError(f"object {index}: {exc}") from None
+
+
+def _validated(objects: Iterable[Union[ObjectInstance, Mapping[str, Any]]]
+               ) -> Tuple[List[ObjectInstance], np.ndarray, np.ndarray, np.ndarray]:
+    """Objects plus (n, 3) positions, (n, 3) sizes and (n,) yaws, all re-checked.
+
+    ObjectInstance validates at construction, but its fields are mutable (a perceiver or a
+    simulator may write a NaN later) and plain dicts are accepted too, so check again. The
+    checks run on stacked arrays; the per-object loop only runs to name an offender.
+    """
+    out: List[ObjectInstance] = []
+    seen: Dict[str, int] = {}
+    for index, raw in enumerate(objects):
+        obj = _as_instance(raw, index)
+        if not obj.id:
+            raise ValidationError(f"object {index}: empty id")
+        if obj.id in seen:
+            raise ValidationError(f"duplicate object id {obj.id!r} (objects {seen[obj.id]} and "
+                                  f"{index}); ids must be unique in a scene")
+        seen[obj.id] = index
+        out.append(obj)
+    n = len(out)
+    try:
+        pos = np.array([o.position for o in out], dtype=float).reshape(n, 3)
+        size = np.array([o.size for o in out], dtype=float).reshape(n, 3)
+        yaw = np.array([o.yaw for o in out], dtype=float).reshape(n)
+        frag = np.array([o.fragility for o in out], dtype=float).reshape(n)
+    except (ValueError, TypeError):
+        pos = size = yaw = frag = None
+    if (pos is None or not np.all(np.isfinite(pos)) or not np.all(np.isfinite(size))
+            or np.any(size <= 0) or not np.all(np.isfinite(yaw))
+            or not np.all((frag >= 0.0) & (frag <= 1.0))):
+        for o in out:
+            p = np.asarray(o.position, dtype=float).reshape(-1)
+            sz = np.asarray(o.size, dtype=float).reshape(-1)
+            if p.shape != (3,) or not np.all(np.isfinite(p)):
+                raise ValidationError(f"object {o.id!r}: position must be 3 finite numbers, "
+                                      f"got {p.tolist()}")
+            if sz.shape != (3,) or not np.all(np.isfinite(sz)) or np.any(sz <= 0):
+                raise ValidationError(f"object {o.id!r}: size must be 3 positive finite "
+                                      f"numbers, got {sz.tolist()}")
+            if not math.isfinite(float(o.yaw)):
+                raise ValidationError(f"object {o.id!r}: yaw must be finite, got {o.yaw}")
+            if not 0.0 <= float(o.fragility) <= 1.0:   # also rejects NaN
+                raise ValidationError(f"object {o.id!r}: fragility must be in [0, 1], got "
+                                      f"{o.fragility}")
+    return out, pos, size, yaw
+
+
+# --------------------------------------------------------------------------------------------
+# Vectorised footprint geometry
+#
+# A footprint is a rounded rectangle: a core rectangle (centre c, unit axes u and v from the
+# yaw, half extents h, possibly zero) grown by a radius r. A box is its rectangle with r = 0; a
+# circular cylinder or sphere is a point core with r = radius; an elliptic one (sx != sy) is a
+# stadium with the same two semi-axes. Distances and containment then have closed forms.
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class _Footprints:
+    c: np.ndarray        # (n, 2) centre
+    u: np.ndarray        # (n, 2) object x axis in world
+    v: np.ndarray        # (n, 2) object y axis in world
+    h: np.ndarray        # (n, 2) core half extents along u, v
+    r: np.ndarray        # (n,) rounding radius
+    corners: np.ndarray  # (n, 4, 2) core corners
+    circum: np.ndarray   # (n,) circumradius |h| + r, for pruning
+
+    @classmethod
+    def of(cls, centres: np.ndarray, half: np.ndarray, yaw: np.ndarray,
+           shape: np.ndarray) -> "_Footprints":
+        n = centres.shape[0]
+        c = centres[:, :2].copy()
+        u = np.stack([np.cos(yaw), np.sin(yaw)], axis=1)
+        v = np.stack([-u[:, 1], u[:, 0]], axis=1)
+        round_ = shape != _BOX
+        r = np.where(round_, half[:, :2].min(axis=1), 0.0)
+        h = half[:, :2] - r[:, None]
+        signs = np.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]])
+        corners = (c[:, None, :] + (signs[None, :, 0, None] * h[:, None, 0, None]) * u[:, None]
+                   + (signs[None, :, 1, None] * h[:, None, 1, None]) * v[:, None])
+        circum = np.linalg.norm(h, axis=1) + r if n else np.zeros(0)
+        return cls(c, u, v, h, r, corners, circum)
+
+
+def _sdf_core(points: np.ndarray, fp: _Footprints, idx: np.ndarray) -> np.ndarray:
+    """Signed distance of points (m, q, 2) to the core rectangles fp[idx] (m): < 0 inside."""
+    rel = points - fp.c[idx][:, None, :]
+    lx = np.abs(np.einsum("mqd,md->mq", rel, fp.u[idx])) - fp.h[idx][:, None, 0]
+    ly = np.abs(np.einsum("mqd,md->mq", rel, fp.v[idx])) - fp.h[idx][:, None, 1]
+    outside = np.hypot(np.maximum(lx, 0.0), np.maximum(ly, 0.0))
+    return outside + np.minimum(np.maximum(lx, ly), 0.0)
+
+
+def _footprint_gap(fp: _Footprints, ii: np.ndarray, jj: np.ndarray
+                   ) -> Tuple[np.ndarray, np.ndarray]:
+    """(gap_xy, depth_xy) of footprint pairs: gap 0 when they overlap, depth > 0 only then.
+
+    Separated cores: their distance is attained at a corner of one of them (convexity), so it
+    is the smaller corner-to-rectangle distance, and the rounded gap is exact. Intersecting
+    cores: the separating-axis overlap (4 axes) gives the core penetration.
+    """
+    d = fp.c[jj] - fp.c[ii]
+    # rows: u_i, v_i, u_j, v_j; each scaled by its half extent, they are the cores' "arms"
+    axes = np.stack([fp.u[ii], fp.v[ii], fp.u[jj], fp.v[jj]], axis=1)          # (m, 4, 2)
+    arms = axes * np.concatenate([fp.h[ii], fp.h[jj]], axis=1)[:, :, None]    # (m, 4, 2)
+    reach = np.abs(np.einsum("mad,mbd->mab", axes, arms)).sum(axis=2)         # (m, 4)
+    overlap = (reach - np.abs(np.einsum("mad,md->ma", axes, d))).min(axis=1)
+    cores_meet = overlap >= 0.0
+    core_dist = np.zeros(ii.size)
+    apart = ~cores_meet
+    if np.any(apart):
+        ia, ja = ii[apart], jj[apart]
+        core_dist[apart] = np.minimum(_sdf_core(fp.corners[ia], fp, ja).min(axis=1),
+                                      _sdf_core(fp.corners[ja], fp, ia).min(axis=1))
+    sep = np.where(cores_meet, -overlap, core_dist) - fp.r[ii] - fp.r[jj]
+    return np.maximum(sep, 0.0), np.maximum(-sep, 0.0)
+
+
+def _centre_inside(fp: _Footprints, ii: np.ndarray, jj: np.ndarray) -> np.ndarray:
+    """Is the centre of footprint ii inside footprint jj?"""
+    return _sdf_core(fp.c[ii][:, None, :], fp, jj)[:, 0] - fp.r[jj] <= 0.0
+
+
+def _footprint_inside(fp: _Footprints, ii: np.ndarray, jj: np.ndarray,
+                      tolerance: float) -> np.ndarray:
+    """Does footprint ii lie within footprint jj (up to ``tolerance`` outside)?
+
+    The signed distance to a convex set is convex and 1-Lipschitz, so its maximum over the
+    rounded rectangle ii is reached at a core corner plus r_ii.
+    """
+    worst = _sdf_core(fp.corners[ii], fp, jj).max(axis=1) + fp.r[ii] - fp.r[jj]
+    return worst <= tolerance
+
+
+def _segment_hits(p0: np.ndarray, p1: np.ndarray, code: np.ndarray) -> np.ndarray:
+    """Does the segment p0 -> p1 (local coordinates, solid scaled to unit size) hit the solid?
+
+    Box: the cube [-1, 1]^3; cylinder: x^2 + y^2 <= 1, |z| <= 1; sphere: the unit ball.
+    """
+    d = p1 - p0
+    hit = np.zeros(p0.shape[0], dtype=bool)
+    tiny = np.abs(d) < 1e-12
+    safe = np.where(tiny, 1.0, d)
+    t_a = (-1.0 - p0) / safe
+    t_b = (1.0 - p0) / safe
+    lo = np.where(tiny, np.where(np.abs(p0) <= 1.0, -np.inf, np.inf), np.minimum(t_a, t_b))
+    hi = np.where(tiny, np.where(np.abs(p0) <= 1.0, np.inf, -np.inf), np.maximum(t_a, t_b))
+    # box
+    box = code == _BOX
+    if np.any(box):
+        t0 = np.maximum(lo[box].max(axis=1), 0.0)
+        t1 = np.minimum(hi[box].min(axis=1), 1.0)
+        hit[box] = t0 <= t1
+    cyl = code == _CYLINDER
+    if np.any(cyl):
+        q0, dq = p0[cyl, :2], d[cyl, :2]
+        qa = np.einsum("ij,ij->i", dq, dq)
+        qb = 2.0 * np.einsum("ij,ij->i", q0, dq)
+        qc = np.einsum("ij,ij->i", q0, q0) - 1.0
+        disc = qb * qb - 4.0 * qa * qc
+        flat = qa < 1e-18
+        root = np.sqrt(np.maximum(disc, 0.0))
+        den = np.where(flat, 1.0, 2.0 * qa)
+        r_lo = np.where(flat, np.where(qc <= 0.0, -np.inf, np.inf), (-qb - root) / den)
+        r_hi = np.where(flat, np.where(qc <= 0.0, np.inf, -np.inf), (-qb + root) / den)
+        r_lo = np.where(~flat & (disc < 0.0), np.inf, r_lo)
+        t0 = np.maximum(np.maximum(r_lo, lo[cyl, 2]), 0.0)
+        t1 = np.minimum(np.minimum(r_hi, hi[cyl, 2]), 1.0)
+        hit[cyl] = t0 <= t1
+    sph = code == _SPHERE
+    if np.any(sph):
+        q0, dq = p0[sph], d[sph]
+        t = np.clip(-np.einsum("ij,ij->i", q0, dq)
+                    / np.maximum(np.einsum("ij,ij->i", dq, dq), _EPS), 0.0, 1.0)
+        closest = q0 + t[:, None] * dq
+        hit[sph] = np.einsum("ij,ij->i", closest, closest) <= 1.0
+    return hit
+
+
+# --------------------------------------------------------------------------------------------
+# The scene graph
+# --------------------------------------------------------------------------------------------
+
+class SceneGraph:
+    """The built graph plus the object geometry, for distance queries by the analyzer.
+
+    Build it with :func:`build_scene_graph`; the constructor alone adds the nodes only.
+    """
+
+    def __init__(self, objects: Sequence[ObjectInstance], camera_position: np.ndarray,
+                 config: SceneGraphConfig, arrays: Optional[Tuple[np.ndarray, ...]] = None
+                 ) -> None:
+        self.config = config
+        self.camera_position = np.asarray(camera_position, dtype=float).copy()
+        self.graph = nx.MultiDiGraph(camera_position=tuple(float(v) for v in camera_position))
+        self._ids: List[str] = [o.id for o in objects]
+        self._no_occlusion: Set[Tuple[int, int]] = set()  # support/containment pairs
+        self._index: Dict[str, int] = {oid: i for i, oid in enumerate(self._ids)}
+        n = len(objects)
+        if arrays is None:
+            _, pos, size, yaw = _validated(objects)
+        else:
+            pos, size, yaw = arrays
+        self._centres = pos
+        self._half = size / 2.0
+        self._yaw = yaw
+        self._shape = np.array([_SHAPE_CODE[Shape(o.shape)] for o in objects],
+                               dtype=int).reshape(n)
+        self._lo = self._centres[:, 2] - self._half[:, 2]
+        self._hi = self._centres[:, 2] + self._half[:, 2]
+        self._fp = _Footprints.of(self._centres, self._half, self._yaw, self._shape)
+        self._circum = self._fp.circum
+        self._gaps = np.full((n, n), np.nan)
+        np.fill_diagonal(self._gaps, 0.0)
+        for k, o in enumerate(objects):
+            state = o.state.value if isinstance(o.state, ObjectState) else str(o.state)
+            self.graph.add_node(
+                o.id, position=pos[k].copy(), size=size[k].copy(), yaw=float(yaw[k]),
+                category=o.category,
+                state=state, fragility=float(o.fragility), shape=Shape(o.shape).value,
+                upright=bool(o.upright), name=o.name)
+
+    # ---- queries ---------------------------------------------------------------------------
+    @property
+    def ids(self) -> List[str]:
+        return list(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, object_id: object) -> bool:
+        return object_id in self._index
+
+    def _idx(self, object_id: str) -> int:
+        try:
+            return self._index[object_id]
+        except (KeyError, TypeError):
+            raise UnknownTargetError(f"unknown object id {object_id!r}; scene holds "
+                                     f"{sorted(self._ids)}") from None
+
+    def node(self, object_id: str) -> Dict[str, Any]:
+        """Attributes of one node (position, size, yaw, category, state, fragility, ...)."""
+        return self.graph.nodes[self._ids[self._idx(object_id)]]
+
+    def relations(self, relation: Optional[str] = None) -> List[Relation]:
+        """All edges (or those of one relation type), sorted for reproducible output."""
+        out = [Relation(u, k, v, float(d["distance"]))
+               for u, v, k, d in self.graph.edges(keys=True, data=True)
+               if relation is None or k == relation]
+        out.sort(key=lambda r: (r.subject, r.relation, r.object))
+        return out
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON-safe snapshot (nodes and relations) for service responses and logs."""
+        nodes = []
+        for oid in self._ids:
+            attrs = self.graph.nodes[oid]
+            nodes.append({"id": oid, "category": attrs["category"], "state": attrs["state"],
+                          "fragility": attrs["fragility"], "shape": attrs["shape"],
+                          "position": [float(v) for v in attrs["position"]],
+                          "size": [float(v) for v in attrs["size"]], "yaw": attrs["yaw"]})
+        return {"camera_position": [float(v) for v in self.camera_position], "nodes": nodes,
+                "relations": [{"subject": r.subject, "relation": r.relation,
+                               "object": r.object, "distance": r.distance}
+                              for r in self.relations()]}
+
+    def has_relation(self, subject: str, relation: str, obj: str) -> bool:
+        return self.graph.has_edge(subject, obj, key=relation)
+
+    def relations_between(self, subject: str, obj: str) -> List[str]:
+        """Relation names from subject to obj (empty when none)."""
+        if not self.graph.has_edge(subject, obj):
+            return []
+        return sorted(self.graph[subject][obj].keys())
+
+    def subjects_of(self, relation: str, obj: str) -> List[str]:
+        """Every s with ``s relation obj`` (e.g. the occluders of a target)."""
+        self._idx(obj)
+        return sorted(u for u, keyed in self.graph.pred[obj].items() if relation in keyed)
+
+    def objects_of(self, subject: str, relation: str) -> List[str]:
+        """Every o with ``subject relation o`` (e.g. what a target supports)."""
+        self._idx(subject)
+        return sorted(v for v, keyed in self.graph.succ[subject].items() if relation in keyed)
+
+    def gaps_from(self, object_id: str) -> Dict[str, float]:
+        """Surface gap g (m) from one object to every other object."""
+        i = self._idx(object_id)
+        others = np.array([j for j in range(len(self._ids)) if j != i], dtype=int)
+        if others.size == 0:
+            return {}
+        g = self._pair_gaps(np.full(others.size, i), others)
+        return {self._ids[j]: float(d) for j, d in zip(others, g)}
+
+    def gap(self, a: str, b: str) -> float:
+        """Surface-to-surface gap of the two objects' prisms (m, 0 when touching)."""
+        i, j = self._idx(a), self._idx(b)
+        if i == j:
+            return 0.0
+        return float(self._pair_gaps(np.array([i]), np.array([j]))[0])
+
+    def neighbours_within(self, target_id: str, radius: float) -> List[str]:
+        """Objects whose surface gap to the target is <= radius, nearest first."""
+        return [oid for oid, _ in self.neighbour_gaps(target_id, radius)]
+
+    def neighbour_gaps(self, target_id: str, radius: float) -> List[Tuple[str, float]]:
+        """(id, gap) of the objects within radius of the target, nearest first, ties by id."""
+        i = self._idx(target_id)
+        n = len(self._ids)
+        if n < 2:
+            return []
+        others = np.array([j for j in range(n) if j != i], dtype=int)
+        lower = (np.linalg.norm(self._centres[others, :2] - self._centres[i, :2], axis=1)
+                 - self._circum[others] - self._circum[i])
+        others = others[lower <= radius]
+        if others.size == 0:
+            return []
+        g = self._pair_gaps(np.full(others.size, i), others)
+        hits = [(self._ids[j], float(d)) for j, d in zip(others, g) if d <= radius]
+        hits.sort(key=lambda item: (item[1], item[0]))
+        return hits
+
+    def _pair_gaps(self, ii: np.ndarray, jj: np.ndarray) -> np.ndarray:
+        """Surface gaps g of index pairs, memoised in a dense matrix (construction fills it)."""
+        g = self._gaps[ii, jj]
+        missing = np.isnan(g)
+        if np.any(missing):
+            im, jm = ii[missing], jj[missing]
+            gap_xy, _ = _footprint_gap(self._fp, im, jm)
+            gap_z = np.maximum(0.0, np.maximum(self._lo[im] - self._hi[jm],
+                                               self._lo[jm] - self._hi[im]))
+            g[missing] = np.hypot(gap_xy, gap_z)
+            self._gaps[im, jm] = self._gaps[jm, im] = g[missing]
+        return g
+
+    # ---- construction ----------------------------------------------------------------------
+    def _build_edges(self, objects: Sequence[ObjectInstance]) -> None:
+        n = len(objects)
+        if n < 2:
+            return
+        cfg = self.config
+        ii, jj = np.triu_indices(n, k=1)
+        materialise_far = n <= cfg.far_from_max_objects
+        if not materialise_far:
+            _LOG.debug("scene of %d objects: Far_From edges not materialised (> %d)",
+                       n, cfg.far_from_max_objects)
+        self.graph.graph["far_from_materialised"] = materialise_far
+        if not materialise_far:
+            radius = max(cfg.near_gap, cfg.directional_max_gap, cfg.contact_tolerance)
+            lower = (np.linalg.norm(self._centres[ii, :2] - self._centres[jj, :2], axis=1)
+                     - self._circum[ii] - self._circum[jj])
+            keep = lower <= radius
+            ii, jj = ii[keep], jj[keep]
+        edges: List[Tuple[str, str, str, Dict[str, float]]] = []
+        if ii.size:
+            self._pair_relations(objects, ii, jj, edges)
+        self._occlusions(objects, edges)
+        add_edge = self.graph.add_edge      # add_edges_from re-reads each edge through views
+        for u, v, key, attrs in edges:
+            add_edge(u, v, key=key, **attrs)
+
+    def _pair_relations(self, objects: Sequence[ObjectInstance], ii: np.ndarray,
+                        jj: np.ndarray, edges: List[Tuple[str, str, str, Dict[str, float]]]
+                        ) -> None:
+        cfg = self.config
+        ct, tt = cfg.contact_tolerance, cfg.touch_tolerance
+        gap_xy, depth = _footprint_gap(self._fp, ii, jj)
+        lo_i, hi_i, lo_j, hi_j = self._lo[ii], self._hi[ii], self._lo[jj], self._hi[jj]
+        gap_z = np.maximum(0.0, np.maximum(lo_i - hi_j, lo_j - hi_i))
+        overlap_z = np.minimum(hi_i, hi_j) - np.maximum(lo_i, lo_j)
+        g = np.hypot(gap_xy, gap_z)
+        self._gaps[ii, jj] = self._gaps[jj, ii] = g
+
+        m = ii.size
+        inter = depth > 0.0
+        cin_ij = np.zeros(m, bool)   # centre of i inside footprint of j
+        cin_ji = np.zeros(m, bool)
+        fin_ij = np.zeros(m, bool)   # whole footprint of i inside footprint of j
+        fin_ji = np.zeros(m, bool)
+        if np.any(inter):
+            ia, ja, tol = ii[inter], jj[inter], cfg.containment_tolerance
+            cin_ij[inter] = _centre_inside(self._fp, ia, ja)
+            cin_ji[inter] = _centre_inside(self._fp, ja, ia)
+            fin_ij[inter] = _footprint_inside(self._fp, ia, ja, tol)
+            fin_ji[inter] = _footprint_inside(self._fp, ja, ia, tol)
+
+        container = np.array([cfg.is_container(o.category) for o in objects], bool)
+        stacked = np.array([o.state == ObjectState.STACKED for o in objects], bool)
+        upright = np.array([bool(o.upright) for o in objects], bool)
+        cz_i, cz_j = self._centres[ii, 2], self._centres[jj, 2]
+
+        inside_ij = container[jj] & fin_ij & (lo_i >= lo_j - ct) & (cz_i < hi_j)
+        inside_ji = container[ii] & fin_ji & (lo_j >= lo_i - ct) & (cz_j < hi_i)
+        inside_ji &= ~inside_ij      # identical footprints: keep one direction only
+        ontop_ij = (np.abs(lo_i - hi_j) <= ct) & cin_ij & (hi_i > hi_j) & ~inside_ij
+        ontop_ji = (np.abs(lo_j - hi_i) <= ct) & cin_ji & (hi_j > hi_i) & ~inside_ji
+        under_ij = (depth > tt) & (hi_i <= lo_j + ct)
+        under_ji = (depth > tt) & (hi_j <= lo_i + ct)
+        vertical = ontop_ij | ontop_ji | inside_ij | inside_ji | under_ij | under_ji
+        touching = (g <= tt) & (overlap_z > tt) & ~vertical
+        adjacent = (g > tt) & (g <= cfg.adjacent_gap) & (overlap_z > 0.0) & ~vertical
+        near = (g <= cfg.near_gap) & ~touching & ~adjacent & ~vertical
+        far = g > cfg.far_gap
+        lean_ij = ~upright[ii] & upright[jj] & (g <= ct) & ~ontop_ij & ~ontop_ji
+        lean_ji = ~upright[jj] & upright[ii] & (g <= ct) & ~ontop_ij & ~ontop_ji
+
+        # camera-aligned horizontal offsets for the local directional relations
+        mid = 0.5 * (self._centres[ii, :2] + self._centres[jj, :2])
+        fwd = mid - self.camera_position[None, :2]
+        fwd /= np.maximum(np.linalg.norm(fwd, axis=1), _EPS)[:, None]
+        right = np.stack([fwd[:, 1], -fwd[:, 0]], axis=1)
+        delta = self._centres[ii, :2] - self._centres[jj, :2]
+        du = np.einsum("ij,ij->i", delta, fwd)
+        dv = np.einsum("ij,ij->i", delta, right)
+        local = (g <= cfg.directional_max_gap) & ~vertical
+        margin = cfg.directional_margin
+        depth_dom = np.abs(du) >= np.abs(dv)
+        behind = local & depth_dom & (du > margin)        # i behind j
+        front = local & depth_dom & (du < -margin)        # i in front of j
+        left = local & ~depth_dom & (dv < -margin)        # i left of j
+        right_of = local & ~depth_dom & (dv > margin)     # i right of j
+
+        ids = self._ids
+
+        def emit(mask: np.ndarray, rel: str, converse: Optional[str], forward: bool) -> None:
+            for k in np.flatnonzero(mask):
+                a, b = (ids[ii[k]], ids[jj[k]]) if forward else (ids[jj[k]], ids[ii[k]])
+                attrs = {"relation": rel, "distance": float(g[k])}
+                edges.append((a, b, rel, attrs))
+                if converse is not None:
+                    edges.append((b, a, converse, {"relation": converse,
+                                                   "distance": float(g[k])}))
+
+        emit(ontop_ij, ON_TOP_OF, SUPPORTS, True)
+        emit(ontop_ji, ON_TOP_OF, SUPPORTS, False)
+        emit(ontop_ij & stacked[ii], STACKED_ON, None, True)
+        emit(ontop_ji & stacked[jj], STACKED_ON, None, False)
+        emit(under_ij, UNDER, None, True)
+        emit(under_ji, UNDER, None, False)
+        emit(inside_ij, INSIDE, CONTAINS, True)
+        emit(inside_ji, INSIDE, CONTAINS, False)
+        emit(touching, TOUCHING, TOUCHING, True)
+        emit(adjacent, ADJACENT_TO, ADJACENT_TO, True)
+        emit(near, NEAR, NEAR, True)
+        if self.graph.graph.get("far_from_materialised"):
+            emit(far, FAR_FROM, FAR_FROM, True)
+        emit(behind, BEHIND, IN_FRONT_OF, True)
+        emit(front, IN_FRONT_OF, BEHIND, True)
+        emit(left, LEFT_OF, RIGHT_OF, True)
+        emit(right_of, RIGHT_OF, LEFT_OF, True)
+        emit(lean_ij, LEANING_ON, None, True)
+        emit(lean_ji, LEANING_ON, None, False)
+        # support / containment pairs are excluded from occlusion
+        excluded = ontop_ij | ontop_ji | inside_ij | inside_ji
+        self._no_occlusion = {(int(ii[k]), int(jj[k])) for k in np.flatnonzero(excluded)}
+        self._no_occlusion |= {(b, a) for a, b in self._no_occlusion}
+
+    def _occlusions(self, objects: Sequence[ObjectInstance],
+                    edges: List[Tuple[str, str, str, Dict[str, float]]]) -> None:
+        n = len(objects)
+        cam = self.camera_position
+        excluded = self._no_occlusion
+        dist_cam = np.linalg.norm(self._centres - cam, axis=1)
+        sphere = np.linalg.norm(self._half, axis=1)
+        # prune: a nearer than b, and a's bounding sphere reaches b's line-of-sight tube
+        a_idx, b_idx = np.nonzero(dist_cam[:, None] < dist_cam[None, :])
+        if a_idx.size == 0:
+            return
+        seg = self._centres[b_idx] - cam
+        t = np.clip(np.einsum("ij,ij->i", self._centres[a_idx] - cam, seg)
+                    / np.maximum(np.einsum("ij,ij->i", seg, seg), _EPS), 0.0, 1.0)
+        closest = cam + t[:, None] * seg
+        d = np.linalg.norm(self._centres[a_idx] - closest, axis=1)
+        keep = d <= sphere[a_idx] + sphere[b_idx]
+        a_idx, b_idx = a_idx[keep], b_idx[keep]
+        if excluded and a_idx.size:
+            keep = np.array([(int(a), int(b)) not in excluded for a, b in zip(a_idx, b_idx)],
+                            bool)
+            a_idx, b_idx = a_idx[keep], b_idx[keep]
+        if a_idx.size == 0:
+            return
+        samples = self._visibility_samples()                    # (n, S, 3)
+        s_count = samples.shape[1]
+        pts = samples[b_idx].reshape(-1, 3)                     # (m*S, 3)
+        occ = np.repeat(a_idx, s_count)
+        # camera and sample points into a's unit-solid frame
+        c, s = np.cos(self._yaw[occ]), np.sin(self._yaw[occ])
+
+        def to_local(p: np.ndarray) -> np.ndarray:
+            rel = p - self._centres[occ]
+            x = c * rel[:, 0] + s * rel[:, 1]
+            y = -s * rel[:, 0] + c * rel[:, 1]
+            return np.stack([x, y, rel[:, 2]], axis=1) / self._half[occ]
+
+        hits = _segment_hits(to_local(np.broadcast_to(cam, pts.shape)), to_local(pts),
+                             self._shape[occ]).reshape(-1, s_count)
+        fraction = hits.mean(axis=1)
+        occluding = fraction >= self.config.occlusion_min_fraction - 1e-9
+        if not np.any(occluding):
+            return
+        a_sel, b_sel = a_idx[occluding], b_idx[occluding]
+        gaps = self._pair_gaps(a_sel, b_sel)
+        for a, b, gap in zip(a_sel, b_sel, gaps):
+            edges.append((self._ids[a], self._ids[b], OCCLUDES,
+                          {"relation": OCCLUDES, "distance": float(gap)}))
+
+    def _visibility_samples(self) -> np.ndarray:
+        """Per object: centre, top-face centre and 4 top-face points (world), shape (n, 6, 3)."""
+        half = self._half
+        top = np.where(self._shape == _SPHERE, half[:, 2] * math.sqrt(0.75), half[:, 2])
+        local = np.zeros((len(self._ids), 6, 3))
+        local[:, 1, 2] = half[:, 2]
+        for k, (sx, sy) in enumerate(((0.5, 0.0), (-0.5, 0.0), (0.0, 0.5), (0.0, -0.5))):
+            local[:, 2 + k, 0] = sx * half[:, 0]
+            local[:, 2 + k, 1] = sy * half[:, 1]
+            local[:, 2 + k, 2] = top
+        c, s = np.cos(self._yaw)[:, None], np.sin(self._yaw)[:, None]
+        x = c * local[..., 0] - s * local[..., 1]
+        y = s * local[..., 0] + c * local[..., 1]
+        return np.stack([x, y, local[..., 2]], axis=-1) + self._centres[:, None, :]
+
+
+@lru_cache(maxsize=1)
+def _default_camera_position() -> Tuple[float, float, float]:
+    return tuple(float(v) for v in Camera().position)
+
+
+def build_scene_graph(objects: Sequence[Union[ObjectInstance, Mapping[str, Any]]],
+                      camera_position: Optional[Sequence[float]] = None,
+                      config: Optional[SceneGraphConfig] = None) -> SceneGraph:
+    """Build G from perceived objects (ObjectInstance or plain dicts with the same fields).
+
+    camera_position defaults to Camera().position, (1.15, 0, 0.75); config defaults to
+    SceneGraphConfig() (the values of config/scene_graph.yaml), so no file is read here.
+    Raises ValidationError for NaN/inf geometry, bad sizes or duplicate ids.
+    """
+    cfg = config if config is not None else SceneGraphConfig()
+    cam = np.asarray(_default_camera_position() if camera_position is None
+                     else camera_position, dtype=float).reshape(-1)
+    if cam.shape != (3,) or not np.all(np.isfinite(cam)):
+        raise ValidationError(f"camera_position must be 3 finite numbers, got {cam.tolist()}")
+    objs, pos, size, yaw = _validated(objects)
+    graph = SceneGraph(objs, cam, cfg, (pos, size, yaw))
+    graph._build_edges(objs)
+    return graph
+
+
+__all__ = [
+    "RELATION_TYPES", "CONVERSE", "SYMMETRIC_RELATIONS", "SceneGraphConfig", "Relation",
+    "SceneGraph", "build_scene_graph", "ON_TOP_OF", "SUPPORTS", "STACKED_ON", "UNDER",
+    "INSIDE", "CONTAINS", "TOUCHING", "ADJACENT_TO", "NEAR", "FAR_FROM", "BEHIND",
+    "IN_FRONT_OF", "LEFT_OF", "RIGHT_OF", "OCCLUDES", "LEANING_ON",
+]
