@@ -1,0 +1,328 @@
+"""Perception from the simulator's ground truth, with optional seeded VLM-like errors.
+
+The embedded default backend: it answers the same :class:`PerceptionResult` as the VLM
+(pixel and box from projecting the object with the camera, world centre and size, state,
+fragility, the target's affordance) so everything downstream runs unchanged, but every
+label and metre comes from ground truth. Results are labelled ``backend="oracle"``.
+
+Errors a VLM makes can be switched on, each drawn from one ``numpy`` generator seeded at
+construction (same seed and same calls -> same answers):
+
+- category confusion: with ``category_confusion_prob`` a reported category is replaced by
+  one of its partners in ``confusion_map`` (data, e.g. cup <-> mug, vase <-> wine glass);
+  categories with no partner are never confused;
+- fragility error: Gaussian with ``fragility_std``, clipped to [0, 1];
+- position error: Gaussian with ``position_std`` (m) on each world axis of the centre (the
+  pixel is the projection of the noisy centre, so image and world answers agree);
+- affordance type confusion: with ``affordance_confusion_prob`` the target's type is
+  replaced by one of the 7 other types, uniformly.
+
+Objects whose centre does not project into the image are not reported (the camera does not
+see them). The oracle ignores rgb and depth (no occlusion reasoning).
+
+:func:`resolve_targets` maps an instruction to object ids; the planner reuses it for
+multi-object instructions.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.perception.backend import (PerceivedObject, PerceptionBackend,
+                                                   PerceptionResult)
+from agentic_grasp.core.types import AffordanceDescriptor, AffordanceType, ObjectInstance
+
+LOGGER = logging.getLogger(__name__)
+
+BACKEND_NAME = "oracle"
+
+#: Default category confusions (symmetric pairs of visually similar categories).
+DEFAULT_CONFUSION_MAP: Dict[str, List[str]] = {
+    "cup": ["mug"], "mug": ["cup"],
+    "vase": ["wine glass"], "wine glass": ["vase"],
+    "glass vase": ["wine glass"],
+    "bottle": ["vase"],
+    "apple": ["ball"], "ball": ["apple"], "tennis ball": ["apple"],
+    "cube": ["block"], "block": ["cube"], "toy block": ["cube"], "wood cube": ["block"],
+    "smartphone": ["phone"], "phone": ["smartphone"],
+}
+
+#: Words that name the same thing in instructions (both directions are searched).
+SYNONYMS: Dict[str, Tuple[str, ...]] = {
+    "cup": ("mug",), "mug": ("cup",),
+    "smartphone": ("phone", "cellphone", "mobile"), "phone": ("smartphone",),
+    "cube": ("block",), "block": ("cube",),
+    "ball": ("tennis ball",), "vase": ("flower vase",),
+    "wine glass": ("glass",), "screwdriver": ("driver",),
+}
+
+_ALL_WORDS = ("clear the table", "clear the desk", "clear everything", "all objects",
+              "all the objects", "all items", "everything", "every object", "clean the table",
+              "tidy the table", "remove all")
+_SORT_FRAGILITY = re.compile(r"\bsort\b.*\bfragil|\bfragil\w*\b.*\border\b|\border\b.*\bfragil")
+_DESCENDING = re.compile(r"most fragile first|descending|from (the )?most fragile|"
+                         r"fragile ones first|highest fragility first")
+
+
+def _words(text: str) -> str:
+    """Lowercase, punctuation to spaces, single-spaced, padded (for whole-word search)."""
+    return " " + " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split()) + " "
+
+
+def _find(phrase: str, text: str) -> int:
+    """Index of ``phrase`` as whole words in padded ``text`` (plural -s allowed), or -1."""
+    phrase = " ".join(re.sub(r"[^a-z0-9]+", " ", phrase.lower()).split())
+    if not phrase:
+        return -1
+    for variant in (phrase, phrase + "s", phrase + "es"):
+        idx = text.find(" " + variant + " ")
+        if idx >= 0:
+            return idx
+    return -1
+
+
+def resolve_targets(instruction: str, objects: Sequence[ObjectInstance]) -> List[str]:
+    """Ids of the objects an instruction is about, in the order to handle them.
+
+    - "clear the table" (and similar, see ``_ALL_WORDS``): every object, in scene order;
+    - "sort ... by fragility": every object, least fragile first ("most fragile first" or
+      "descending" reverses it);
+    - otherwise the objects named, in the order the instruction mentions them. An object is
+      named by its id, its full name ("ceramic cup"), its category ("cup"), or a synonym of
+      the category ("mug"). Among objects of one category, those named by full name or id
+      win over those matched by category alone ("the ceramic cup" vs. "the plastic cup");
+      otherwise all of them are returned. A synonym counts only for a word that names no
+      object directly ("the cup" picks the cup, not also the mug).
+
+    Returns [] when nothing in the instruction names an object in ``objects``.
+    """
+    text = _words(instruction)
+    if any(_find(phrase, text) >= 0 for phrase in _ALL_WORDS):
+        return [o.id for o in objects]
+    if _SORT_FRAGILITY.search(text):
+        descending = bool(_DESCENDING.search(text))
+        ordered = sorted(objects, key=lambda o: (o.fragility, o.id), reverse=descending)
+        return [o.id for o in ordered]
+
+    # (position in the text, strength, id): 2 = id or full name, 1 = category, 0 = synonym.
+    found: List[Tuple[int, int, str]] = []
+    for obj in objects:
+        strong = [p for p in (_find(obj.id, text), _find(obj.name, text)) if p >= 0]
+        category = _find(obj.category, text)
+        synonyms = [p for p in (_find(s, text) for s in SYNONYMS.get(obj.category.lower(), ()))
+                    if p >= 0]
+        if strong:
+            found.append((min(strong), 2, obj.id))
+        elif category >= 0:
+            found.append((category, 1, obj.id))
+        elif synonyms:
+            found.append((min(synonyms), 0, obj.id))
+    # A synonym only stands in for a word no object answers to directly ("mug" with no mug
+    # in the scene), so "the cup" does not also select a mug.
+    direct = {pos for pos, strength, _ in found if strength > 0}
+    found = [e for e in found if e[1] > 0 or e[0] not in direct]
+    by_category: Dict[str, List[Tuple[int, int, str]]] = {}
+    cat_of = {o.id: o.category.lower() for o in objects}
+    for entry in found:
+        by_category.setdefault(cat_of[entry[2]], []).append(entry)
+    kept: List[Tuple[int, int, str]] = []
+    for entries in by_category.values():
+        best = max(e[1] for e in entries)
+        kept.extend(e for e in entries if e[1] == best)
+    order = {o.id: k for k, o in enumerate(objects)}
+    kept.sort(key=lambda e: (e[0], order[e[2]]))
+    return [e[2] for e in kept]
+
+
+@dataclass
+class OracleConfig:
+    """Noise of the oracle (``oracle.*`` in config/perception.yaml); zero = exact truth."""
+
+    category_confusion_prob: float = 0.0
+    confusion_map: Dict[str, List[str]] = field(
+        default_factory=lambda: {k: list(v) for k, v in DEFAULT_CONFUSION_MAP.items()})
+    fragility_std: float = 0.0
+    position_std: float = 0.0
+    affordance_confusion_prob: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("category_confusion_prob", "affordance_confusion_prob"):
+            value = float(getattr(self, name))
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"oracle.{name} must be in [0, 1], got {value}")
+            setattr(self, name, value)
+        for name in ("fragility_std", "position_std"):
+            value = float(getattr(self, name))
+            if not value >= 0.0:
+                raise ConfigError(f"oracle.{name} must be >= 0, got {value}")
+            setattr(self, name, value)
+        cleaned: Dict[str, List[str]] = {}
+        for key, partners in dict(self.confusion_map or {}).items():
+            if isinstance(partners, str):
+                partners = [partners]
+            names = [" ".join(str(p).replace("_", " ").lower().split()) for p in partners]
+            names = [p for p in names if p]
+            if names:
+                cleaned[" ".join(str(key).replace("_", " ").lower().split())] = names
+        self.confusion_map = cleaned
+
+    @classmethod
+    def from_params(cls, params: Optional[Mapping[str, Any]]) -> "OracleConfig":
+        params = dict(params or {})
+        params.pop("seed", None)
+        known = {"category_confusion_prob", "confusion_map", "fragility_std", "position_std",
+                 "affordance_confusion_prob"}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ConfigError(f"oracle: unknown parameter(s) {', '.join(unknown)}")
+        return cls(**params)
+
+
+class OracleBackend(PerceptionBackend):
+    """Ground-truth perception with configurable, seeded errors (module docstring)."""
+
+    name = BACKEND_NAME
+
+    def __init__(self, ground_truth_provider: Callable[[], List[ObjectInstance]],
+                 config: Optional[OracleConfig] = None, seed: int = 0):
+        self._provider = ground_truth_provider
+        self.config = config or OracleConfig()
+        self.seed = int(seed)
+        self._rng = np.random.default_rng(self.seed)
+
+    def _confuse_category(self, obj: ObjectInstance) -> Tuple[str, str]:
+        """(category, name) as reported: the truth, or a confusion partner."""
+        cfg = self.config
+        category = obj.category.lower()
+        name = obj.name or obj.category
+        if cfg.category_confusion_prob <= 0.0:
+            return category, name
+        draw = self._rng.random()
+        partners = cfg.confusion_map.get(category) or cfg.confusion_map.get(name.lower())
+        if partners and draw < cfg.category_confusion_prob:
+            wrong = partners[int(self._rng.integers(len(partners)))]
+            return wrong, wrong
+        return category, name
+
+    def _noisy_fragility(self, value: float) -> float:
+        if self.config.fragility_std <= 0.0:
+            return float(value)
+        return float(np.clip(value + self._rng.normal(0.0, self.config.fragility_std), 0, 1))
+
+    def _noisy_position(self, position: np.ndarray) -> np.ndarray:
+        if self.config.position_std <= 0.0:
+            return np.asarray(position, dtype=float).copy()
+        return position + self._rng.normal(0.0, self.config.position_std, size=3)
+
+    def _affordance(self, obj: ObjectInstance, fragility: float
+                    ) -> Optional[AffordanceDescriptor]:
+        truth = obj.affordance
+        if truth is None:
+            return None
+        a_type = truth.type
+        prob = self.config.affordance_confusion_prob
+        if prob > 0.0 and self._rng.random() < prob:
+            others = [t for t in AffordanceType if t != truth.type]
+            a_type = others[int(self._rng.integers(len(others)))]
+        return AffordanceDescriptor(type=a_type, material=truth.material,
+                                    fragility=fragility, region=truth.region)
+
+    def perceive(self, rgb: np.ndarray, depth: np.ndarray, camera: Camera,
+                 instruction: str) -> PerceptionResult:
+        start = time.perf_counter()
+        try:
+            return self._perceive(camera, instruction, start)
+        except Exception as exc:  # noqa: BLE001 - perceive() must never raise (contract)
+            LOGGER.exception("oracle perception failed")
+            return PerceptionResult.failure(
+                BACKEND_NAME, f"perception failed: {type(exc).__name__}: {exc}",
+                latency_s=time.perf_counter() - start)
+
+    def _perceive(self, camera: Camera, instruction: str, start: float) -> PerceptionResult:
+        truth = list(self._provider())
+        warnings: List[str] = []
+        visible: List[Tuple[ObjectInstance, Tuple[float, float], Tuple[int, ...]]] = []
+        for obj in truth:
+            pixel, bbox = project_object(camera, obj)
+            if pixel is None:
+                warnings.append(f"'{obj.id}' is outside the camera view; not reported")
+                continue
+            visible.append((obj, pixel, bbox))
+        targets = resolve_targets(instruction, [v[0] for v in visible])
+        target_id = targets[0] if targets else None
+        if target_id is None:
+            hidden = resolve_targets(instruction, truth)
+            warnings.append("target not found: " + (
+                f"'{hidden[0]}' is outside the camera view" if hidden
+                else "no object matches the instruction"))
+        elif len(targets) > 1:
+            warnings.append(f"instruction names {len(targets)} objects "
+                            f"({', '.join(targets)}); target is the first")
+        objects: List[PerceivedObject] = []
+        target: Optional[PerceivedObject] = None
+        for obj, true_pixel, true_bbox in visible:
+            category, name = self._confuse_category(obj)
+            fragility = self._noisy_fragility(obj.fragility)
+            position = self._noisy_position(obj.position)
+            pixel, bbox = true_pixel, true_bbox
+            if self.config.position_std > 0.0:
+                pixel, bbox = project_object(camera, obj, centre=position)
+                if pixel is None:   # noise pushed the centre out of view: keep the truth's
+                    pixel, bbox = true_pixel, true_bbox
+            is_target = obj.id == target_id
+            perceived = PerceivedObject(
+                id=obj.id, category=category, pixel=pixel, bbox=bbox, position=position,
+                size=np.asarray(obj.size, dtype=float).copy(), state=obj.state,
+                fragility=fragility,
+                affordance=self._affordance(obj, fragility) if is_target else None,
+                confidence=1.0, name=name, shape=obj.shape, yaw=float(obj.yaw))
+            if is_target:
+                target = perceived
+                if perceived.affordance is None:
+                    warnings.append(f"target '{obj.id}' has no ground-truth affordance")
+            objects.append(perceived)
+        return PerceptionResult(
+            backend=BACKEND_NAME, target_found=target is not None, target=target,
+            objects=objects, warnings=warnings, error="",
+            latency_s=time.perf_counter() - start, prompt_tokens=0, completion_tokens=0,
+            requests=0, raw="")
+
+
+def _corners(obj: ObjectInstance, centre: np.ndarray) -> np.ndarray:
+    half = np.asarray(obj.size, dtype=float) / 2.0
+    signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+    local = signs * half
+    c, s = np.cos(obj.yaw), np.sin(obj.yaw)
+    rot = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    return local @ rot.T + centre
+
+
+def project_object(camera: Camera, obj: ObjectInstance, centre: Optional[np.ndarray] = None
+                   ) -> Tuple[Optional[Tuple[float, float]], Optional[Tuple[int, int, int, int]]]:
+    """(pixel, bbox) of an object in ``camera``; (None, None) when its centre is not in view.
+
+    The pixel is the projection of the centre, the box the image extent of the 8 corners of
+    its bounding box, clipped to the image.
+    """
+    centre = np.asarray(obj.position if centre is None else centre, dtype=float)
+    uv, z = camera.project(np.vstack([centre[None, :], _corners(obj, centre)]))
+    u, v = float(uv[0, 0]), float(uv[0, 1])
+    if not (z[0] > 0 and 0.0 <= u <= camera.width - 1 and 0.0 <= v <= camera.height - 1):
+        return None, None
+    cuv = uv[1:][z[1:] > 0]
+    if len(cuv) == 0:
+        return (u, v), None
+    lo, hi = cuv.min(axis=0), cuv.max(axis=0)
+    x1 = int(min(max(math.floor(lo[0]), 0), camera.width - 1))
+    y1 = int(min(max(math.floor(lo[1]), 0), camera.height - 1))
+    x2 = int(min(max(math.ceil(hi[0]), 0), camera.width - 1))
+    y2 = int(min(max(math.ceil(hi[1]), 0), camera.height - 1))
+    return (u, v), (x1, y1, x2, y2)

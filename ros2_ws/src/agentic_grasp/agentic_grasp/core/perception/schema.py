@@ -1,0 +1,189 @@
+"""The structured answer asked of the VLM: one JSON schema, its prompt, and its validation.
+
+The same schema is sent to vLLM as ``response_format={"type": "json_schema", ...}`` (so
+guided decoding can only produce conforming JSON) and is checked locally with
+``jsonschema`` (so a server without structured outputs, or a truncated answer, is caught).
+
+Shape of an answer::
+
+    {"target_found": true, "reason": "",
+     "target_id": "cup_1",
+     "target_affordance": {"type": "Graspable_Handle", "material": "ceramic",
+                           "region": "handle"},
+     "objects": [{"id": "cup_1", "category": "cup", "point_2d": [512, 430],
+                  "bbox_2d": [470, 380, 555, 490], "state": "empty", "fragility": 0.3},
+                 ...]}
+
+Design choices:
+- The target is one of ``objects`` (referenced by ``target_id``) so every object, the
+  target included, has exactly one location; the target's fragility is the affordance
+  descriptor's fragility (Sec. III-A), asked once.
+- ``point_2d`` / ``bbox_2d`` follow Qwen3-VL's own grounding format. Qwen3-VL's default
+  coordinate system is relative, 0..1000 on both axes (QwenLM/Qwen3-VL#1741), so the default
+  ``coordinates="norm1000"`` asks for that and the client converts to pixels; ``"pixel"``
+  asks for absolute pixels of the image sent (for Qwen2.5-VL-style models).
+- Affordance type, material and state are enums, so guided decoding cannot invent them.
+  Fragility and the coordinates carry no numeric bounds in the schema: their ranges depend
+  on the image and are checked semantically, where a bad value can be reported per field
+  (see ``vlm_client``) instead of rejecting the whole answer.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Dict, List, Tuple
+
+import jsonschema
+
+from agentic_grasp.core.types import AffordanceType, ObjectState
+
+SCHEMA_NAME = "grasp_scene_perception"
+
+#: Materials the knowledge base distinguishes (HAA-RAG s_mat is an exact match).
+MATERIALS = ("ceramic", "glass", "plastic", "metal", "wood", "organic", "fabric", "paper",
+             "rubber", "mixed", "other")
+
+AFFORDANCE_TYPES = tuple(t.value for t in AffordanceType)
+STATES = tuple(s.value for s in ObjectState)
+
+_POINT = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+_BOX = {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4}
+
+#: Upper bound on reported objects; bounds the answer length (and so the decode time).
+MAX_OBJECTS = 12
+
+PERCEPTION_SCHEMA: Dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["target_found", "reason", "target_id", "target_affordance", "objects"],
+    "properties": {
+        "target_found": {"type": "boolean"},
+        "reason": {"type": "string", "maxLength": 200},
+        "target_id": {"type": ["string", "null"]},
+        "target_affordance": {
+            "anyOf": [
+                {"type": "null"},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["type", "material", "region"],
+                    "properties": {
+                        "type": {"type": "string", "enum": list(AFFORDANCE_TYPES)},
+                        "material": {"type": "string", "enum": list(MATERIALS)},
+                        "region": {"type": "string", "maxLength": 40},
+                    },
+                },
+            ]
+        },
+        "objects": {
+            "type": "array",
+            "maxItems": MAX_OBJECTS,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["id", "category", "point_2d", "bbox_2d", "state", "fragility"],
+                "properties": {
+                    "id": {"type": "string", "minLength": 1, "maxLength": 40},
+                    "category": {"type": "string", "minLength": 1, "maxLength": 40},
+                    "point_2d": _POINT,
+                    "bbox_2d": _BOX,
+                    "state": {"type": "string", "enum": list(STATES)},
+                    "fragility": {"type": "number"},
+                },
+            },
+        },
+    },
+}
+
+_VALIDATOR = jsonschema.Draft202012Validator(PERCEPTION_SCHEMA)
+
+
+def response_format() -> Dict[str, Any]:
+    """The OpenAI/vLLM ``response_format`` value (vLLM >= 0.12 removed ``guided_json``)."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": SCHEMA_NAME, "schema": copy.deepcopy(PERCEPTION_SCHEMA),
+                        "strict": True},
+    }
+
+
+def schema_errors(answer: Any, limit: int = 5) -> List[str]:
+    """Human-readable schema violations (empty when the answer conforms)."""
+    errors = sorted(_VALIDATOR.iter_errors(answer), key=lambda e: list(e.absolute_path))
+    out = []
+    for err in errors[:limit]:
+        where = "/".join(str(p) for p in err.absolute_path) or "(root)"
+        out.append(f"{where}: {err.message}")
+    return out
+
+
+def parse_answer(text: str) -> Tuple[Any, str]:
+    """(answer, problem): the JSON value in ``text``, or None and why it is not valid.
+
+    Tolerates a Markdown code fence around the JSON (models without guided decoding add
+    one); anything else that is not exactly one JSON value is invalid.
+    """
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+        if body.rstrip().endswith("```"):
+            body = body.rstrip()[:-3]
+    if not body:
+        return None, "empty answer"
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    problems = schema_errors(value)
+    if problems:
+        return None, "schema violation: " + "; ".join(problems)
+    return value, ""
+
+
+SYSTEM_PROMPT = (
+    "You are the perception module of a robot arm that grasps objects on a tabletop. "
+    "You look at one RGB image from a fixed camera and answer with one JSON object only, "
+    "following the given JSON schema exactly."
+)
+
+_AFFORDANCE_HELP = (
+    "Graspable_Body (grasp the main body), Graspable_Handle (has a handle to grasp), "
+    "Graspable_Edge (grasp by a rim or edge, e.g. bowls, plates), Pinchable (small or thin, "
+    "fingertip grasp), Wrappable (round or soft, wrap the fingers around it), Fragile "
+    "(breakable, e.g. glassware), Tool_Handle (a tool held by its handle), Clampable "
+    "(flat and rigid, clamp the sides)"
+)
+
+
+def user_prompt(instruction: str, width: int, height: int, coordinates: str) -> str:
+    """The text half of the user turn (the image goes before it in the same turn)."""
+    if coordinates == "norm1000":
+        coords = ("Give locations in relative coordinates from 0 to 1000 on both axes "
+                  "(x to the right, y down; 0,0 is the top-left corner, 1000,1000 the "
+                  "bottom-right corner).")
+    else:
+        coords = (f"Give locations in pixels of this {width}x{height} image (x to the right "
+                  f"from 0 to {width - 1}, y down from 0 to {height - 1}).")
+    return (
+        f"Instruction: \"{instruction}\"\n"
+        "List every object on the table (at most "
+        f"{MAX_OBJECTS}) with a short unique id such as cup_1, its category noun, the "
+        "point_2d of the centre of the object, its bbox_2d [x1, y1, x2, y2], its state "
+        "(empty, filled, or stacked if it rests on another object) and its fragility from "
+        "0.0 (durable) to 1.0 (very fragile). "
+        f"{coords}\n"
+        "The target is the object the instruction asks to grasp. If it is visible, set "
+        "target_found true, target_id to its id, and target_affordance to its affordance: "
+        f"type is one of {_AFFORDANCE_HELP}; material is one of {', '.join(MATERIALS)}; "
+        "region names the part to grasp (e.g. handle, body, rim, stem, whole). If it is not "
+        "visible, set target_found false, target_id and target_affordance null, and say "
+        "why in reason. Answer with the JSON object only."
+    )
+
+
+def repair_prompt(problem: str) -> str:
+    """The follow-up turn sent once when an answer failed validation."""
+    return (
+        f"Your previous answer could not be used: {problem}. Reply again with only a "
+        "corrected JSON object that follows the schema exactly, keeping the same scene."
+    )
