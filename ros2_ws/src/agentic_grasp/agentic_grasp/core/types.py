@@ -230,7 +230,9 @@ class GraspParameters:
     closing (m, 0..0.08). force: grip force per the Franka Hand grasp action (N).
     approach_height: stand-off of the pre-grasp pose along -approach (m).
     speed: Cartesian speed of descent and lift (m/s). wrist_yaw: rotation of the finger
-    closing axis about the approach axis (rad; 0 closes along world y for a top-down grasp).
+    closing axis about the approach axis (rad), counter-clockwise as seen looking along the
+    approach; for a top-down grasp 0 closes along world y and the closing axis is
+    (-sin(wrist_yaw), cos(wrist_yaw), 0). kinematics.wrist_yaw_for_closing_axis inverts it.
     """
 
     position: np.ndarray

@@ -1,0 +1,418 @@
+"""RGB-D rendering of the simulated table top from the fixed camera.
+
+Perception must see real pixels, so the simulator renders its ground-truth objects here:
+exact per-pixel ray casting of the primitives (boxes, cylinders, spheres), the table slab and
+a floor, nearest hit wins. Depth is therefore geometrically exact: back-projecting a pixel
+with :meth:`Camera.backproject` returns the surface point the ray hit. Shading is Lambertian
+with one fixed light plus ambient. Everything is vectorised numpy; each primitive only casts
+the rays inside the pixel rectangle its bounding box projects to.
+
+Object placement (:class:`ObjectInstance`): ``position`` is the centre of the object's box,
+``size`` its full extents, ``yaw`` a rotation about world z. Cylinders have their axis along
+the object z, spheres have diameter ``size[0]``. An object with ``upright=False`` has been
+knocked over: it is drawn rotated 90 deg about its own x axis (so its y extent becomes the
+height and a cylinder lies along the object's y direction), keeping its x, y and resting on
+its old support: its bottom stays at ``position_z - size_z / 2`` but never sinks below the
+table top when it lies over the table (so a simulator may or may not lower the centre).
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Dict, Optional, Sequence, Tuple
+
+import cv2
+import numpy as np
+
+from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.core.types import ObjectInstance, Shape
+
+logger = logging.getLogger(__name__)
+
+#: Depth of the floor plane (m); the robot and table stand on a 0.75 m high bench.
+FLOOR_Z = -0.75
+#: Colour of the floor and of pixels with no return (RGB).
+FLOOR_RGB = (92, 92, 98)
+BACKGROUND_RGB = (40, 44, 52)
+#: Farthest optical depth that returns a measurement (m); beyond it depth is 0.
+MAX_RANGE_M = 5.0
+#: Unit vector towards the light (above, slightly in front of the table and to the left).
+LIGHT_DIR = tuple(np.array([0.45, 0.3, 1.0]) / np.linalg.norm([0.45, 0.3, 1.0]))
+#: Share of the light that is ambient (unshaded faces still show their colour).
+AMBIENT = 0.35
+#: Brightness factor of damaged objects (visibly darker, e.g. a cracked glass).
+DAMAGED_SHADE = 0.75
+#: Instance ids of the non-object surfaces.
+TABLE_ID = -1
+BACKGROUND_ID = -2
+
+_Rect = Tuple[int, int, int, int]        # u0, v0, u1, v1 with exclusive ends
+
+
+@dataclass
+class TableSpec:
+    """The table slab: its top face is the plane z at the given x / y extents (m)."""
+
+    x_min: float = 0.2
+    x_max: float = 0.8
+    y_min: float = -0.4
+    y_max: float = 0.4
+    z: float = 0.0
+    color: Tuple[int, int, int] = (160, 120, 80)
+    thickness: float = 0.04
+
+    def __post_init__(self) -> None:
+        if not (self.x_max > self.x_min and self.y_max > self.y_min and self.thickness > 0):
+            raise ValidationError(f"degenerate table {self}")
+
+
+@dataclass
+class RenderResult:
+    """One rendered frame.
+
+    rgb: (H, W, 3) uint8 in RGB order. depth: (H, W) float32, metres along the optical z
+    axis, 0 where nothing was hit within ``MAX_RANGE_M``. instance: (H, W) int32, the index
+    of the visible object in the rendered list, ``TABLE_ID`` (-1) for the table and
+    ``BACKGROUND_ID`` (-2) for floor or empty space.
+    """
+
+    rgb: np.ndarray
+    depth: np.ndarray
+    instance: np.ndarray
+
+
+class _Rays:
+    """Per-camera pixel rays (world frame) and the optical-z factor, computed once."""
+
+    def __init__(self, camera: Camera) -> None:
+        self.origin = camera.position
+        u, v = np.meshgrid(np.arange(camera.width, dtype=float),
+                           np.arange(camera.height, dtype=float))
+        d = np.stack([(u - camera.cx) / camera.fx, (v - camera.cy) / camera.fy,
+                      np.ones_like(u)], axis=-1)
+        norm = np.linalg.norm(d, axis=-1)
+        #: optical depth per unit of ray length (the z component of the unit ray)
+        self.z_per_t = 1.0 / norm
+        self.dirs = (d / norm[..., None]) @ camera.T_world_cam[:3, :3].T
+
+
+_RAY_CACHE: Dict[tuple, _Rays] = {}
+
+
+def _rays_for(camera: Camera) -> _Rays:
+    key = (camera.width, camera.height, camera.fx, camera.fy, camera.cx, camera.cy,
+           np.asarray(camera.T_world_cam, dtype=float).tobytes())
+    rays = _RAY_CACHE.get(key)
+    if rays is None:
+        if len(_RAY_CACHE) >= 4:
+            _RAY_CACHE.clear()
+        rays = _RAY_CACHE[key] = _Rays(camera)
+    return rays
+
+
+def _object_pose(obj: ObjectInstance, table: TableSpec) -> Tuple[np.ndarray, np.ndarray]:
+    """World rotation and centre of the object as drawn (see the module docstring)."""
+    c, s = math.cos(obj.yaw), math.sin(obj.yaw)
+    R = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    centre = np.asarray(obj.position, dtype=float).copy()
+    if not obj.upright and obj.shape != Shape.SPHERE:
+        R = R @ np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # RotX(90)
+        bottom = centre[2] - obj.size[2] / 2.0
+        over_table = (table.x_min <= centre[0] <= table.x_max
+                      and table.y_min <= centre[1] <= table.y_max)
+        if over_table:
+            bottom = max(bottom, table.z)
+        centre[2] = bottom + obj.size[1] / 2.0
+    return R, centre
+
+
+def _half_extents(obj: ObjectInstance) -> np.ndarray:
+    if obj.shape == Shape.SPHERE:
+        return np.full(3, obj.size[0] / 2.0)
+    return np.asarray(obj.size, dtype=float) / 2.0
+
+
+def _projected_rect(camera: Camera, R: np.ndarray, centre: np.ndarray,
+                    half: np.ndarray, clip: _Rect) -> Optional[_Rect]:
+    """Pixel rectangle (clipped to ``clip``) covering the projection of an oriented box."""
+    signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+    corners = centre + (signs * half) @ R.T
+    uv, z = camera.project(corners)
+    u0, v0, u1, v1 = clip
+    if np.any(z <= 1e-6):  # straddles the camera plane: fall back to the whole clip
+        return clip
+    a0 = max(u0, int(math.floor(uv[:, 0].min())) - 1)
+    a1 = min(u1, int(math.ceil(uv[:, 0].max())) + 2)
+    b0 = max(v0, int(math.floor(uv[:, 1].min())) - 1)
+    b1 = min(v1, int(math.ceil(uv[:, 1].max())) + 2)
+    if a0 >= a1 or b0 >= b1:
+        return None
+    return a0, b0, a1, b1
+
+
+def _shade(ndotl: np.ndarray) -> np.ndarray:
+    return AMBIENT + (1.0 - AMBIENT) * np.maximum(ndotl, 0.0)
+
+
+def _hit_box(o: np.ndarray, d: np.ndarray, half: np.ndarray, light: np.ndarray
+             ) -> Tuple[np.ndarray, np.ndarray]:
+    """Slab test in the box frame: entry distance (inf on a miss) and the Lambert factor.
+
+    ``o`` is the ray origin and ``light`` the light direction, both in the box frame; ``d``
+    holds the (..., 3) ray directions.
+    """
+    t_in = t_out = None
+    ndotl = None
+    for k in range(3):
+        dk = d[..., k]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = 1.0 / dk
+            t1 = (-half[k] - o[k]) * inv
+            t2 = (half[k] - o[k]) * inv
+        near, far = np.minimum(t1, t2), np.maximum(t1, t2)
+        face = np.where(dk > 0.0, -light[k], light[k])   # the entry face's normal . light
+        if t_in is None:
+            t_in, t_out, ndotl = near, far, face
+        else:
+            later = near > t_in
+            t_in = np.where(later, near, t_in)
+            ndotl = np.where(later, face, ndotl)
+            t_out = np.minimum(t_out, far)
+    hit = (t_in <= t_out) & (t_in > 0.0)
+    return np.where(hit, t_in, np.inf), ndotl
+
+
+def _hit_cylinder(o: np.ndarray, d: np.ndarray, half: np.ndarray, light: np.ndarray
+                  ) -> Tuple[np.ndarray, np.ndarray]:
+    """Elliptic cylinder (radii half[0], half[1], axis z, half height half[2])."""
+    rx, ry, hz = half
+    ox, oy, oz = o[0] / rx, o[1] / ry, o[2]
+    dx, dy, dz = d[..., 0] / rx, d[..., 1] / ry, d[..., 2]
+    a = dx * dx + dy * dy
+    b = ox * dx + oy * dy
+    c = ox * ox + oy * oy - 1.0
+    disc = b * b - a * c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_side = (-b - np.sqrt(np.maximum(disc, 0.0))) / a
+        side_ok = (disc >= 0.0) & (a > 1e-15) & (t_side > 0.0) & \
+            (np.abs(oz + t_side * dz) <= hz)
+        t_cap = np.where(dz < 0.0, (hz - oz) / dz, (-hz - oz) / dz)   # the cap facing the ray
+    cx, cy = ox + t_cap * dx, oy + t_cap * dy
+    cap_ok = np.isfinite(t_cap) & (t_cap > 0.0) & (cx * cx + cy * cy <= 1.0)
+    t_side = np.where(side_ok, t_side, np.inf)
+    t_cap = np.where(cap_ok, t_cap, np.inf)
+    # Side normal: gradient of (x / rx)^2 + (y / ry)^2, i.e. (X / rx, Y / ry) / (rx, ry)
+    # in the scaled coordinates X = x / rx, Y = y / ry of the hit point.
+    sx, sy = (ox + t_side * dx) / rx, (oy + t_side * dy) / ry
+    with np.errstate(invalid="ignore"):
+        side_dot = (sx * light[0] + sy * light[1]) / np.sqrt(sx * sx + sy * sy)
+    cap_dot = np.where(dz < 0.0, light[2], -light[2])
+    use_cap = t_cap < t_side
+    return np.minimum(t_side, t_cap), np.where(use_cap, cap_dot, side_dot)
+
+
+def _hit_sphere(o: np.ndarray, d: np.ndarray, radius: float, light: np.ndarray
+                ) -> Tuple[np.ndarray, np.ndarray]:
+    b = d @ o
+    c = float(o @ o) - radius * radius
+    disc = b * b - c
+    t = -b - np.sqrt(np.maximum(disc, 0.0))
+    hit = (disc >= 0.0) & (t > 0.0)
+    ndotl = (float(o @ light) + t * (d @ light)) / radius
+    return np.where(hit, t, np.inf), ndotl
+
+
+class _Frame:
+    """Z-buffer, material and shade buffers of the region of interest ``roi``."""
+
+    def __init__(self, roi: _Rect) -> None:
+        self.roi = roi
+        u0, v0, u1, v1 = roi
+        shape = (v1 - v0, u1 - u0)
+        self.t = np.full(shape, np.inf)
+        self.material = np.zeros(shape, dtype=np.int32)    # 0 nothing, 1 floor, 2 table, 3+i
+        self.shade = np.ones(shape)
+
+    def merge(self, rect: _Rect, t: np.ndarray, ndotl: np.ndarray, material: int) -> None:
+        """Keep the new surface where it is nearer than what the pixel already shows."""
+        u0, v0 = self.roi[:2]
+        a0, b0, a1, b1 = rect
+        window = (slice(b0 - v0, b1 - v0), slice(a0 - u0, a1 - u0))
+        tb = self.t[window]
+        closer = t < tb
+        np.copyto(tb, t, where=closer)
+        np.copyto(self.material[window], material, where=closer)
+        np.copyto(self.shade[window], _shade(ndotl), where=closer)
+
+
+def _render(objects: Sequence[ObjectInstance], camera: Camera, table: TableSpec,
+            roi: _Rect) -> Tuple[_Frame, np.ndarray]:
+    """Ray cast the pixels of ``roi``; returns the buffers and the optical-z factors."""
+    rays = _rays_for(camera)
+    frame = _Frame(roi)
+    origin = rays.origin
+    light = np.asarray(LIGHT_DIR)
+    u0, v0, u1, v1 = roi
+    # Floor: a horizontal plane that only rays going down can meet.
+    dz = rays.dirs[v0:v1, u0:u1, 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frame.t[...] = np.where(dz < -1e-9, (FLOOR_Z - origin[2]) / dz, np.inf)
+    frame.material[np.isfinite(frame.t)] = 1
+    frame.shade[...] = _shade(np.asarray(light[2]))
+    # Table: an axis-aligned slab.
+    centre = np.array([(table.x_min + table.x_max) / 2, (table.y_min + table.y_max) / 2,
+                       table.z - table.thickness / 2])
+    half = np.array([(table.x_max - table.x_min) / 2, (table.y_max - table.y_min) / 2,
+                     table.thickness / 2])
+    rect = _projected_rect(camera, np.eye(3), centre, half, roi)
+    if rect is not None:
+        a0, b0, a1, b1 = rect
+        t, ndotl = _hit_box(origin - centre, rays.dirs[b0:b1, a0:a1], half, light)
+        frame.merge(rect, t, ndotl, 2)
+    for index, obj in enumerate(objects):
+        R, centre = _object_pose(obj, table)
+        half = _half_extents(obj)
+        rect = _projected_rect(camera, R, centre, half, roi)
+        if rect is None:
+            logger.debug("object %s projects outside the rendered region", obj.id)
+            continue
+        a0, b0, a1, b1 = rect
+        d_world = rays.dirs[b0:b1, a0:a1]
+        if obj.shape == Shape.SPHERE:
+            t, ndotl = _hit_sphere(origin - centre, d_world, float(half[0]), light)
+        else:
+            hit = _hit_box if obj.shape == Shape.BOX else _hit_cylinder
+            t, ndotl = hit((origin - centre) @ R, d_world @ R, half, light @ R)
+        frame.merge(rect, t, ndotl, 3 + index)
+    u0, v0, u1, v1 = roi
+    return frame, rays.z_per_t[v0:v1, u0:u1]
+
+
+def _palette(objects: Sequence[ObjectInstance], table: TableSpec) -> np.ndarray:
+    colours = [BACKGROUND_RGB, FLOOR_RGB, table.color]
+    for obj in objects:
+        rgb = np.asarray(obj.color, dtype=float)
+        colours.append(tuple(rgb * DAMAGED_SHADE) if obj.damaged else tuple(rgb))
+    return np.asarray(colours, dtype=np.float32)
+
+
+def _check_camera_table(camera: Optional[Camera], table: Optional[TableSpec]
+                        ) -> Tuple[Camera, TableSpec]:
+    return (camera if camera is not None else Camera(),
+            table if table is not None else TableSpec())
+
+
+def _finish(frame: _Frame, z_per_t: np.ndarray, objects: Sequence[ObjectInstance],
+            table: TableSpec, depth_noise_std: float,
+            rng: Optional[np.random.Generator]) -> RenderResult:
+    material = frame.material
+    depth = frame.t * z_per_t
+    no_return = ~(depth <= MAX_RANGE_M)            # also true for inf (nothing hit)
+    material[no_return & (material == 1)] = 0      # the floor beyond range is background
+    depth[no_return] = 0.0
+    depth = depth.astype(np.float32)
+    shade = frame.shade.astype(np.float32)
+    shade[material == 0] = 1.0
+    rgb = (_palette(objects, table)[material] * shade[..., None] + 0.5).astype(np.uint8)
+    instance = material - 3
+    instance[material == 2] = TABLE_ID
+    instance[material < 2] = BACKGROUND_ID
+    if depth_noise_std > 0.0:
+        gen = rng if rng is not None else np.random.default_rng(0)
+        valid = depth > 0.0
+        noise = gen.normal(0.0, depth_noise_std, size=int(valid.sum())).astype(np.float32)
+        depth[valid] = np.maximum(depth[valid] + noise, np.float32(1e-4))
+    return RenderResult(rgb=rgb, depth=depth, instance=instance)
+
+
+def render_scene(objects: Sequence[ObjectInstance], camera: Optional[Camera] = None,
+                 table: Optional[TableSpec] = None, depth_noise_std: float = 0.0,
+                 rng: Optional[np.random.Generator] = None) -> RenderResult:
+    """Render RGB, depth and instance images of the objects on the table.
+
+    Deterministic unless ``depth_noise_std`` > 0, in which case zero-mean Gaussian noise with
+    that standard deviation (m) is drawn from ``rng`` (a generator seeded with 0 when None, so
+    that a frame is still reproducible) and added to every pixel with a return.
+    """
+    camera, table = _check_camera_table(camera, table)
+    if not math.isfinite(depth_noise_std) or depth_noise_std < 0.0:
+        raise ValidationError(f"depth_noise_std must be >= 0, got {depth_noise_std}")
+    frame, z_per_t = _render(objects, camera, table, (0, 0, camera.width, camera.height))
+    return _finish(frame, z_per_t, objects, table, float(depth_noise_std), rng)
+
+
+def object_bbox(result: RenderResult, index: int) -> Optional[Tuple[int, int, int, int]]:
+    """(u_min, v_min, u_max, v_max), inclusive, of the visible pixels of object ``index``."""
+    mask = result.instance == index
+    cols = np.flatnonzero(mask.any(axis=0))
+    if cols.size == 0:
+        return None
+    rows = np.flatnonzero(mask.any(axis=1))
+    return int(cols[0]), int(rows[0]), int(cols[-1]), int(rows[-1])
+
+
+def crop_object(result: RenderResult, index: int, size: int = 64,
+                pad: float = 0.15) -> Optional[np.ndarray]:
+    """Square RGB crop (size x size, uint8) around object ``index``, or None if not visible.
+
+    The square's side is the larger side of the visible bounding box grown by ``pad`` of it
+    on each side, centred on the box; parts outside the image repeat the border pixels.
+    Resized with area interpolation, as a visual-embedding backend expects a fixed size.
+    """
+    if size < 1 or not math.isfinite(pad) or pad < 0.0:
+        raise ValidationError(f"crop size must be >= 1 and pad >= 0, got {size}, {pad}")
+    box = object_bbox(result, index)
+    if box is None:
+        return None
+    u_min, v_min, u_max, v_max = box
+    side = max(u_max - u_min + 1, v_max - v_min + 1) * (1.0 + 2.0 * pad)
+    half = max(1, int(round(side / 2.0)))
+    cu, cv = (u_min + u_max + 1) // 2, (v_min + v_max + 1) // 2
+    a0, a1, b0, b1 = cu - half, cu + half, cv - half, cv + half
+    h, w = result.rgb.shape[:2]
+    border = max(0, -a0, -b0, a1 - w, b1 - h)
+    image = result.rgb
+    if border:
+        image = cv2.copyMakeBorder(image, border, border, border, border, cv2.BORDER_REPLICATE)
+    patch = image[b0 + border:b1 + border, a0 + border:a1 + border]
+    interp = cv2.INTER_AREA if patch.shape[0] >= size else cv2.INTER_LINEAR
+    return np.ascontiguousarray(cv2.resize(patch, (size, size), interpolation=interp))
+
+
+#: Where :func:`render_object_crop` puts an object (table centre line, in front of the camera).
+CANONICAL_XY = (0.5, 0.0)
+
+
+def render_object_crop(obj: ObjectInstance, camera: Optional[Camera] = None,
+                       size: int = 64) -> np.ndarray:
+    """Crop of the object alone on the table, for knowledge-base visual embeddings.
+
+    The object keeps its shape, size, yaw, colour, upright and damaged flags but is moved to
+    ``CANONICAL_XY`` standing on the table, so an entry's embedding does not depend on where
+    its description happened to place it; the crop is made exactly as :func:`crop_object`
+    makes it from a full scene render. Only the pixels around the object are ray cast.
+    """
+    camera, table = _check_camera_table(camera, None)
+    placed = obj.copy()
+    placed.position = np.array([CANONICAL_XY[0], CANONICAL_XY[1],
+                                table.z + float(obj.size[2]) / 2.0])
+    R, centre = _object_pose(placed, table)
+    full = (0, 0, camera.width, camera.height)
+    rect = _projected_rect(camera, R, centre, _half_extents(placed), full)
+    if rect is None:
+        raise ValidationError(f"object {obj.id} is not in view of the camera")
+    # Grow the rectangle to hold the padded square crop (and the border it replicates).
+    a0, b0, a1, b1 = rect
+    grow = max(a1 - a0, b1 - b0)
+    roi = (max(0, a0 - grow), max(0, b0 - grow), min(camera.width, a1 + grow),
+           min(camera.height, b1 + grow))
+    # The result covers the ROI only; the ROI holds the whole padded crop square unless it
+    # meets the image border, where both crops replicate the same edge pixels.
+    frame, z_per_t = _render([placed], camera, table, roi)
+    result = _finish(frame, z_per_t, [placed], table, 0.0, None)
+    crop = crop_object(result, 0, size=size)
+    if crop is None:
+        raise ValidationError(f"object {obj.id} is not visible from the camera")
+    return crop
