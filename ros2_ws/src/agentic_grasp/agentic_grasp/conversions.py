@@ -1,0 +1,414 @@
+"""Message <-> domain conversion, in one place for the whole package.
+
+Nodes call these at their boundary: message in -> domain object -> core -> domain -> message.
+Bad messages raise ``ValidationError`` with a message that names the field.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence
+
+import numpy as np
+from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
+from sensor_msgs.msg import CameraInfo, Image
+from std_msgs.msg import Header
+
+from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.core.types import (
+    AffordanceDescriptor, AffordanceType, AttemptOutcome, GraspParameters, GraspType,
+    ObjectInstance, ObjectState, Phase, Shape)
+from agentic_grasp_interfaces.msg import (
+    AffordanceDescriptor as AffordanceMsg, GraspOutcome as GraspOutcomeMsg,
+    GraspParameters as GraspMsg, ObjectObservation as ObjectMsg)
+from agentic_grasp_interfaces.msg import (
+    Constraint as ConstraintMsg, SceneGraph as SceneGraphMsg, SpatialRelation as RelationMsg)
+from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
+
+if TYPE_CHECKING:  # scene_graph pulls in networkx (~0.3 s): imported where it is used
+    from agentic_grasp.core.constraints import Constraint, ConstraintSet
+    from agentic_grasp.core.perception import PerceivedObject, PerceptionResult
+    from agentic_grasp.core.scene_graph import Relation, SceneGraph
+
+_GRASP_TYPES = {GraspType.POWER: GraspMsg.GRASP_POWER, GraspType.PINCH: GraspMsg.GRASP_PINCH,
+                GraspType.SIDE: GraspMsg.GRASP_SIDE}
+_GRASP_TYPES_INV = {v: k for k, v in _GRASP_TYPES.items()}
+_STATES = {ObjectState.EMPTY: ObjectMsg.STATE_EMPTY, ObjectState.FILLED: ObjectMsg.STATE_FILLED,
+           ObjectState.STACKED: ObjectMsg.STATE_STACKED}
+_STATES_INV = {v: k for k, v in _STATES.items()}
+
+
+def vec3(values: Sequence[float]) -> Vector3:
+    return Vector3(x=float(values[0]), y=float(values[1]), z=float(values[2]))
+
+
+def point(values: Sequence[float]) -> Point:
+    return Point(x=float(values[0]), y=float(values[1]), z=float(values[2]))
+
+
+def from_xyz(msg) -> np.ndarray:
+    return np.array([msg.x, msg.y, msg.z], dtype=float)
+
+
+def yaw_quaternion(yaw: float) -> Quaternion:
+    return Quaternion(x=0.0, y=0.0, z=math.sin(yaw / 2.0), w=math.cos(yaw / 2.0))
+
+
+def quaternion_yaw(q: Quaternion) -> float:
+    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+
+
+# ---- affordance ------------------------------------------------------------------------------
+
+def affordance_to_msg(aff: Optional[AffordanceDescriptor]) -> AffordanceMsg:
+    if aff is None:
+        return AffordanceMsg()
+    return AffordanceMsg(type=aff.type.value, material=aff.material,
+                         fragility=float(aff.fragility), graspable_region=aff.region)
+
+
+def affordance_from_msg(msg: AffordanceMsg) -> Optional[AffordanceDescriptor]:
+    """None for an all-empty message; ValidationError for a partly filled or bad one."""
+    if not msg.type and not msg.material and not msg.graspable_region:
+        return None
+    return AffordanceDescriptor(type=AffordanceType.parse(msg.type), material=msg.material,
+                                fragility=float(msg.fragility), region=msg.graspable_region)
+
+
+# ---- grasp parameters ---------------------------------------------------------------------
+
+def grasp_to_msg(grasp: GraspParameters) -> GraspMsg:
+    return GraspMsg(position=point(grasp.position), approach_direction=vec3(grasp.approach),
+                    gripper_width=float(grasp.width), grip_force=float(grasp.force),
+                    grasp_type=_GRASP_TYPES[grasp.grasp_type],
+                    approach_height=float(grasp.approach_height), speed=float(grasp.speed),
+                    wrist_yaw=float(grasp.wrist_yaw))
+
+
+def grasp_from_msg(msg: GraspMsg) -> GraspParameters:
+    if msg.grasp_type not in _GRASP_TYPES_INV:
+        raise ValidationError(f"grasp.grasp_type {msg.grasp_type} is not 0 (power), 1 (pinch) "
+                              "or 2 (side)")
+    return GraspParameters(position=from_xyz(msg.position), approach=from_xyz(msg.approach_direction),
+                           width=msg.gripper_width, force=msg.grip_force,
+                           grasp_type=_GRASP_TYPES_INV[msg.grasp_type],
+                           approach_height=msg.approach_height, speed=msg.speed,
+                           wrist_yaw=msg.wrist_yaw)
+
+
+# ---- objects ------------------------------------------------------------------------------
+
+def object_to_msg(obj: ObjectInstance, pixel: Optional[Sequence[float]] = None,
+                  confidence: float = 1.0) -> ObjectMsg:
+    msg = ObjectMsg(id=obj.id, category=obj.category, name=obj.name,
+                    pose=Pose(position=point(obj.position), orientation=yaw_quaternion(obj.yaw)),
+                    size=vec3(obj.size), state=_STATES[obj.state],
+                    fragility=float(obj.fragility), mass=float(obj.mass),
+                    affordance=affordance_to_msg(obj.affordance), confidence=float(confidence),
+                    upright=bool(obj.upright), damaged=bool(obj.damaged))
+    msg.pixel_u, msg.pixel_v = (float(pixel[0]), float(pixel[1])) if pixel is not None else (-1.0, -1.0)
+    return msg
+
+
+def object_from_msg(msg: ObjectMsg) -> ObjectInstance:
+    """Domain object from an observation; shape is inferred as a box (perception gives extents)."""
+    if msg.state not in _STATES_INV:
+        raise ValidationError(f"object {msg.id!r}: state {msg.state} is not 0, 1 or 2")
+    return ObjectInstance(id=msg.id, category=msg.category, shape=Shape.BOX,
+                          position=from_xyz(msg.pose.position), size=from_xyz(msg.size),
+                          yaw=quaternion_yaw(msg.pose.orientation), fragility=msg.fragility,
+                          mass=msg.mass if msg.mass > 0 else 0.1, state=_STATES_INV[msg.state],
+                          affordance=affordance_from_msg(msg.affordance),
+                          material=msg.affordance.material or "unknown", name=msg.name,
+                          upright=msg.upright, damaged=msg.damaged)
+
+
+def objects_from_msgs(msgs: Iterable[ObjectMsg]) -> List[ObjectInstance]:
+    return [object_from_msg(m) for m in msgs]
+
+
+# ---- outcomes -----------------------------------------------------------------------------
+
+def outcome_to_msg(outcome: AttemptOutcome) -> GraspOutcomeMsg:
+    names = sorted(outcome.measurements)
+    return GraspOutcomeMsg(
+        success=bool(outcome.success), quality=float(outcome.quality),
+        phi=[float(v) for v in outcome.phi],
+        events=[":".join(p for p in (e.kind, e.phase.value, e.other_id) if p)
+                for e in outcome.events],
+        phase_reached=outcome.phase_reached.value,
+        measurement_names=names,
+        measurement_values=[float(outcome.measurements[n]) for n in names],
+        duration_s=float(outcome.duration_s))
+
+
+def outcome_from_msg(msg: GraspOutcomeMsg) -> AttemptOutcome:
+    from agentic_grasp.core.types import PhysicalEvent  # local: only used here
+
+    events = []
+    for text in msg.events:
+        parts = text.split(":")
+        phase = Phase(parts[1]) if len(parts) > 1 and parts[1] in Phase._value2member_map_ \
+            else Phase.APPROACH
+        events.append(PhysicalEvent(kind=parts[0], phase=phase,
+                                    other_id=parts[2] if len(parts) > 2 else ""))
+    return AttemptOutcome(
+        success=msg.success, quality=msg.quality, phi=np.asarray(msg.phi, dtype=float),
+        events=events,
+        phase_reached=Phase(msg.phase_reached) if msg.phase_reached else Phase.APPROACH,
+        measurements=dict(zip(msg.measurement_names, msg.measurement_values)),
+        duration_s=msg.duration_s)
+
+
+# ---- scene graph, relations and constraints (InferConstraints) ----------------------------
+
+def scene_objects_from_msg(scene: SceneGraphMsg) -> List[ObjectInstance]:
+    """Domain objects of a SceneGraph message; a bad one is named by index and id.
+
+    Per-object checks (finite pose, positive size, state code, fragility range) happen here;
+    duplicate ids are a property of the whole scene and are left to build_scene_graph.
+    """
+    out: List[ObjectInstance] = []
+    for index, msg in enumerate(scene.objects):
+        try:
+            out.append(object_from_msg(msg))
+        except ValidationError as exc:
+            raise ValidationError(f"scene.objects[{index}] (id {msg.id!r}): {exc}") from None
+    return out
+
+
+def relation_to_msg(relation: "Relation") -> RelationMsg:
+    return RelationMsg(subject_id=relation.subject, relation=relation.relation,
+                       object_id=relation.object, distance=float(relation.distance))
+
+
+def relations_to_msgs(relations: Iterable["Relation"]) -> List[RelationMsg]:
+    return [relation_to_msg(r) for r in relations]
+
+
+def relation_from_msg(msg: RelationMsg) -> "Relation":
+    """ValidationError for a relation name outside the 16 types or a bad distance."""
+    from agentic_grasp.core.scene_graph import RELATION_TYPES, Relation  # networkx: lazy
+
+    if msg.relation not in RELATION_TYPES:
+        raise ValidationError(f"relation {msg.relation!r} ({msg.subject_id} -> "
+                              f"{msg.object_id}) is not one of {', '.join(RELATION_TYPES)}")
+    if not msg.subject_id or not msg.object_id:
+        raise ValidationError(f"relation {msg.relation!r} needs subject_id and object_id")
+    if not math.isfinite(msg.distance) or msg.distance < 0.0:
+        raise ValidationError(f"relation {msg.subject_id} {msg.relation} {msg.object_id}: "
+                              f"distance must be finite and >= 0, got {msg.distance}")
+    return Relation(msg.subject_id, msg.relation, msg.object_id, float(msg.distance))
+
+
+def scene_graph_to_msg(graph: "SceneGraph", objects: Sequence[ObjectMsg],
+                       header: Optional[Header] = None, source: str = "") -> SceneGraphMsg:
+    """G as a message: the given object observations (kept as received, so pixels,
+    confidences and affordances survive) plus the graph's relations."""
+    return SceneGraphMsg(header=header if header is not None else Header(), source=source,
+                         objects=list(objects), relations=relations_to_msgs(graph.relations()))
+
+
+def constraint_to_msg(constraint: "Constraint") -> ConstraintMsg:
+    """Optional fields become the message's neutral values: zero bias, speed_cap 0 = no cap."""
+    msg = ConstraintMsg(type=constraint.type.value, source_id=constraint.source_id,
+                        force_scale=float(constraint.force_scale),
+                        height_delta=float(constraint.height_delta),
+                        speed_cap=float(constraint.speed_cap or 0.0),
+                        prerequisite_ids=list(constraint.prerequisite_ids),
+                        explanation=constraint.explanation)
+    if constraint.direction_override is not None:
+        msg.has_direction_override = True
+        msg.direction_override = vec3(constraint.direction_override)
+    if constraint.direction_bias is not None:
+        msg.direction_bias = vec3(constraint.direction_bias)
+    return msg
+
+
+def constraint_from_msg(msg: ConstraintMsg) -> "Constraint":
+    """Inverse of constraint_to_msg, so a client can re-compose Delta g (apply_constraints).
+
+    force_scale must be in (0, 1]: a default-constructed message has 0, which would zero the
+    grip force, so it is rejected rather than read as "unchanged".
+    """
+    from agentic_grasp.core.constraints import Constraint, ConstraintType  # networkx: lazy
+
+    try:
+        kind = ConstraintType(msg.type)
+    except ValueError:
+        raise ValidationError(f"constraint type {msg.type!r} is not one of "
+                              f"{', '.join(t.value for t in ConstraintType)}") from None
+    where = f"constraint {msg.type} ({msg.source_id!r})"
+    for name in ("force_scale", "height_delta", "speed_cap"):
+        if not math.isfinite(getattr(msg, name)):
+            raise ValidationError(f"{where}: {name} must be finite")
+    if not 0.0 < msg.force_scale <= 1.0:
+        raise ValidationError(f"{where}: force_scale must be in (0, 1], got {msg.force_scale}")
+    if msg.speed_cap < 0.0:
+        raise ValidationError(f"{where}: speed_cap must be >= 0 (0 = no cap)")
+    bias = from_xyz(msg.direction_bias)
+    override = from_xyz(msg.direction_override) if msg.has_direction_override else None
+    for name, vec in (("direction_bias", bias), ("direction_override", override)):
+        if vec is not None and not np.all(np.isfinite(vec)):
+            raise ValidationError(f"{where}: {name} must be finite")
+    return Constraint(type=kind, source_id=msg.source_id, explanation=msg.explanation,
+                      direction_override=override,
+                      direction_bias=bias if np.any(bias != 0.0) else None,
+                      force_scale=float(msg.force_scale), height_delta=float(msg.height_delta),
+                      speed_cap=float(msg.speed_cap) if msg.speed_cap > 0.0 else None,
+                      prerequisite_ids=list(msg.prerequisite_ids))
+
+
+def constraint_set_from_msgs(target_id: str, msgs: Iterable[ConstraintMsg]) -> "ConstraintSet":
+    """C_vt from an InferConstraints response, ready for apply_constraints."""
+    from agentic_grasp.core.constraints import ConstraintSet  # networkx: lazy
+
+    return ConstraintSet(target_id, [constraint_from_msg(m) for m in msgs])
+
+
+def fill_adjustment(response: Any, constraints: "ConstraintSet") -> Any:
+    """Write the composed Delta g of ``constraints`` into an InferConstraints response.
+
+    ``direction`` carries the override d = [0, 0, -1] when has_direction_override is true,
+    else the composed bias Delta d (added to d before normalising; zero when none), exactly
+    as apply_constraints uses them. speed_cap 0 means no cap.
+    """
+    adj = constraints.adjustment
+    override = adj["direction_override"]
+    response.has_direction_override = override is not None
+    response.direction = vec3(override if override is not None else adj["delta_d"])
+    response.force_scale = float(adj["force_scale"])
+    response.height_delta = float(adj["delta_h"])
+    response.speed_cap = float(adj["speed_cap"] or 0.0)
+    response.prerequisite_ids = list(adj["prerequisites"])
+    return response
+
+
+# ---- perception: camera frames in, PerceptionResult out -----------------------------------
+
+#: sensor_msgs/Image encodings the perception node reads: (numpy dtype, channels).
+IMAGE_ENCODINGS = {
+    "rgb8": (np.uint8, 3), "bgr8": (np.uint8, 3), "rgba8": (np.uint8, 4),
+    "bgra8": (np.uint8, 4), "mono8": (np.uint8, 1), "32FC1": (np.float32, 1),
+    "16UC1": (np.uint16, 1), "mono16": (np.uint16, 1),
+}
+
+
+def image_to_array(msg: Image) -> np.ndarray:
+    """The pixels of an Image as a native-endian (H, W) or (H, W, C) array (a copy).
+
+    Honours row padding (``step`` larger than a row) and ``is_bigendian``, which cameras
+    other than the simulator do use; there is no cv_bridge in the PyPI ROS wheels.
+    """
+    spec = IMAGE_ENCODINGS.get(msg.encoding)
+    if spec is None:
+        raise ValidationError(f"image encoding {msg.encoding!r} is not supported (one of "
+                              f"{', '.join(IMAGE_ENCODINGS)})")
+    dtype, channels = spec
+    height, width = int(msg.height), int(msg.width)
+    if height <= 0 or width <= 0:
+        raise ValidationError(f"image is empty ({width}x{height})")
+    wire = np.dtype(dtype).newbyteorder(">" if msg.is_bigendian else "<")
+    row = width * channels * wire.itemsize
+    data = np.frombuffer(msg.data, dtype=np.uint8)
+    if msg.step < row or data.size < msg.step * height:
+        raise ValidationError(f"image {width}x{height} {msg.encoding}: step {msg.step} and "
+                              f"{data.size} data bytes do not hold {row}-byte rows")
+    rows = data[:msg.step * height].reshape(height, msg.step)[:, :row]
+    pixels = np.ascontiguousarray(rows).view(wire).astype(wire.newbyteorder("="))
+    return pixels.reshape(height, width, channels) if channels > 1 else \
+        pixels.reshape(height, width)
+
+
+def rgb_from_msg(msg: Image) -> np.ndarray:
+    """HxWx3 uint8 in RGB order, whatever colour encoding the camera publishes."""
+    pixels = image_to_array(msg)
+    if msg.encoding in ("rgb8", "rgba8"):
+        return np.ascontiguousarray(pixels[..., :3])
+    if msg.encoding in ("bgr8", "bgra8"):
+        return np.ascontiguousarray(pixels[..., 2::-1])
+    if msg.encoding == "mono8":
+        return np.repeat(pixels[..., None], 3, axis=2)
+    raise ValidationError(f"colour image has depth encoding {msg.encoding!r}")
+
+
+def depth_from_msg(msg: Image) -> np.ndarray:
+    """HxW float32 metres along the optical axis, 0 or NaN where invalid (REP 118).
+
+    32FC1 is metres already; 16UC1 (and mono16) is millimetres with 0 = no return.
+    """
+    pixels = image_to_array(msg)
+    if msg.encoding == "32FC1":
+        return pixels.astype(np.float32, copy=False)
+    if msg.encoding in ("16UC1", "mono16"):
+        return pixels.astype(np.float32) / np.float32(1000.0)
+    raise ValidationError(f"depth image must be 32FC1 or 16UC1, got {msg.encoding!r}")
+
+
+def camera_from_info(msg: CameraInfo, T_world_cam: np.ndarray) -> Camera:
+    """The pinhole Camera of a CameraInfo (intrinsics from K) placed at ``T_world_cam``.
+
+    CameraInfo carries no extrinsics: the pose comes from the caller (TF on a real robot,
+    parameters in the simulator). Distortion is not applied (the core model is
+    distortion-free); callers that care check ``msg.d`` themselves.
+    """
+    k = [float(v) for v in msg.k]
+    if len(k) != 9 or msg.width <= 0 or msg.height <= 0:
+        raise ValidationError(f"camera_info: need a 3x3 K and a size, got K of {len(k)} "
+                              f"values and {msg.width}x{msg.height}")
+    fx, fy, cx, cy = k[0], k[4], k[2], k[5]
+    if not all(math.isfinite(v) for v in (fx, fy, cx, cy)) or fx <= 0.0 or fy <= 0.0:
+        raise ValidationError(f"camera_info: K has no valid focal lengths (fx={fx}, fy={fy}); "
+                              "is the camera calibrated?")
+    return Camera(width=int(msg.width), height=int(msg.height), fx=fx, fy=fy, cx=cx, cy=cy,
+                  T_world_cam=np.asarray(T_world_cam, dtype=float).copy(),
+                  frame_id=msg.header.frame_id or "camera_color_optical_frame")
+
+
+def perceived_object_to_msg(obj: "PerceivedObject") -> Optional[ObjectMsg]:
+    """An ObjectObservation of a perceived object; None when it has no 3-D position.
+
+    Size falls back to PerceivedObject's default cube and the shape to its category hint
+    (see PerceivedObject.to_object_instance). Mass is 0 = unknown: perception does not weigh.
+    """
+    instance = obj.to_object_instance()
+    if instance is None:
+        return None
+    msg = object_to_msg(instance, pixel=obj.pixel,
+                        confidence=min(1.0, max(0.0, float(obj.confidence))))
+    msg.mass = 0.0
+    return msg
+
+
+def perception_result_to_msg(result: "PerceptionResult", instruction: str = "",
+                             header: Optional[Header] = None) -> PerceptionResultMsg:
+    """A core PerceptionResult as the message the perception node returns and publishes.
+
+    ``objects`` holds every perceived object with a 3-D position, target first; one left out
+    (no depth, or an estimate the domain types reject) gets a warning naming it, so the
+    message never carries NaN poses. ``target_id`` is the target's id whenever the backend
+    located one, even if its position is missing (``error`` then says why).
+    """
+    warnings = list(result.warnings)
+    ordered = list(result.objects)
+    if result.target is not None:
+        ordered = [result.target] + [o for o in ordered if o.id != result.target.id]
+    objects: List[ObjectMsg] = []
+    for obj in ordered:
+        try:
+            converted = perceived_object_to_msg(obj)
+        except ValidationError as exc:
+            warnings.append(f"'{obj.id}' left out of objects: {exc}")
+            continue
+        if converted is None:
+            warnings.append(f"'{obj.id}' has no 3-D position; left out of objects")
+            continue
+        objects.append(converted)
+    return PerceptionResultMsg(
+        header=header if header is not None else Header(), backend=result.backend,
+        instruction=instruction, target_found=bool(result.target_found),
+        target_id=result.target.id if result.target is not None else "",
+        objects=objects, warnings=warnings, error=result.error,
+        latency_s=float(result.latency_s), prompt_tokens=max(0, int(result.prompt_tokens)),
+        completion_tokens=max(0, int(result.completion_tokens)),
+        requests=max(0, int(result.requests)))
