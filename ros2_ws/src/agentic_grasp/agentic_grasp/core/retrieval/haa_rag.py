@@ -1,0 +1,648 @@
+"""Hierarchical Affordance-Aware RAG (paper Sec. III-A, Eq. 1, Fig. 2).
+
+Three coarse-to-fine levels over the knowledge base:
+
+1. category match: s_cat = 1.0 for the query's category, 0.5 for another category of the same
+   superclass ("mug" -> "cup"), everything else discarded; keep the top k1 = 30 (ties at the
+   cut broken by the next level's score, then by knowledge-base order);
+2. affordance score (Eq. 1)
+       s_aff = 0.5 1[type_q = type_i] + 0.2 s_mat + 0.15 (1 - |frag_q - frag_i|) + 0.15 s_reg
+   where s_mat is 1 for the same material and the configured similarity of the pair otherwise
+   (config/retrieval.yaml ``material_similarity``; the paper's strict indicator with an empty
+   table) and s_reg is 1 for the same region, 0.5 for two regions of one family
+   (kb_data/taxonomy.yaml ``regions``), else 0; candidates with s_aff < tau_aff = 0.3 are
+   discarded;
+3. visual re-rank: s_vis = cos(v_q, v_i);
+       s_final = 0.2 s_cat + 0.4 s_aff + 0.4 s_vis, times (1 - 0.3) for failed experiences;
+   the top k = 3 are returned, each with its score breakdown and a one-line explanation.
+
+``mode="clip_only"`` is the Table IV baseline: level 1, then s_final = 0.2 s_cat + 0.4 s_vis
+(affordance skipped; the failure penalty still applies unless configured off).
+
+Cost: the index keeps the knowledge base as columns sorted by (superclass, category), so the
+candidates of a query are two contiguous slices (its superclass and, inside it, its category):
+a query touches only its candidate rows, never the whole knowledge base, and cosines are one
+matrix-vector product over the <= k1 survivors. Every constant comes from
+config/retrieval.yaml.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from agentic_grasp.core.config import nested, node_params
+from agentic_grasp.core.errors import ConfigError, ValidationError
+from agentic_grasp.core.retrieval.embedding import (EmbeddingCache, VisualEmbedder,
+                                                    DescriptorEmbedder, check_crop,
+                                                    make_embedder, unit)
+from agentic_grasp.core.retrieval.knowledge_base import Experience, KnowledgeBase
+from agentic_grasp.core.retrieval.taxonomy import Taxonomy, normalise_word
+from agentic_grasp.core.types import AffordanceDescriptor, AffordanceType
+
+_LOG = logging.getLogger(__name__)
+
+NODE_NAME = "retrieval"
+MODES = ("haa", "clip_only")
+AFFORDANCE_TYPES: Tuple[AffordanceType, ...] = tuple(AffordanceType)
+_TYPE_INDEX = {t: i for i, t in enumerate(AFFORDANCE_TYPES)}
+#: Slack on the tau_aff comparison so that a score equal to tau on paper is kept.
+_TAU_EPS = 1e-9
+
+
+class EmbeddingModelMismatch(ValidationError):
+    """A query vector was made by another model than the knowledge-base vectors."""
+
+
+# --------------------------------------------------------------------------- config
+@dataclass
+class RetrievalConfig:
+    """Constants of HAA-RAG, read from config/retrieval.yaml (no defaults in code)."""
+
+    k1: int
+    k: int
+    tau_aff: float
+    category_exact_score: float
+    category_superclass_score: float
+    w_type: float
+    w_material: float
+    w_fragility: float
+    w_region: float
+    region_family_score: float
+    material_similarity: Dict[str, Dict[str, float]]
+    w_category: float
+    w_affordance: float
+    w_visual: float
+    failure_penalty: float
+    clip_only_failure_penalty: bool
+    mode: str
+    knowledge_base_path: str = ""
+    acquired_experiences_path: str = ""
+    embedding: Dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"{self.source}: " if self.source else ""
+        if int(self.k1) < 1 or int(self.k) < 1:
+            raise ConfigError(f"{where}k1 and k must be >= 1, got {self.k1}, {self.k}")
+        self.k1, self.k = int(self.k1), int(self.k)
+        for name in ("tau_aff", "category_exact_score", "category_superclass_score",
+                     "region_family_score", "failure_penalty", "w_type", "w_material",
+                     "w_fragility", "w_region", "w_category", "w_affordance", "w_visual"):
+            value = float(getattr(self, name))
+            if not math.isfinite(value) or value < 0.0:
+                raise ConfigError(f"{where}{name} must be a finite number >= 0, got {value}")
+            setattr(self, name, value)
+        for name in ("category_exact_score", "category_superclass_score",
+                     "region_family_score", "tau_aff"):
+            if getattr(self, name) > 1.0:
+                raise ConfigError(f"{where}{name} must be in [0, 1], got {getattr(self, name)}")
+        if not 0.0 < self.category_superclass_score <= self.category_exact_score:
+            raise ConfigError(f"{where}need 0 < category_superclass_score <= "
+                              "category_exact_score")
+        if self.failure_penalty >= 1.0:
+            raise ConfigError(f"{where}failure_penalty must be in [0, 1), got "
+                              f"{self.failure_penalty}")
+        if self.mode not in MODES:
+            raise ConfigError(f"{where}mode must be one of {MODES}, got {self.mode!r}")
+        table: Dict[str, Dict[str, float]] = {}
+        for a, row in (self.material_similarity or {}).items():
+            if not isinstance(row, Mapping):
+                raise ConfigError(f"{where}material_similarity.{a} must map materials to "
+                                  "similarities")
+            for b, value in row.items():
+                value = float(value)
+                if not 0.0 <= value <= 1.0:
+                    raise ConfigError(f"{where}material_similarity.{a}.{b} must be in "
+                                      f"[0, 1], got {value}")
+                a_n, b_n = normalise_word(a), normalise_word(b)
+                table.setdefault(a_n, {})[b_n] = value
+                table.setdefault(b_n, {})[a_n] = value      # symmetric
+        self.material_similarity = table
+
+    def material_score(self, a: str, b: str) -> float:
+        """s_mat of two materials: 1 if equal, the table's value, else 0."""
+        a, b = normalise_word(a), normalise_word(b)
+        return 1.0 if a == b else float(self.material_similarity.get(a, {}).get(b, 0.0))
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], source: str = "") -> "RetrievalConfig":
+        """From the ``ros__parameters`` mapping, nested or with dotted ROS keys."""
+        cfg = nested(dict(params)) if any("." in str(k) for k in params) else dict(params)
+
+        def need(*keys: str) -> Any:
+            node: Any = cfg
+            for key in keys:
+                if not isinstance(node, Mapping) or key not in node:
+                    raise ConfigError(f"{source or 'retrieval parameters'}: missing "
+                                      f"'{'.'.join(keys)}'")
+                node = node[key]
+            return node
+
+        return cls(
+            k1=need("k1"), k=need("k"), tau_aff=need("tau_aff"),
+            category_exact_score=need("category_exact_score"),
+            category_superclass_score=need("category_superclass_score"),
+            w_type=need("affordance_weights", "type"),
+            w_material=need("affordance_weights", "material"),
+            w_fragility=need("affordance_weights", "fragility"),
+            w_region=need("affordance_weights", "region"),
+            region_family_score=need("region_family_score"),
+            material_similarity=dict(cfg.get("material_similarity") or {}),
+            w_category=need("final_weights", "category"),
+            w_affordance=need("final_weights", "affordance"),
+            w_visual=need("final_weights", "visual"),
+            failure_penalty=need("failure_penalty"),
+            clip_only_failure_penalty=bool(need("clip_only_failure_penalty")),
+            mode=str(need("mode")),
+            knowledge_base_path=str(cfg.get("knowledge_base_path") or ""),
+            acquired_experiences_path=str(cfg.get("acquired_experiences_path") or ""),
+            embedding=dict(cfg.get("embedding") or {}),
+            source=source,
+        )
+
+    @classmethod
+    def from_config(cls, path: Union[str, Path, None] = None) -> "RetrievalConfig":
+        """Read config/retrieval.yaml (or ``path``)."""
+        from agentic_grasp.core import paths
+
+        file = Path(path) if path else paths.config_file(NODE_NAME)
+        return cls.from_params(node_params(NODE_NAME, file), str(file))
+
+
+# --------------------------------------------------------------------------- results
+@dataclass
+class ScoredStrategy:
+    """One retrieved experience and why it was chosen.
+
+    s_aff_terms holds the four raw terms of Eq. 1 (type match 0/1, s_mat, 1 - |delta
+    fragility|, s_reg) before weighting; penalty is the fraction removed from s_final (0.3
+    for a failed experience, else 0).
+    """
+
+    experience: Experience
+    s_cat: float
+    s_aff: float
+    s_aff_terms: Dict[str, float]
+    s_vis: float
+    penalty: float
+    s_final: float
+    rank: int
+    explanation: str
+    mode: str = "haa"
+
+    def to_dict(self) -> Dict[str, Any]:
+        exp = self.experience
+        return {"id": exp.id, "category": exp.category, "success": exp.success,
+                "affordance": {"type": exp.affordance.type.value,
+                               "material": exp.affordance.material,
+                               "fragility": exp.affordance.fragility,
+                               "region": exp.affordance.region},
+                "grasp": dict(exp.grasp), "provenance": exp.provenance,
+                "s_cat": self.s_cat, "s_aff": self.s_aff, "s_aff_terms": dict(self.s_aff_terms),
+                "s_vis": self.s_vis, "penalty": self.penalty, "s_final": self.s_final,
+                "rank": self.rank, "explanation": self.explanation, "mode": self.mode}
+
+
+@dataclass
+class RetrievalResult:
+    """Top-k strategies, why the list is what it is, and the counts after levels 1 and 2."""
+
+    strategies: List[ScoredStrategy]
+    reason: str
+    n_level1: int
+    n_level2: int
+    n_candidates: int = 0          # same-category or same-superclass entries before the k1 cut
+    category: str = ""             # the query category after normalisation ('' if unknown)
+    superclass: str = ""
+    mode: str = "haa"
+    embedding_model: str = ""
+
+    @property
+    def best(self) -> Optional[ScoredStrategy]:
+        return self.strategies[0] if self.strategies else None
+
+    def to_dict(self) -> Dict[str, Any]:
+        out = asdict(self)
+        out["strategies"] = [s.to_dict() for s in self.strategies]
+        return out
+
+
+# --------------------------------------------------------------------------- index
+class RetrievalIndex:
+    """The knowledge base as columns sorted by (superclass, category, KB order).
+
+    Sorting makes the candidates of a query two nested contiguous slices: its superclass
+    [sup_start, sup_end) and inside it its category [cat_start, cat_end). ``kb_row`` maps a
+    sorted position back to the knowledge-base order (used for ties and for the experience).
+    """
+
+    def __init__(self, taxonomy: Taxonomy, categories: Sequence[str],
+                 category_of_row: np.ndarray, type_of_row: np.ndarray,
+                 materials: Sequence[str], material_of_row: np.ndarray,
+                 fragility: np.ndarray, regions: Sequence[str], region_of_row: np.ndarray,
+                 success: np.ndarray, vectors: Optional[np.ndarray] = None,
+                 model_id: str = "", experiences: Optional[Sequence[Experience]] = None) -> None:
+        n = len(category_of_row)
+        for name, arr in (("type", type_of_row), ("material", material_of_row),
+                          ("fragility", fragility), ("region", region_of_row),
+                          ("success", success)):
+            if len(arr) != n:
+                raise ValidationError(f"index column {name} has {len(arr)} rows, expected {n}")
+        if vectors is not None and (vectors.ndim != 2 or vectors.shape[0] != n):
+            raise ValidationError(f"vectors must have shape ({n}, dim), got {vectors.shape}")
+        self.taxonomy = taxonomy
+        self.categories = [normalise_word(c) for c in categories]
+        self.category_id = {c: i for i, c in enumerate(self.categories)}
+        self.superclasses = sorted({taxonomy.superclass_of[c] for c in self.categories})
+        self.superclass_id = {s: i for i, s in enumerate(self.superclasses)}
+        sup_of_cat = np.array([self.superclass_id[taxonomy.superclass_of[c]]
+                               for c in self.categories], dtype=np.int32)
+        cat = np.asarray(category_of_row, dtype=np.int32)
+        sup = sup_of_cat[cat] if n else np.zeros(0, dtype=np.int32)
+        order = np.lexsort((np.arange(n), cat, sup)).astype(np.int64)
+        self.kb_row = order.astype(np.int32)
+        self.category_of_row = cat[order]
+        self.type_of_row = np.asarray(type_of_row, dtype=np.int8)[order]
+        self.materials = [normalise_word(m) for m in materials]
+        self.material_of_row = np.asarray(material_of_row, dtype=np.int16)[order]
+        self.fragility = np.asarray(fragility, dtype=np.float64)[order]
+        self.regions = [normalise_word(r) for r in regions]
+        self.region_of_row = np.asarray(region_of_row, dtype=np.int16)[order]
+        self.success = np.asarray(success, dtype=bool)[order]
+        self.vectors = (np.ascontiguousarray(np.asarray(vectors, dtype=np.float32)[order])
+                        if vectors is not None else None)
+        self.model_id = model_id
+        self._experiences = experiences
+        sup_sorted = sup[order]
+        self.sup_start = np.searchsorted(sup_sorted, np.arange(len(self.superclasses)), "left")
+        self.sup_end = np.searchsorted(sup_sorted, np.arange(len(self.superclasses)), "right")
+        # Categories are sorted inside their superclass slice: locate each one there.
+        self.cat_start = np.zeros(len(self.categories), dtype=np.int64)
+        self.cat_end = np.zeros(len(self.categories), dtype=np.int64)
+        for c in range(len(self.categories)):
+            s = sup_of_cat[c]
+            a, b = self.sup_start[s], self.sup_end[s]
+            seg = self.category_of_row[a:b]
+            self.cat_start[c] = a + np.searchsorted(seg, c, "left")
+            self.cat_end[c] = a + np.searchsorted(seg, c, "right")
+
+    @classmethod
+    def from_knowledge_base(cls, kb: KnowledgeBase) -> "RetrievalIndex":
+        exps = kb.experiences
+        categories = sorted({e.category for e in exps})
+        materials = sorted({normalise_word(e.affordance.material) for e in exps})
+        regions = sorted({normalise_word(e.affordance.region) for e in exps})
+        cat_id = {c: i for i, c in enumerate(categories)}
+        mat_id = {m: i for i, m in enumerate(materials)}
+        reg_id = {r: i for i, r in enumerate(regions)}
+        return cls(
+            kb.taxonomy, categories,
+            np.array([cat_id[e.category] for e in exps], dtype=np.int32),
+            np.array([_TYPE_INDEX[e.affordance.type] for e in exps], dtype=np.int8),
+            materials,
+            np.array([mat_id[normalise_word(e.affordance.material)] for e in exps], np.int16),
+            np.array([e.affordance.fragility for e in exps], dtype=np.float64),
+            regions,
+            np.array([reg_id[normalise_word(e.affordance.region)] for e in exps], np.int16),
+            np.array([e.success for e in exps], dtype=bool),
+            kb.vectors, kb.embedding_model, exps)
+
+    def __len__(self) -> int:
+        return len(self.kb_row)
+
+    @property
+    def dim(self) -> int:
+        return 0 if self.vectors is None else int(self.vectors.shape[1])
+
+    def experience(self, position: int) -> Experience:
+        """The experience at a sorted position (built on demand for synthetic indexes)."""
+        row = int(self.kb_row[position])
+        if self._experiences is not None:
+            return self._experiences[row]
+        return Experience(
+            id=f"synthetic-{row}", category=self.categories[self.category_of_row[position]],
+            affordance=AffordanceDescriptor(
+                type=AFFORDANCE_TYPES[int(self.type_of_row[position])],
+                material=self.materials[int(self.material_of_row[position])],
+                fragility=float(self.fragility[position]),
+                region=self.regions[int(self.region_of_row[position])]),
+            grasp={}, success=bool(self.success[position]), provenance="synthetic: scale bench",
+            render_spec={}, embedding=None if self.vectors is None else self.vectors[position],
+            embedding_model=self.model_id)
+
+
+def _top_k(scores: np.ndarray, k: int, secondary: np.ndarray) -> np.ndarray:
+    """Positions of the k highest ``scores``, ordered by (-score, secondary); O(n + k log k)."""
+    n = scores.shape[0]
+    if k <= 0 or n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if k < n:
+        part = np.argpartition(-scores, k - 1)[:k]
+        kth = scores[part].min()
+        above = np.flatnonzero(scores > kth)
+        equal = np.flatnonzero(scores == kth)
+        need = k - above.size
+        if equal.size > need:
+            equal = equal[np.argsort(secondary[equal], kind="stable")[:need]]
+        idx = np.concatenate([above, equal])
+    else:
+        idx = np.arange(n)
+    return idx[np.lexsort((secondary[idx], -scores[idx]))]
+
+
+# --------------------------------------------------------------------------- retriever
+@dataclass
+class _Query:
+    category: str
+    superclass: str
+    affordance: AffordanceDescriptor
+    vector: Optional[np.ndarray]
+    notes: List[str]
+
+
+class HAARAG:
+    """The three-level retriever over one knowledge base and one embedding model."""
+
+    def __init__(self, kb: Optional[KnowledgeBase], config: Optional[RetrievalConfig] = None,
+                 embedder: Optional[VisualEmbedder] = None, *,
+                 index: Optional[RetrievalIndex] = None,
+                 cache: Union[EmbeddingCache, None, bool] = None) -> None:
+        self.config = config if config is not None else RetrievalConfig.from_config()
+        self.kb = kb
+        if index is None:
+            if kb is None:
+                raise ValidationError("HAARAG needs a knowledge base or an index")
+            if not kb.embedding_model:
+                embedder = embedder or make_embedder(self.config.embedding)
+                kb.embed(embedder, cache=cache,
+                         crop_size=int(self.config.embedding.get("crop_size_px", 64)))
+            elif embedder is None and kb.embedding_model == DescriptorEmbedder.model_id:
+                embedder = DescriptorEmbedder()
+            index = RetrievalIndex.from_knowledge_base(kb)
+        if embedder is not None and index.model_id and embedder.model_id != index.model_id:
+            raise EmbeddingModelMismatch(
+                f"embedder {embedder.model_id!r} cannot query knowledge-base vectors made by "
+                f"{index.model_id!r}; re-embed the knowledge base with it")
+        self.embedder = embedder
+        self.index = index
+        self.taxonomy = index.taxonomy
+
+    @classmethod
+    def from_config(cls, path: Union[str, Path, None] = None,
+                    embedder: Optional[VisualEmbedder] = None) -> "HAARAG":
+        """Knowledge base, embedder and constants as config/retrieval.yaml says."""
+        return build_retriever(RetrievalConfig.from_config(path), embedder)
+
+    # ------------------------------------------------------------------ public
+    def retrieve(self, category: str, affordance: Union[AffordanceDescriptor, Mapping[str, Any]],
+                 embedding: Optional[np.ndarray] = None, crop: Optional[np.ndarray] = None,
+                 embedding_model: Optional[str] = None, k: Optional[int] = None,
+                 mode: Optional[str] = None) -> RetrievalResult:
+        """Top-k strategies for an object of ``category`` with ``affordance``.
+
+        The visual query is ``embedding`` (a vector made by ``embedding_model``, which must be
+        the knowledge base's model) or ``crop`` (an RGB uint8 image embedded here); with
+        neither, s_vis = 0 for every candidate. ``mode``: "haa" or "clip_only" (default: the
+        configured mode). An unknown category gives an empty result with a reason; malformed
+        affordances, crops or vectors raise ValidationError.
+        """
+        mode = self.config.mode if mode is None else str(mode)
+        if mode not in MODES:
+            raise ValidationError(f"mode must be one of {MODES}, got {mode!r}")
+        k = self.config.k if k is None else k
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValidationError(f"k must be a positive integer, got {k!r}")
+        aff = check_affordance(affordance)
+        vector, notes = self._query_vector(embedding, crop, embedding_model)
+        empty = RetrievalResult([], "", 0, 0, mode=mode, embedding_model=self.index.model_id)
+        if not isinstance(category, str) or not category.strip():
+            empty.reason = f"no category given ({category!r})"
+            return empty
+        canon = self.taxonomy.canonical(category)
+        if canon is None:
+            empty.reason = (f"unknown category {category!r}: not in the taxonomy "
+                            f"({self.taxonomy.source or 'kb_data/taxonomy.yaml'})")
+            return empty
+        sup = self.taxonomy.superclass_of[canon]
+        empty.category, empty.superclass = canon, sup
+        if sup not in self.index.superclass_id:
+            empty.reason = (f"no experience of category '{canon}' or of its superclass "
+                            f"'{sup}' in the knowledge base")
+            return empty
+        query = _Query(canon, sup, aff, vector, notes)
+        return self._retrieve(query, int(k), mode)
+
+    # ------------------------------------------------------------------ levels
+    def _retrieve(self, q: _Query, k: int, mode: str) -> RetrievalResult:
+        cfg, ix = self.config, self.index
+        s = ix.superclass_id[q.superclass]
+        a, b = int(ix.sup_start[s]), int(ix.sup_end[s])
+        c = ix.category_id.get(q.category, -1)
+        ca, cb = (int(ix.cat_start[c]), int(ix.cat_end[c])) if c >= 0 else (a, a)
+        n_candidates = b - a
+        mat_row = self._material_row(q.affordance.material, q.notes)
+        reg_row = self._region_row(q.affordance.region, q.notes)
+
+        # Level 1: exact matches first, then same-superclass ones, top k1 by (s_cat, tie).
+        # The candidates are slices of the sorted index: score views, gather nothing.
+        def tie_scores(rows: slice) -> np.ndarray:
+            if mode == "haa":
+                return self._affordance(rows, q.affordance, mat_row, reg_row)[0]
+            return self._visual(rows, q.vector)
+
+        exact = np.arange(ca, cb)
+        if exact.size >= cfg.k1:
+            chosen = exact[_top_k(tie_scores(slice(ca, cb)), cfg.k1, ix.kb_row[ca:cb])]
+        else:
+            rest = cfg.k1 - exact.size
+            others = np.concatenate([np.arange(a, ca), np.arange(cb, b)])
+            if others.size > rest:
+                tie = np.concatenate([tie_scores(slice(a, ca)), tie_scores(slice(cb, b))])
+                others = others[_top_k(tie, rest, ix.kb_row[others])]
+            chosen = np.concatenate([exact, others])
+        n1 = int(chosen.size)
+        s_cat = np.where(ix.category_of_row[chosen] == c, cfg.category_exact_score,
+                         cfg.category_superclass_score)
+
+        # Level 2 (haa): Eq. 1 and the tau_aff threshold.
+        s_aff, terms = self._affordance(chosen, q.affordance, mat_row, reg_row)
+        if mode == "haa":
+            keep = s_aff >= cfg.tau_aff - _TAU_EPS
+            chosen, s_cat, s_aff = chosen[keep], s_cat[keep], s_aff[keep]
+            terms = {name: t[keep] for name, t in terms.items()}
+            n2 = int(chosen.size)
+            if n2 == 0:
+                return RetrievalResult(
+                    [], f"all {n1} category matches scored s_aff below tau_aff = "
+                    f"{cfg.tau_aff:g}", n1, 0, n_candidates, q.category, q.superclass, mode,
+                    ix.model_id)
+        else:
+            n2 = n1
+
+        # Level 3: visual re-rank, fusion, failure penalty.
+        s_vis = self._visual(chosen, q.vector)
+        if mode == "haa":
+            fused = cfg.w_category * s_cat + cfg.w_affordance * s_aff + cfg.w_visual * s_vis
+            penalise = True
+        else:
+            fused = cfg.w_category * s_cat + cfg.w_visual * s_vis
+            penalise = cfg.clip_only_failure_penalty
+        penalty = np.where(ix.success[chosen] | (not penalise), 0.0, cfg.failure_penalty)
+        s_final = fused * (1.0 - penalty)
+        order = _top_k(s_final, min(k, chosen.size), ix.kb_row[chosen])
+
+        strategies = []
+        for rank, i in enumerate(order, start=1):
+            exp = ix.experience(int(chosen[i]))
+            term = {name: float(t[i]) for name, t in terms.items()}
+            strategies.append(ScoredStrategy(
+                experience=exp, s_cat=float(s_cat[i]), s_aff=float(s_aff[i]), s_aff_terms=term,
+                s_vis=float(s_vis[i]), penalty=float(penalty[i]), s_final=float(s_final[i]),
+                rank=rank, mode=mode,
+                explanation=self._explain(exp, q, float(s_cat[i]), float(s_aff[i]), term,
+                                          float(s_vis[i]), float(penalty[i]),
+                                          float(s_final[i]), rank, mode)))
+        level2 = (f"{n2} passed tau_aff = {cfg.tau_aff:g}" if mode == "haa"
+                  else "affordance level skipped (clip_only)")
+        reason = (f"{len(strategies)} of {n2} strategies for '{q.category}': level 1 kept "
+                  f"{n1} of {n_candidates} category/superclass matches (k1 = {cfg.k1}), "
+                  f"{level2}")
+        if q.notes:
+            reason += "; " + "; ".join(q.notes)
+        return RetrievalResult(strategies, reason, n1, n2, n_candidates, q.category,
+                               q.superclass, mode, ix.model_id)
+
+    def _affordance(self, pos: Union[np.ndarray, slice], aff: AffordanceDescriptor,
+                    mat_row: np.ndarray, reg_row: np.ndarray
+                    ) -> Tuple[np.ndarray, Dict[str, np.ndarray]]:
+        """Eq. 1 for the sorted positions (or slice) ``pos``: (s_aff, raw terms)."""
+        cfg, ix = self.config, self.index
+        t_frag = 1.0 - np.abs(ix.fragility[pos] - aff.fragility)
+        t_type = (ix.type_of_row[pos] == _TYPE_INDEX[aff.type]).astype(np.float64)
+        t_mat = mat_row[ix.material_of_row[pos]] if mat_row.size else np.zeros(t_frag.size)
+        t_reg = reg_row[ix.region_of_row[pos]] if reg_row.size else np.zeros(t_frag.size)
+        s_aff = (cfg.w_type * t_type + cfg.w_material * t_mat + cfg.w_fragility * t_frag
+                 + cfg.w_region * t_reg)
+        return s_aff, {"type": t_type, "material": t_mat, "fragility": t_frag, "region": t_reg}
+
+    def _visual(self, pos: Union[np.ndarray, slice], vector: Optional[np.ndarray]
+                ) -> np.ndarray:
+        """s_vis = cos(v_q, v_i): one matrix-vector product (rows are unit norm)."""
+        n = len(self.index.fragility[pos])
+        if vector is None or n == 0:
+            return np.zeros(n)
+        return (self.index.vectors[pos] @ vector).astype(np.float64)
+
+    def _material_row(self, material: str, notes: List[str]) -> np.ndarray:
+        """s_mat of the query material against every material of the index."""
+        if not self.taxonomy.is_material(material):
+            notes.append(f"material '{material}' is not in the taxonomy")
+        return np.array([self.config.material_score(material, m) for m in self.index.materials],
+                        dtype=np.float64)
+
+    def _region_row(self, region: str, notes: List[str]) -> np.ndarray:
+        """s_reg: 1 same region, region_family_score same family, else 0."""
+        q = normalise_word(region)
+        family = self.taxonomy.family(q)
+        if family is None:
+            notes.append(f"region '{region}' is not in the taxonomy")
+        out = np.zeros(len(self.index.regions), dtype=np.float64)
+        for i, r in enumerate(self.index.regions):
+            if r == q:
+                out[i] = 1.0
+            elif family is not None and self.taxonomy.family(r) == family:
+                out[i] = self.config.region_family_score
+        return out
+
+    def _query_vector(self, embedding: Optional[np.ndarray], crop: Optional[np.ndarray],
+                      embedding_model: Optional[str]) -> Tuple[Optional[np.ndarray], List[str]]:
+        ix = self.index
+        if embedding is not None and crop is not None:
+            raise ValidationError("give either an embedding or a crop, not both")
+        if embedding is None and crop is None:
+            return None, ["no visual query: s_vis = 0"]
+        if ix.vectors is None:
+            raise ValidationError("the knowledge base has no visual embeddings")
+        if crop is not None:
+            if self.embedder is None:
+                raise ValidationError(f"no embedder for {ix.model_id!r} to embed the crop")
+            return unit(self.embedder.embed(check_crop(crop)), "query embedding"), []
+        model = embedding_model or ix.model_id
+        if model != ix.model_id:
+            raise EmbeddingModelMismatch(
+                f"query embedding made by {model!r} but the knowledge-base vectors were made "
+                f"by {ix.model_id!r}; cosines across models are meaningless")
+        vec = unit(embedding, "query embedding")
+        if vec.shape[0] != ix.dim:
+            raise EmbeddingModelMismatch(
+                f"query embedding has {vec.shape[0]} dimensions, the knowledge base's model "
+                f"{ix.model_id!r} has {ix.dim}")
+        return vec, []
+
+    def _explain(self, exp: Experience, q: _Query, s_cat: float, s_aff: float,
+                 terms: Mapping[str, float], s_vis: float, penalty: float, s_final: float,
+                 rank: int, mode: str) -> str:
+        a = exp.affordance
+        cat = ("exact category" if exp.category == q.category
+               else f"same superclass '{q.superclass}'")
+        outcome = "succeeded" if exp.success else f"FAILED ({exp.failure_mode})"
+        if mode == "haa":
+            aff = (f"aff {s_aff:.2f} = type {'match' if terms['type'] else 'mismatch'} "
+                   f"({a.type.value}), material {a.material} {terms['material']:.2f}, "
+                   f"fragility {a.fragility:g} {terms['fragility']:.2f}, region {a.region} "
+                   f"{terms['region']:.2f}")
+        else:
+            aff = "affordance not used (clip_only)"
+        pen = f", x{1 - penalty:.1f} failure penalty" if penalty else ""
+        return (f"#{rank} {exp.id} ({exp.category}, {outcome}): cat {s_cat:.2f} ({cat}); "
+                f"{aff}; vis {s_vis:.2f}; final {s_final:.3f}{pen}")
+
+
+def check_affordance(affordance: Union[AffordanceDescriptor, Mapping[str, Any]]
+                     ) -> AffordanceDescriptor:
+    """Validate a query affordance (a descriptor or a mapping with its four fields)."""
+    if isinstance(affordance, Mapping):
+        missing = [f for f in ("type", "material", "fragility", "region") if f not in affordance]
+        if missing:
+            raise ValidationError(f"affordance is missing {', '.join(missing)}")
+        affordance = AffordanceDescriptor(type=AffordanceType.parse(str(affordance["type"])),
+                                          material=str(affordance["material"]),
+                                          fragility=_number(affordance["fragility"]),
+                                          region=str(affordance["region"]))
+    if not isinstance(affordance, AffordanceDescriptor):
+        raise ValidationError(f"affordance must be an AffordanceDescriptor, got "
+                              f"{type(affordance).__name__}")
+    if not isinstance(affordance.type, AffordanceType):
+        AffordanceType.parse(str(affordance.type))
+    frag = affordance.fragility
+    if not isinstance(frag, (int, float)) or not math.isfinite(frag) or not 0.0 <= frag <= 1.0:
+        raise ValidationError(f"affordance fragility must be a number in [0, 1], got {frag!r}")
+    if not str(affordance.material).strip() or not str(affordance.region).strip():
+        raise ValidationError("affordance material and region must be non-empty")
+    return affordance
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValidationError(f"affordance fragility must be a number, got {value!r}") from None
+
+
+def build_retriever(config: Optional[RetrievalConfig] = None,
+                    embedder: Optional[VisualEmbedder] = None) -> HAARAG:
+    """HAA-RAG over the configured knowledge base (+ acquired experiences) and embedder."""
+    config = config if config is not None else RetrievalConfig.from_config()
+    kb_path = config.knowledge_base_path or None
+    extra = [config.acquired_experiences_path] if config.acquired_experiences_path else []
+    embedder = embedder or make_embedder(config.embedding)
+    cache_dir = config.embedding.get("cache_dir") or None
+    kb = KnowledgeBase.load(kb_path, embedder, extra_paths=extra,
+                            cache=EmbeddingCache(cache_dir),
+                            crop_size=int(config.embedding.get("crop_size_px", 64)))
+    return HAARAG(kb, config, embedder)
