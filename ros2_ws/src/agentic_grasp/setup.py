@@ -45,6 +45,9 @@ setup(
             "agentic-grasp = agentic_grasp.cli:main",
             "sim_node = agentic_grasp.nodes.sim_node:main",
             "executor_node = agentic_grasp.nodes.executor_node:main",
+            "scene_graph_node = agentic_grasp.nodes.scene_graph_node:main",
+            "perception_node = agentic_grasp.nodes.perception_node:main",
+            "retrieval_node = agentic_grasp.nodes.retrieval_node:main",
         ],
     },
 )

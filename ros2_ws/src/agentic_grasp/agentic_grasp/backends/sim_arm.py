@@ -1,0 +1,82 @@
+"""Arm backend that drives the simulator node as if it were hardware (/sim/arm service)."""
+from __future__ import annotations
+
+import threading
+import uuid
+
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+
+from agentic_grasp.conversions import grasp_to_msg, outcome_from_msg
+from agentic_grasp.core.arm import PHASES, ArmBackend, ArmError, ArmResult
+from agentic_grasp.core.types import GraspParameters, Phase
+from agentic_grasp_interfaces.srv import SimArmPhase
+
+_PHASE_CODES = {Phase.APPROACH: SimArmPhase.Request.APPROACH,
+                Phase.CLOSE: SimArmPhase.Request.CLOSE, Phase.LIFT: SimArmPhase.Request.LIFT}
+
+
+class SimArmBackend(ArmBackend):
+    """APPROACH, CLOSE, LIFT as one service call each, so feedback is per phase and a cancel
+    stops the arm before the next phase (ABORT opens the gripper, nothing more moves).
+
+    Runs inside the executor's action callback under a MultiThreadedExecutor with a reentrant
+    group: responses arrive on another executor thread while this one waits on an event.
+    """
+
+    name = "sim"
+
+    def __init__(self, node: Node, service: str = "/sim/arm", timeout_s: float = 5.0) -> None:
+        self._node = node
+        self._timeout = timeout_s
+        group = ReentrantCallbackGroup()
+        self._client = node.create_client(SimArmPhase, service, callback_group=group)
+        self._abort = node.create_client(SimArmPhase, service + "_abort", callback_group=group)
+
+    def _call(self, request: SimArmPhase.Request):
+        done = threading.Event()
+        future = self._client.call_async(request)
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(self._timeout):
+            self._client.remove_pending_request(future)
+            return None
+        return future.result()
+
+    def _send_abort(self, attempt_id: str) -> None:
+        self._abort.call_async(SimArmPhase.Request(phase=SimArmPhase.Request.ABORT,
+                                                   attempt_id=attempt_id))
+
+    def execute(self, target_id, grasp: GraspParameters, on_phase, is_cancelled) -> ArmResult:
+        if not self._client.service_is_ready() and not self._client.wait_for_service(
+                timeout_sec=self._timeout):
+            return ArmResult(ArmError.BACKEND_UNAVAILABLE,
+                             f"simulator arm service not available within {self._timeout:.1f} s")
+        attempt_id = uuid.uuid4().hex
+        last = None
+        for index, phase in enumerate(PHASES, start=1):
+            if is_cancelled():
+                self._send_abort(attempt_id)
+                return ArmResult(ArmError.CANCELED, f"cancelled before {phase.value}",
+                                 outcome_from_msg(last.outcome) if last else None)
+            on_phase(phase, index, len(PHASES))
+            request = SimArmPhase.Request(phase=_PHASE_CODES[phase], attempt_id=attempt_id)
+            if phase == Phase.APPROACH:
+                request.target_id, request.grasp = target_id, grasp_to_msg(grasp)
+            response = self._call(request)
+            if response is None:
+                self._send_abort(attempt_id)
+                return ArmResult(ArmError.BACKEND_UNAVAILABLE,
+                                 f"simulator did not answer {phase.value} within "
+                                 f"{self._timeout:.1f} s")
+            if not response.ok:
+                return ArmResult(ArmError(response.error_code or ArmError.BACKEND_FAILURE),
+                                 response.message)
+            last = response
+            if response.finished:
+                break
+        return ArmResult(ArmError.NONE, last.message if last else "",
+                         outcome_from_msg(last.outcome) if last else None)
+
+    def close(self) -> None:
+        self._node.destroy_client(self._client)
+        self._node.destroy_client(self._abort)

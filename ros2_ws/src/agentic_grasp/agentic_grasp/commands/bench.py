@@ -1,0 +1,77 @@
+"""``agentic-grasp bench WHAT``: benchmarks that print numbers, each beside a baseline
+measured in the same run (never pass/fail timings)."""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("what", choices=("sim", "retrieval", "scene-graph", "perception"),
+                        help="sim: one simulated attempt in-process, and ExecuteGrasp through "
+                        "ROS beside the bare action round trip; retrieval: HAA-RAG at 10^3, "
+                        "10^5, 10^6 entries beside a brute-force scan; scene-graph: graph + "
+                        "constraints for 10 and 200 objects; perception: VLM client overhead "
+                        "per call beside the bare HTTP round trip")
+    parser.add_argument("-n", type=int, default=0, help="samples (default per benchmark)")
+    parser.add_argument("--inprocess-only", action="store_true",
+                        help="sim: skip the ROS part")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _bench_sim(args) -> dict:
+    from agentic_grasp.benchmarks.timing import line
+    from agentic_grasp.core.sim.simulator import bench_attempt
+
+    inproc = bench_attempt(n=args.n or 500)
+    out = {"sim_attempt_inprocess": inproc}
+    if not args.json:
+        print(line("simulated attempt, in-process (wall)", {**inproc, "p90_ms": float("nan")}))
+        print(f"{'':44} cpu p50 {inproc['cpu_p50_ms']:.3f} ms, success {inproc['success_rate']:.0%}")
+    if args.inprocess_only:
+        return out
+    from agentic_grasp.benchmarks.executor_bench import run
+
+    ros = run(n=args.n or 100)
+    out.update(ros)
+    out["ratio_p50"] = ros["execute_grasp_ros"]["p50_ms"] / ros["bare_action_round_trip"]["p50_ms"]
+    if not args.json:
+        print(line("ExecuteGrasp through ROS (sim + executor)", ros["execute_grasp_ros"]))
+        print(line("bare rclpy action round trip", ros["bare_action_round_trip"]))
+        print(f"ExecuteGrasp / bare action p50 ratio: {out['ratio_p50']:.2f}")
+    return out
+
+
+def _bench_retrieval(args) -> dict:
+    from agentic_grasp.core.retrieval import format_scale_table, run_scale_bench
+
+    rows = run_scale_bench(queries=args.n or 200)
+    if not args.json:
+        print(format_scale_table(rows))
+    return {"rows": rows}
+
+
+def _bench_scene_graph(args) -> dict:
+    from agentic_grasp.core.scene_graph_bench import main, run_bench
+
+    if not args.json:
+        main(["--repeats", str(args.n or 200)])
+        return {}
+    return {"rows": run_bench(repeats=args.n or 200)}
+
+
+def _bench_perception(args) -> dict:
+    from agentic_grasp.core.perception.bench import run_client_bench
+
+    result = run_client_bench(n=args.n or 200)
+    if not args.json:
+        print(json.dumps(result, indent=2))
+    return result
+
+
+def run(args: argparse.Namespace) -> int:
+    result = {"sim": _bench_sim, "retrieval": _bench_retrieval,
+              "scene-graph": _bench_scene_graph, "perception": _bench_perception}[args.what](args)
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    return 0

@@ -1,0 +1,28 @@
+"""``agentic-grasp bringup``: the graph of bringup.launch.py as plain processes."""
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--arm", choices=("sim", "moveit"), default="sim",
+                        help="arm backend of the executor (default sim)")
+    parser.add_argument("--perception", choices=("oracle", "vlm"), default="oracle",
+                        help="perception backend (default oracle)")
+    parser.add_argument("--vlm-url", default="http://127.0.0.1:8000/v1",
+                        help="OpenAI-compatible endpoint of the vLLM server")
+    parser.add_argument("--params-file", default="",
+                        help="extra ROS params file applied after config/<node>.yaml")
+    parser.add_argument("--record", default="",
+                        help="record the run's topics to this rosbag2 folder")
+
+
+def run(args: argparse.Namespace) -> int:
+    from agentic_grasp.launcher import Launcher
+
+    launcher = Launcher({"arm": args.arm, "perception": args.perception,
+                         "vlm_url": args.vlm_url, "params_file": args.params_file,
+                         "record": args.record})
+    launcher.start()
+    print(f"[bringup] started: {', '.join(launcher.procs)} (Ctrl-C to stop)", flush=True)
+    return launcher.wait_forever()

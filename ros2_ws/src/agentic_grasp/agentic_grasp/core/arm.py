@@ -1,0 +1,163 @@
+"""The executor's arm-backend interface and the request checks it applies before any motion.
+
+Backends (simulator over ROS, simulator in-process, MoveIt) implement :class:`ArmBackend`;
+the executor node picks one by its ``arm_backend`` parameter. Error codes mirror
+``agentic_grasp_interfaces/action/ExecuteGrasp`` result constants.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Callable, Dict, Optional
+
+from agentic_grasp.core.errors import UnknownTargetError, ValidationError, WorkspaceError
+from agentic_grasp.core.types import (
+    GRIPPER_MAX_FORCE_N, GRIPPER_MAX_WIDTH_M, AttemptOutcome, GraspParameters, Phase)
+
+LOG = logging.getLogger(__name__)
+
+PHASES = (Phase.APPROACH, Phase.CLOSE, Phase.LIFT)
+
+
+class ArmError(IntEnum):
+    NONE = 0
+    INVALID_PARAMETERS = 1
+    UNKNOWN_TARGET = 2
+    OUT_OF_WORKSPACE = 3
+    FORCE_LIMIT = 4
+    WIDTH_LIMIT = 5
+    CANCELED = 6
+    BACKEND_UNAVAILABLE = 7
+    BACKEND_FAILURE = 8
+    BUSY = 9
+
+
+@dataclass
+class ArmResult:
+    """What one ExecuteGrasp request produced: an outcome, or an error code and why."""
+
+    error: ArmError
+    message: str = ""
+    outcome: Optional[AttemptOutcome] = None
+
+    @property
+    def ran(self) -> bool:
+        return self.error == ArmError.NONE and self.outcome is not None
+
+
+@dataclass
+class ExecutorLimits:
+    """Hard limits checked before a grasp reaches any arm (config/executor.yaml)."""
+
+    max_force_n: float = GRIPPER_MAX_FORCE_N
+    min_force_n: float = 1.0
+    max_width_m: float = GRIPPER_MAX_WIDTH_M
+    min_speed_mps: float = 0.005
+    max_speed_mps: float = 0.5
+    max_approach_height_m: float = 0.30
+    workspace_min: tuple = (0.15, -0.45, -0.005)
+    workspace_max: tuple = (0.85, 0.45, 0.60)
+
+    @classmethod
+    def from_dict(cls, data: Dict) -> "ExecutorLimits":
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        for key in ("workspace_min", "workspace_max"):
+            if key in known:
+                known[key] = tuple(float(v) for v in known[key])
+        return cls(**known)
+
+
+def check_request(target_id: str, grasp: GraspParameters, limits: ExecutorLimits) -> Optional[ArmResult]:
+    """A rejection for a request that must not reach the arm, or None when it may.
+
+    GraspParameters already refuses NaN and infinite values at construction; this adds the
+    gripper's and workspace's physical limits.
+    """
+    if not target_id:
+        return ArmResult(ArmError.UNKNOWN_TARGET, "target_id is empty")
+    if not limits.min_force_n <= grasp.force <= limits.max_force_n:
+        return ArmResult(ArmError.FORCE_LIMIT,
+                         f"grip force {grasp.force:.1f} N outside [{limits.min_force_n}, "
+                         f"{limits.max_force_n}] N")
+    if not 0.0 <= grasp.width <= limits.max_width_m + 1e-9:
+        return ArmResult(ArmError.WIDTH_LIMIT,
+                         f"gripper width {grasp.width * 1000:.1f} mm outside [0, "
+                         f"{limits.max_width_m * 1000:.0f}] mm")
+    if not limits.min_speed_mps <= grasp.speed <= limits.max_speed_mps:
+        return ArmResult(ArmError.INVALID_PARAMETERS,
+                         f"speed {grasp.speed} m/s outside [{limits.min_speed_mps}, "
+                         f"{limits.max_speed_mps}] m/s")
+    if not 0.0 <= grasp.approach_height <= limits.max_approach_height_m:
+        return ArmResult(ArmError.INVALID_PARAMETERS,
+                         f"approach height {grasp.approach_height} m outside [0, "
+                         f"{limits.max_approach_height_m}] m")
+    lo, hi = limits.workspace_min, limits.workspace_max
+    for axis, value, a, b in zip("xyz", grasp.position, lo, hi):
+        if not a <= value <= b:
+            return ArmResult(ArmError.OUT_OF_WORKSPACE,
+                             f"grasp position {axis} = {value:.3f} m outside the workspace "
+                             f"[{a}, {b}] m")
+    if not math.isfinite(grasp.wrist_yaw):
+        return ArmResult(ArmError.INVALID_PARAMETERS, "wrist_yaw is not finite")
+    return None
+
+
+def error_for_exception(exc: Exception) -> ArmResult:
+    """Map the core's typed exceptions onto executor error codes."""
+    if isinstance(exc, UnknownTargetError):
+        return ArmResult(ArmError.UNKNOWN_TARGET, str(exc))
+    if isinstance(exc, WorkspaceError):
+        return ArmResult(ArmError.OUT_OF_WORKSPACE, str(exc))
+    if isinstance(exc, ValidationError):
+        return ArmResult(ArmError.INVALID_PARAMETERS, str(exc))
+    LOG.exception("arm backend failed")
+    return ArmResult(ArmError.BACKEND_FAILURE, f"{type(exc).__name__}: {exc}")
+
+
+PhaseCallback = Callable[[Phase, int, int], None]
+CancelCheck = Callable[[], bool]
+
+
+class ArmBackend(ABC):
+    """One grasp attempt on some arm: approach, close, lift, with feedback and cancel."""
+
+    name: str = "abstract"
+
+    @abstractmethod
+    def execute(self, target_id: str, grasp: GraspParameters, on_phase: PhaseCallback,
+                is_cancelled: CancelCheck) -> ArmResult:
+        """Run the attempt; call on_phase(phase, index, count) as each phase starts and stop
+        (leaving the object and the gripper safe) as soon as is_cancelled() returns True."""
+
+    def close(self) -> None:
+        """Release resources (connections, planning scene)."""
+
+
+class InProcessSimArm(ArmBackend):
+    """The analytical simulator called directly (benchmarks and tests without ROS)."""
+
+    name = "sim_inprocess"
+
+    def __init__(self, simulator) -> None:
+        self.simulator = simulator
+
+    def execute(self, target_id: str, grasp: GraspParameters, on_phase: PhaseCallback,
+                is_cancelled: CancelCheck) -> ArmResult:
+        try:
+            self.simulator.validate(target_id, grasp)
+            attempt = self.simulator.begin_attempt(target_id, grasp)
+        except Exception as exc:  # noqa: BLE001 - mapped to a typed error code
+            return error_for_exception(exc)
+        outcome = None
+        for index, phase in enumerate(PHASES, start=1):
+            if is_cancelled():
+                self.simulator.abort(attempt)
+                return ArmResult(ArmError.CANCELED, f"cancelled before {phase.value}", outcome)
+            on_phase(phase, index, len(PHASES))
+            outcome = self.simulator.advance(attempt, phase)
+            if self.simulator.attempt_finished(attempt):
+                break
+        return ArmResult(ArmError.NONE, "attempt executed", outcome)

@@ -1,0 +1,44 @@
+"""The node graph, declared once: bringup.launch.py and ``agentic-grasp bringup`` both read it.
+
+Each entry names the node, its console script (ros2 launch) and module (plain processes), its
+params file under config/, and when it runs. Arguments mirror the launch file's:
+arm (sim | moveit), perception (oracle | vlm), vlm_url, params_file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str                     # ROS node name, also the params-file section
+    executable: str               # console script in lib/agentic_grasp
+    module: str                   # python -m module (machines without ros2 launch)
+    params_file: str              # file under config/
+    when: Callable[[Dict[str, str]], bool] = field(default=lambda args: True)
+    overrides: Callable[[Dict[str, str]], Dict[str, object]] = field(default=lambda args: {})
+
+
+NODES: List[NodeSpec] = [
+    NodeSpec("sim", "sim_node", "agentic_grasp.nodes.sim_node", "sim.yaml",
+             when=lambda a: a.get("arm", "sim") == "sim"),
+    NodeSpec("executor", "executor_node", "agentic_grasp.nodes.executor_node", "executor.yaml",
+             overrides=lambda a: {"arm_backend": a.get("arm", "sim")}),
+    NodeSpec("perception", "perception_node", "agentic_grasp.nodes.perception_node",
+             "perception.yaml",
+             overrides=lambda a: {"backend": a.get("perception", "oracle"),
+                                  "vlm.url": a.get("vlm_url", "http://127.0.0.1:8000/v1")}),
+    NodeSpec("retrieval", "retrieval_node", "agentic_grasp.nodes.retrieval_node",
+             "retrieval.yaml"),
+    NodeSpec("scene_graph", "scene_graph_node", "agentic_grasp.nodes.scene_graph_node",
+             "scene_graph.yaml"),
+]
+
+DEFAULT_ARGS: Dict[str, str] = {"arm": "sim", "perception": "oracle",
+                                "vlm_url": "http://127.0.0.1:8000/v1", "params_file": ""}
+
+
+def selected_nodes(args: Dict[str, str]) -> List[NodeSpec]:
+    merged = {**DEFAULT_ARGS, **{k: v for k, v in args.items() if v is not None}}
+    return [spec for spec in NODES if spec.when(merged)]

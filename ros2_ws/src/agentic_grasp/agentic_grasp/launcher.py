@@ -1,0 +1,130 @@
+"""Starts the node graph as child processes and stops it cleanly (no ros2 launch needed).
+
+Each node runs as ``python -m <module> --ros-args -r __node:=<name> --params-file ...``.
+SIGINT/SIGTERM to the launcher forwards SIGINT to every child (rclpy's clean shutdown), waits,
+then escalates to SIGTERM and SIGKILL, so no node outlives the launcher.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from agentic_grasp.core import paths
+from agentic_grasp.graph import DEFAULT_ARGS, NodeSpec, selected_nodes
+
+
+def _ros_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def node_command(spec: NodeSpec, args: Dict[str, str],
+                 extra: Optional[Dict[str, object]] = None) -> List[str]:
+    cmd = [sys.executable, "-u", "-m", spec.module, "--ros-args", "-r", f"__node:={spec.name}"]
+    params = paths.config_dir() / spec.params_file
+    if params.is_file():
+        cmd += ["--params-file", str(params)]
+    if args.get("params_file"):
+        cmd += ["--params-file", str(Path(args["params_file"]).resolve())]
+    params = {**spec.overrides({**DEFAULT_ARGS, **args}), **(extra or {})}
+    for key, value in params.items():
+        cmd += ["-p", f"{key}:={_ros_value(value)}"]
+    return cmd
+
+
+class Launcher:
+    """Owns the child processes of one bringup."""
+
+    def __init__(self, args: Dict[str, str], log_prefix: bool = True,
+                 env: Optional[Dict[str, str]] = None,
+                 extra_params: Optional[Dict[str, Dict[str, object]]] = None,
+                 only: Optional[Sequence[str]] = None) -> None:
+        self.args = {**DEFAULT_ARGS, **{k: v for k, v in args.items() if v is not None}}
+        self.procs: Dict[str, subprocess.Popen] = {}
+        self._extra = extra_params or {}
+        self._only = set(only) if only else None
+        self._log_prefix = log_prefix
+        self._env = {**os.environ, **(env or {})}
+        self._threads: List[threading.Thread] = []
+
+    def start(self) -> None:
+        for spec in selected_nodes(self.args):
+            if self._only is None or spec.name in self._only:
+                self.start_node(spec)
+
+    def start_node(self, spec: NodeSpec) -> subprocess.Popen:
+        """Start (or restart) one node's process."""
+        proc = subprocess.Popen(node_command(spec, self.args, self._extra.get(spec.name)),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env=self._env, text=True, bufsize=1, start_new_session=True)
+        self.procs[spec.name] = proc
+        thread = threading.Thread(target=self._pump, args=(spec.name, proc), daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return proc
+
+    def kill_node(self, name: str) -> None:
+        """SIGKILL one node (tests of a dead peer)."""
+        proc = self.procs[name]
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5.0)
+
+    def restart_node(self, name: str) -> subprocess.Popen:
+        spec = next(s for s in selected_nodes(self.args) if s.name == name)
+        return self.start_node(spec)
+
+    def _pump(self, name: str, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stderr.write(f"[{name}] {line}" if self._log_prefix else line)
+
+    def dead(self) -> List[str]:
+        return [name for name, p in self.procs.items() if p.poll() is not None]
+
+    def stop(self, timeout_s: float = 5.0) -> Dict[str, int]:
+        """SIGINT every child, then SIGTERM, then SIGKILL; returns exit codes."""
+        for sig, wait in ((signal.SIGINT, timeout_s), (signal.SIGTERM, 2.0),
+                          (signal.SIGKILL, 2.0)):
+            alive = [p for p in self.procs.values() if p.poll() is None]
+            if not alive:
+                break
+            for proc in alive:
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + wait
+            for proc in alive:
+                try:
+                    proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
+        for thread in self._threads:
+            thread.join(timeout=1.0)
+        return {name: p.returncode for name, p in self.procs.items()}
+
+    def wait_forever(self) -> int:
+        """Block until a signal arrives or a node dies; then stop everything."""
+        stop = threading.Event()
+        previous = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+        try:
+            while not stop.wait(0.2):
+                dead = self.dead()
+                if dead:
+                    sys.stderr.write(f"[bringup] node(s) exited: {', '.join(dead)}; "
+                                     "shutting down\n")
+                    break
+        finally:
+            codes = self.stop()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        return 0 if stop.is_set() else 1 if any(codes.values()) else 0

@@ -1,0 +1,117 @@
+"""Executor node: serves ExecuteGrasp on the selected arm backend (simulator or MoveIt)."""
+from __future__ import annotations
+
+import threading
+
+import rclpy
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+
+from agentic_grasp.conversions import grasp_from_msg, outcome_to_msg
+from agentic_grasp.core.arm import ArmBackend, ArmError, ArmResult, ExecutorLimits, check_request
+from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.params import declare, declare_dataclass
+from agentic_grasp_interfaces.action import ExecuteGrasp
+
+
+def make_backend(node: Node, kind: str) -> ArmBackend:
+    """Import and build the backend chosen by the ``arm_backend`` parameter."""
+    if kind == "sim":
+        from agentic_grasp.backends.sim_arm import SimArmBackend
+
+        return SimArmBackend(node, declare(node, "sim.arm_service", "/sim/arm",
+                                           "Service of the simulator's arm (SimArmPhase)"),
+                             declare(node, "sim.timeout_s", 5.0,
+                                     "Timeout of each simulator phase call (s)"))
+    if kind == "moveit":
+        from agentic_grasp.backends.moveit_arm import MoveItArmBackend  # needs moveit_py
+
+        return MoveItArmBackend(node)
+    raise ValueError(f"arm_backend must be 'sim' or 'moveit', got {kind!r}")
+
+
+class ExecutorNode(Node):
+    """One grasp at a time; rejects a second goal while busy; cancel stops between phases."""
+
+    def __init__(self) -> None:
+        super().__init__("executor")
+        backend_kind = declare(self, "arm_backend", "sim", "Arm backend: sim or moveit")
+        result_timeout = declare(self, "result_timeout_s", 30,
+                                 "How long a finished goal's result is kept for late clients (s). "
+                                 "rclpy's default (900 s) keeps every goal in each status message, "
+                                 "which slows every round trip as goals accumulate")
+        self.limits = ExecutorLimits(**{
+            k: (tuple(v) if isinstance(v, list) else v)
+            for k, v in declare_dataclass(self, "limits", ExecutorLimits).items()})
+        self.backend = make_backend(self, backend_kind)
+        self._busy = threading.Lock()
+        self._server = ActionServer(
+            self, ExecuteGrasp, "execute_grasp", execute_callback=self._execute,
+            goal_callback=self._on_goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
+            callback_group=ReentrantCallbackGroup(), result_timeout=int(result_timeout))
+        self.get_logger().info(f"executor ready (arm backend: {self.backend.name})")
+
+    def _on_goal(self, _goal) -> GoalResponse:
+        if self._busy.locked():
+            self.get_logger().warning("rejecting ExecuteGrasp goal: another grasp is running")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _execute(self, goal_handle):
+        with self._busy:
+            result = self._run(goal_handle)
+        msg = ExecuteGrasp.Result(error_code=int(result.error), message=result.message)
+        if result.outcome is not None:
+            msg.outcome = outcome_to_msg(result.outcome)
+        if result.error == ArmError.CANCELED:
+            goal_handle.canceled()
+        elif result.error == ArmError.NONE:
+            goal_handle.succeed()
+        else:
+            self.get_logger().warning(f"ExecuteGrasp aborted: {result.message}")
+            goal_handle.abort()
+        return msg
+
+    def _run(self, goal_handle) -> ArmResult:
+        request = goal_handle.request
+        try:
+            grasp = grasp_from_msg(request.grasp)
+        except ValidationError as exc:
+            return ArmResult(ArmError.INVALID_PARAMETERS, str(exc))
+        rejection = check_request(request.target_id, grasp, self.limits)
+        if rejection is not None:
+            return rejection
+
+        def on_phase(phase, index, count):
+            goal_handle.publish_feedback(ExecuteGrasp.Feedback(
+                phase=phase.value, phase_index=index, phase_count=count))
+
+        try:
+            return self.backend.execute(request.target_id, grasp, on_phase,
+                                        lambda: goal_handle.is_cancel_requested)
+        except Exception as exc:  # noqa: BLE001 - a backend bug must not kill the node
+            self.get_logger().error(f"arm backend raised: {exc!r}")
+            return ArmResult(ArmError.BACKEND_FAILURE, f"{type(exc).__name__}: {exc}")
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = ExecutorNode()
+        executor = MultiThreadedExecutor(num_threads=4)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

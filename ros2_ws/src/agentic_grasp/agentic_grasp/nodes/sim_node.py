@@ -1,0 +1,289 @@
+"""Simulator node: the analytical Panda standing in for hardware.
+
+Publishes the camera (RGB, depth, CameraInfo), joint states and the ground-truth scene, and
+serves the simulated arm (/sim/arm, one motion phase per call) and scene loading
+(/sim/load_scene). Physics lives in agentic_grasp.core.sim; this node only converts.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+import time
+
+import numpy as np
+import rclpy
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import Header
+
+from agentic_grasp import qos
+from agentic_grasp.conversions import grasp_from_msg, object_to_msg, outcome_to_msg
+from agentic_grasp.core.arm import ArmError, error_for_exception
+from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.kinematics import Q_READY
+from agentic_grasp.core.render import render_scene
+from agentic_grasp.core import paths
+from agentic_grasp.core.sim.objects import load_catalogue
+from agentic_grasp.core.sim.simulator import PhysicsParams, QualityParams, Simulator
+from agentic_grasp.core.types import Phase
+from agentic_grasp.params import declare, declare_dataclass
+from agentic_grasp_interfaces.msg import SceneGraph
+from agentic_grasp_interfaces.srv import LoadScene, SimArmPhase
+
+JOINT_NAMES = [f"fer_joint{i}" for i in range(1, 8)] + ["fer_finger_joint1", "fer_finger_joint2"]
+_PHASES = {SimArmPhase.Request.APPROACH: Phase.APPROACH, SimArmPhase.Request.CLOSE: Phase.CLOSE,
+           SimArmPhase.Request.LIFT: Phase.LIFT}
+
+
+def image_msg(header: Header, array: np.ndarray, encoding: str) -> Image:
+    """sensor_msgs/Image from a contiguous HxW or HxWxC array."""
+    array = np.ascontiguousarray(array)
+    channels = 1 if array.ndim == 2 else array.shape[2]
+    return Image(header=header, height=array.shape[0], width=array.shape[1], encoding=encoding,
+                 is_bigendian=0, step=array.shape[1] * channels * array.itemsize,
+                 data=array.tobytes())
+
+
+def camera_info_msg(header: Header, camera: Camera) -> CameraInfo:
+    k = camera.K
+    return CameraInfo(header=header, height=camera.height, width=camera.width,
+                      distortion_model="plumb_bob", d=[0.0] * 5, k=k.reshape(-1).tolist(),
+                      r=np.eye(3).reshape(-1).tolist(),
+                      p=np.hstack([k, np.zeros((3, 1))]).reshape(-1).tolist())
+
+
+class SimNode(Node):
+    """Owns one Simulator; every state change is followed by a fresh render and ground truth."""
+
+    def __init__(self) -> None:
+        super().__init__("sim")
+        self.task = declare(self, "task", "sg_banana", "Task scene loaded at start (config/scenes)")
+        seed = declare(self, "seed", 0, "Trial seed of the initial scene")
+        rate = declare(self, "camera_rate_hz", 2.0, "Rate at which the last frame is re-sent")
+        self.depth_noise = declare(self, "depth_noise_std_m", 0.0,
+                                   "Gaussian noise added to rendered depth (m)")
+        self.phase_delay = declare(self, "phase_delay_s", 0.0,
+                                   "Wall-clock time each arm phase takes (s); 0 = as fast as "
+                                   "possible. Emulates motion time so cancel can land mid-attempt")
+        self.world_frame = declare(self, "world_frame", "world", "Frame of poses (panda_link0)")
+        physics = PhysicsParams.from_mapping(declare_dataclass(self, "physics", PhysicsParams))
+        quality = QualityParams.from_mapping(declare_dataclass(self, "quality", QualityParams))
+        catalogue_file = declare(self, "catalogue_file", "objects.yaml",
+                                 "Object catalogue, relative to config/ or absolute")
+        self.camera = Camera.from_config({
+            k: declare(self, f"camera.{k}", v, f"Camera {k}") for k, v in
+            dict(width=640, height=480, fx=554.26, fy=554.26, cx=319.5, cy=239.5,
+                 eye=[1.15, 0.0, 0.75], target=[0.5, 0.0, 0.0]).items()})
+
+        catalogue_path = Path(catalogue_file)
+        if not catalogue_path.is_absolute():
+            catalogue_path = paths.config_dir() / catalogue_path
+        self.sim = Simulator(params=physics, seed=seed, quality=quality,
+                             catalogue=load_catalogue(catalogue_path))
+        self._lock = threading.Lock()  # the simulator is not thread-safe
+        self._frame = None
+        self._q = np.array(Q_READY, dtype=float)
+        self._gripper = 0.04
+        self._version = 0
+        self._arm_quiet_at = 0.0
+        self._aborted: set = set()   # attempt ids an ABORT named
+        self._rendered_version = -1
+
+        self.pub_rgb = self.create_publisher(Image, "camera/color/image_raw", qos.LATCHED)
+        self.pub_depth = self.create_publisher(Image, "camera/depth/image_raw", qos.LATCHED)
+        self.pub_info = self.create_publisher(CameraInfo, "camera/color/camera_info", qos.LATCHED)
+        self.pub_depth_info = self.create_publisher(CameraInfo, "camera/depth/camera_info",
+                                                    qos.LATCHED)
+        self.pub_truth = self.create_publisher(SceneGraph, "sim/ground_truth", qos.LATCHED)
+        self.pub_joints = self.create_publisher(JointState, "joint_states", qos.STATE)
+
+        services = MutuallyExclusiveCallbackGroup()
+        self.create_service(LoadScene, "sim/load_scene", self._on_load_scene,
+                            callback_group=services)
+        self.create_service(SimArmPhase, "sim/arm", self._on_arm, callback_group=services)
+        self.create_service(SimArmPhase, "sim/arm_abort", self._on_abort,
+                            callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_timer(1.0 / max(rate, 0.1), self._republish)
+        self.create_timer(0.05, self._render_if_dirty,
+                          callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_timer(0.05, self._publish_joints)
+
+        with self._lock:
+            self.sim.load_task(self.task, trial_seed=seed)
+        self._publish_scene()
+        self.get_logger().info(f"simulator ready: task {self.task}, seed {seed}")
+
+    # ---- publishing ---------------------------------------------------------------------------
+    def _header(self, frame: str) -> Header:
+        return Header(stamp=self.get_clock().now().to_msg(), frame_id=frame)
+
+    def _publish_scene(self, render: bool = True) -> None:
+        """Publish ground truth now; render now or leave it to the render timer.
+
+        Rendering costs tens of milliseconds, so the arm phases only mark the frame dirty and
+        the render timer (its own callback group) catches up; scene loads render at once so
+        perception never sees a frame of the previous scene.
+        """
+        with self._lock:
+            objects = [o.copy() for o in self.sim.objects()]
+            self._version += 1
+            version = self._version
+        truth = SceneGraph(header=self._header(self.world_frame), source="simulator_ground_truth")
+        if objects:
+            pixels, _ = self.camera.project(np.array([o.position for o in objects]))
+            truth.objects = [object_to_msg(o, pixel=p) for o, p in zip(objects, pixels)]
+        self.pub_truth.publish(truth)
+        if render:
+            self._render(objects, version)
+
+    def _render(self, objects, version: int) -> None:
+        rng = np.random.default_rng() if self.depth_noise > 0 else None
+        frame = render_scene(objects, self.camera, depth_noise_std=self.depth_noise, rng=rng)
+        header = self._header(self.camera.frame_id)
+        self._frame = (image_msg(header, frame.rgb, "rgb8"),
+                       image_msg(header, frame.depth.astype(np.float32), "32FC1"),
+                       camera_info_msg(header, self.camera))
+        self._rendered_version = version
+        self._republish()
+
+    def _render_if_dirty(self) -> None:
+        # Like a camera pipeline that refreshes once the arm has stopped: a render while the
+        # executor is mid-attempt would hold the interpreter for tens of milliseconds and delay
+        # the next phase.
+        if time.monotonic() < self._arm_quiet_at:
+            return
+        with self._lock:
+            if self._rendered_version == self._version:
+                return
+            objects = [o.copy() for o in self.sim.objects()]
+            version = self._version
+        self._render(objects, version)
+
+    def _republish(self) -> None:
+        if self._frame is None:
+            return
+        rgb, depth, info = self._frame
+        stamp = self.get_clock().now().to_msg()
+        for msg in (rgb, depth, info):
+            msg.header.stamp = stamp
+        self.pub_rgb.publish(rgb)
+        self.pub_depth.publish(depth)
+        self.pub_info.publish(info)
+        self.pub_depth_info.publish(info)
+
+    def _publish_joints(self) -> None:
+        msg = JointState(header=self._header(""), name=JOINT_NAMES,
+                         position=[float(v) for v in self._q] + [self._gripper] * 2)
+        self.pub_joints.publish(msg)
+
+    # ---- services -----------------------------------------------------------------------------
+    def _on_load_scene(self, request, response):
+        try:
+            with self._lock:
+                spec = self.sim.load_task(request.task or self.task, trial_seed=request.seed)
+                ids = [o.id for o in self.sim.objects()]
+            self._q = np.array(Q_READY, dtype=float)
+        except Exception as exc:  # noqa: BLE001 - report, keep serving
+            response.success = False
+            response.message = f"cannot load scene {request.task!r}: {exc}"
+            self.get_logger().warning(response.message)
+            return response
+        response.success, response.message = True, "loaded"
+        response.task_id, response.instruction = spec.task_id, spec.instruction
+        response.target_ids, response.object_ids = list(spec.targets), ids
+        self._publish_scene()
+        return response
+
+    def _on_abort(self, request, response):
+        """ABORT, also served on sim/arm_abort in its own callback group so it lands while a
+        phase is still moving; the next phase of that attempt is then skipped."""
+        self._aborted.add(request.attempt_id)
+        response.ok, response.finished, response.message = True, True, "aborted"
+        response.attempt_id = request.attempt_id
+        return response
+
+    def _on_arm(self, request, response):
+        """One motion phase (APPROACH starts the attempt); each takes ``phase_delay_s``.
+
+        Per-phase calls give the executor true phase feedback and a point to stop between
+        phases. A single whole-attempt call measured no faster here: the cost is rclpy's
+        executor overhead on both sides, not the number of DDS messages.
+        """
+        self._arm_quiet_at = time.monotonic() + 0.25
+        if request.phase == SimArmPhase.Request.ABORT:
+            return self._on_abort(request, response)
+        if request.phase in _PHASES:
+            phases = [_PHASES[request.phase]]
+        else:
+            response.ok, response.error_code = False, int(ArmError.INVALID_PARAMETERS)
+            response.message = f"unknown phase code {request.phase}"
+            return response
+        attempt_id, outcome, finished = request.attempt_id, None, False
+        try:
+            for phase in phases:
+                if attempt_id and attempt_id in self._aborted:
+                    with self._lock:
+                        self.sim.abort(attempt_id)
+                    self._gripper = 0.04
+                    response.ok, response.finished = True, True
+                    response.message = f"aborted before {phase.value}"
+                    response.error_code = int(ArmError.CANCELED)
+                    break
+                with self._lock:
+                    if phase == Phase.APPROACH:
+                        grasp = grasp_from_msg(request.grasp)
+                        self.sim.validate(request.target_id, grasp)
+                        attempt_id = self.sim.begin_attempt(request.target_id, grasp,
+                                                            attempt_id=attempt_id or None)
+                    outcome = self.sim.advance(attempt_id, phase)
+                    finished = self.sim.attempt_finished(attempt_id)
+                    if finished and outcome.success:
+                        # The simulated robot drops what it lifted into the bin beside the
+                        # table, so the next perception sees the table without it.
+                        self.sim.place_held_object()
+                extent = outcome.measurements.get("object_extent_m", float("nan"))
+                self._gripper = 0.04 if (finished and not outcome.success) or extent != extent \
+                    else min(0.04, extent / 2.0)
+                if self.phase_delay > 0.0:
+                    time.sleep(self.phase_delay)
+                if finished:
+                    break
+        except Exception as exc:  # noqa: BLE001 - mapped to an error code, node keeps running
+            result = error_for_exception(exc)
+            response.ok, response.error_code, response.message = False, int(result.error), \
+                result.message
+            response.attempt_id = attempt_id
+            return response
+        response.attempt_id = attempt_id
+        if outcome is not None:
+            response.outcome = outcome_to_msg(outcome)
+        if not response.message:
+            response.ok, response.error_code = True, int(ArmError.NONE)
+            response.finished = finished
+            response.message = f"{phases[-1].value if not finished else 'attempt'} done"
+        if outcome is not None and (finished or phases[-1] != Phase.APPROACH):
+            self._publish_scene(render=False)
+        return response
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = SimNode()
+        executor = MultiThreadedExecutor(num_threads=3)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""Whole graph: sim and executor nodes as separate processes, talking over Fast DDS."""
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+import pytest
+
+from agentic_grasp.client import GraphError
+from agentic_grasp.conversions import grasp_to_msg
+from agentic_grasp.core.arm import ArmError
+from agentic_grasp.core.heuristic import heuristic_grasp
+from agentic_grasp_interfaces.action import ExecuteGrasp
+
+
+def _truth(graph, until=None, timeout_s=5.0):
+    """The latest ground truth; with ``until``, spin until it holds (the topic is latched and
+    the sim publishes after every change, so a fresh message may arrive after the result)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        truth = {o.id: o for o in graph.client.ground_truth()}
+        if until is None or until(truth) or time.monotonic() > deadline:
+            return truth
+        graph.client._truth_event.clear()
+        graph.client._truth_event.wait(0.1)
+
+
+def test_banana_is_grasped_over_dds(sim_graph):
+    client = sim_graph.client
+    loaded = client.load_scene("sg_banana", 0)
+    assert list(loaded.target_ids) == ["banana_1"]
+    objects = {o.id: o for o in client.ground_truth()}
+    phases = []
+    result = client.execute_grasp("banana_1", heuristic_grasp(objects["banana_1"]),
+                                  on_feedback=lambda fb: phases.append(fb.phase))
+    assert result.error_code == ArmError.NONE, result.message
+    assert result.outcome.success, list(result.outcome.events)
+    assert phases == ["approach", "close", "lift"]
+    assert len(result.outcome.phi) == 7
+    assert 0.0 < result.outcome.quality <= 1.0
+    # The lifted banana has left the table.
+    assert "banana_1" not in _truth(sim_graph, until=lambda t: "banana_1" not in t)
+
+
+@pytest.mark.parametrize("change, code", [
+    ({"position": [math.nan, 0.0, 0.02]}, ArmError.INVALID_PARAMETERS),
+    ({"force": math.inf}, ArmError.INVALID_PARAMETERS),
+    ({"force": 500.0}, ArmError.FORCE_LIMIT),
+    ({"width": 0.12}, ArmError.WIDTH_LIMIT),
+    ({"position": [1.5, 0.0, 0.02]}, ArmError.OUT_OF_WORKSPACE),
+    ({"target": "unicorn"}, ArmError.UNKNOWN_TARGET),
+])
+def test_bad_requests_are_rejected_and_change_nothing(sim_graph, change, code):
+    client = sim_graph.client
+    client.load_scene("sg_banana", 1)
+    before = _truth(sim_graph)
+    banana = before["banana_1"]
+    msg = grasp_to_msg(heuristic_grasp(banana))
+    if "position" in change:
+        msg.position.x, msg.position.y, msg.position.z = change["position"]
+    if "force" in change:
+        msg.grip_force = change["force"]
+    if "width" in change:
+        msg.gripper_width = change["width"]
+    goal = ExecuteGrasp.Goal(target_id=change.get("target", "banana_1"), grasp=msg)
+    result = client.execute_grasp("", None, goal_msg=goal)
+    assert result.error_code == code, result.message
+    assert result.message
+    after = _truth(sim_graph)
+    assert after.keys() == before.keys()
+    for oid, obj in before.items():
+        assert np.allclose(obj.position, after[oid].position)
+    assert sim_graph.launcher.dead() == []
+
+
+def test_cancel_stops_the_attempt_and_keeps_the_object(sim_graph):
+    client = sim_graph.client
+    client.load_scene("sg_banana", 2)
+    banana = _truth(sim_graph)["banana_1"]
+    goal = ExecuteGrasp.Goal(target_id="banana_1", grasp=grasp_to_msg(heuristic_grasp(banana)))
+    from rclpy.action import ActionClient
+
+    action = ActionClient(client.node, ExecuteGrasp, "execute_grasp")
+    try:
+        assert action.wait_for_server(timeout_sec=10.0)
+        first_feedback = threading.Event()
+        send = action.send_goal_async(goal, feedback_callback=lambda fb: first_feedback.set())
+        client.wait_future(send, 10.0)
+        handle = send.result()
+        assert handle.accepted
+        assert first_feedback.wait(10.0)
+        cancel = handle.cancel_goal_async()
+        client.wait_future(cancel, 10.0)
+        result_future = handle.get_result_async()
+        client.wait_future(result_future, 10.0)
+        result = result_future.result().result
+    finally:
+        action.destroy()
+    assert result.error_code == ArmError.CANCELED, result.message
+    assert "banana_1" in _truth(sim_graph)
+
+
+def test_second_goal_while_busy_is_rejected(sim_graph):
+    client = sim_graph.client
+    client.load_scene("sg_banana", 3)
+    banana = _truth(sim_graph)["banana_1"]
+    goal = ExecuteGrasp.Goal(target_id="banana_1", grasp=grasp_to_msg(heuristic_grasp(banana)))
+    from rclpy.action import ActionClient
+
+    action = ActionClient(client.node, ExecuteGrasp, "execute_grasp")
+    try:
+        assert action.wait_for_server(timeout_sec=10.0)
+        first = action.send_goal_async(goal)
+        client.wait_future(first, 10.0)
+        assert first.result().accepted
+        second = action.send_goal_async(goal)
+        client.wait_future(second, 10.0)
+        assert not second.result().accepted
+        done = first.result().get_result_async()
+        client.wait_future(done, 10.0)
+        assert done.result().result.error_code == ArmError.NONE
+    finally:
+        action.destroy()
+
+
+def test_load_of_a_missing_scene_is_an_error_not_a_crash(sim_graph):
+    with pytest.raises(GraphError, match="cannot load scene"):
+        sim_graph.client.load_scene("no_such_task", 0)
+    assert sim_graph.launcher.dead() == []
