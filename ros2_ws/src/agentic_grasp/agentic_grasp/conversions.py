@@ -5,8 +5,9 @@ Bad messages raise ``ValidationError`` with a message that names the field.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
@@ -24,10 +25,13 @@ from agentic_grasp_interfaces.msg import (
 from agentic_grasp_interfaces.msg import (
     Constraint as ConstraintMsg, SceneGraph as SceneGraphMsg, SpatialRelation as RelationMsg)
 from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
+from agentic_grasp_interfaces.msg import (
+    Experience as ExperienceMsg, RetrievedStrategy as RetrievedStrategyMsg)
 
 if TYPE_CHECKING:  # scene_graph pulls in networkx (~0.3 s): imported where it is used
     from agentic_grasp.core.constraints import Constraint, ConstraintSet
     from agentic_grasp.core.perception import PerceivedObject, PerceptionResult
+    from agentic_grasp.core.retrieval import Experience, ScoredStrategy
     from agentic_grasp.core.scene_graph import Relation, SceneGraph
 
 _GRASP_TYPES = {GraspType.POWER: GraspMsg.GRASP_POWER, GraspType.PINCH: GraspMsg.GRASP_PINCH,
@@ -412,3 +416,106 @@ def perception_result_to_msg(result: "PerceptionResult", instruction: str = "",
         latency_s=float(result.latency_s), prompt_tokens=max(0, int(result.prompt_tokens)),
         completion_tokens=max(0, int(result.completion_tokens)),
         requests=max(0, int(result.requests)))
+
+
+# ---- retrieval (HAA-RAG) -------------------------------------------------------------------
+
+#: Colour encodings a RetrieveStrategies target_crop may use (turned into RGB for embedding).
+CROP_ENCODINGS = ("rgb8", "bgr8", "rgba8", "bgra8")
+
+
+def rgb_to_msg(rgb: np.ndarray, header: Optional[Header] = None) -> Image:
+    """An rgb8 Image (tightly packed rows) of an HxWx3 uint8 array, e.g. a query crop."""
+    pixels = np.ascontiguousarray(rgb)
+    if pixels.dtype != np.uint8 or pixels.ndim != 3 or pixels.shape[2] != 3:
+        raise ValidationError(f"an rgb8 image needs an (H, W, 3) uint8 array, got "
+                              f"{pixels.dtype} {pixels.shape}")
+    height, width = int(pixels.shape[0]), int(pixels.shape[1])
+    return Image(header=header if header is not None else Header(), height=height,
+                 width=width, encoding="rgb8", is_bigendian=0, step=3 * width,
+                 data=pixels.tobytes())
+
+
+def experience_to_msg(experience: "Experience") -> ExperienceMsg:
+    """A knowledge-base experience; its grasp stays in the OBJECT frame (see Experience.msg)."""
+    return ExperienceMsg(id=experience.id, category=experience.category,
+                         affordance=affordance_to_msg(experience.affordance),
+                         grasp=grasp_to_msg(experience.grasp_parameters()),
+                         success=bool(experience.success), provenance=experience.provenance,
+                         embedding_model=experience.embedding_model)
+
+
+def retrieved_strategy_to_msg(strategy: "ScoredStrategy",
+                              weights: Mapping[str, float]) -> RetrievedStrategyMsg:
+    """One HAA-RAG strategy with its breakdown, in the message's conventions.
+
+    The core keeps the four raw terms of Eq. 1 and the fraction the failure penalty removes;
+    RetrievedStrategy.msg carries the weighted terms (they add up to s_aff) and the multiplier
+    (0.7 for a failed experience, 1.0 otherwise). ``weights`` are the retriever's Eq. 1
+    weights keyed "type", "material", "fragility", "region".
+    """
+    terms = strategy.s_aff_terms
+    return RetrievedStrategyMsg(
+        experience=experience_to_msg(strategy.experience), rank=int(strategy.rank),
+        s_cat=float(strategy.s_cat), s_aff=float(strategy.s_aff),
+        s_aff_type=float(weights["type"] * terms["type"]),
+        s_aff_material=float(weights["material"] * terms["material"]),
+        s_aff_fragility=float(weights["fragility"] * terms["fragility"]),
+        s_aff_region=float(weights["region"] * terms["region"]),
+        s_vis=float(strategy.s_vis), penalty=float(1.0 - strategy.penalty),
+        s_final=float(strategy.s_final), explanation=strategy.explanation)
+
+
+def float32_decimal(value: float) -> float:
+    """The shortest decimal that a float32 field value stands for (0.30000001 -> 0.3)."""
+    return float(np.format_float_positional(np.float32(value), unique=True, trim="-"))
+
+
+def retrieval_query_from_msg(request: Any) -> Dict[str, Any]:
+    """Keyword arguments of ``HAARAG.retrieve`` for a RetrieveStrategies request.
+
+    Checks only what the message itself can get wrong and leaves the rest (fragility range,
+    mode, embedding model and size, crop size, embedding and crop together) to the core:
+
+    - category and affordance must be given (an all-empty affordance is an error here,
+      not a query without affordance: level 2 needs one); its fragility is read as the
+      shortest decimal of the float32 (:func:`float32_decimal`);
+    - a ``visual_embedding`` needs its ``embedding_model``: cosines are only meaningful
+      between vectors of one model, so the caller must say which one made it;
+    - ``target_crop`` counts as given when any of its fields is set, and must then be a
+      colour image in one of CROP_ENCODINGS;
+    - k = 0 and mode = "" become None: the retriever's configured values.
+    """
+    category = str(request.category).strip()
+    if not category:
+        raise ValidationError("category is empty: name the object's category (e.g. 'mug')")
+    try:
+        affordance = affordance_from_msg(request.affordance)
+    except ValidationError as exc:
+        raise ValidationError(f"affordance: {exc}") from None
+    if affordance is None:
+        raise ValidationError("affordance is empty: type, material, fragility and "
+                              "graspable_region are needed for level 2")
+    # The float32 field turns 0.3 into 0.30000001; score the decimal the client wrote, so a
+    # query scores the same through the service as in-process.
+    affordance = dataclasses.replace(
+        affordance, fragility=float32_decimal(request.affordance.fragility))
+    embedding = None
+    if len(request.visual_embedding):
+        if not request.embedding_model:
+            raise ValidationError("visual_embedding given without embedding_model: name the "
+                                  "model that made it")
+        embedding = np.asarray(request.visual_embedding, dtype=np.float32)
+    crop = None
+    image = request.target_crop
+    if image.height or image.width or image.encoding or len(image.data):
+        if image.encoding not in CROP_ENCODINGS:
+            raise ValidationError(f"target_crop encoding {image.encoding!r} is not a colour "
+                                  f"image (one of {', '.join(CROP_ENCODINGS)})")
+        try:
+            crop = rgb_from_msg(image)
+        except ValidationError as exc:
+            raise ValidationError(f"target_crop is not a valid image: {exc}") from None
+    return {"category": category, "affordance": affordance, "embedding": embedding,
+            "embedding_model": request.embedding_model or None, "crop": crop,
+            "k": int(request.k) or None, "mode": request.mode or None}

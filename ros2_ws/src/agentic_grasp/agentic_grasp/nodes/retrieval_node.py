@@ -1,0 +1,293 @@
+"""Retrieval node: serves ``retrieve_strategies`` (RetrieveStrategies.srv), HAA-RAG of Sec. III-A.
+
+At start-up the node loads and validates the knowledge base (``knowledge_base_path`` plus
+``acquired_experiences_path``), embeds it with the configured model (cached on disk) and
+builds the retriever; the three levels and their constants live in
+agentic_grasp.core.retrieval. A malformed knowledge base stops the node there: the
+ConfigError names the file, line, entry and field, is logged, and ``main`` exits with 1.
+
+Per request: message -> query (category, affordance descriptor, visual query, k, mode) ->
+HAARAG.retrieve -> the top strategies with their full breakdown. Request semantics:
+
+- the visual query is ``visual_embedding`` with the ``embedding_model`` that made it (it
+  must be the knowledge base's model and dimension), or ``target_crop`` (rgb8 / bgr8, also
+  rgba8 / bgra8), which the node embeds with its own model, or neither: then s_vis = 0 for
+  every candidate and the message says so;
+- ``k`` = 0 means the configured k (3); ``mode`` "" means the configured mode ("haa" as
+  shipped), otherwise "haa" or "clip_only" (the Table IV baseline);
+- an unknown category, a category with no experience in its superclass, or no candidate
+  above tau_aff is not an error: success=true, no strategies, and ``message`` says why;
+- bad input (empty category or affordance, NaN or out-of-range fragility, unknown
+  affordance type, an embedding without its model id, of another model or of the wrong
+  size, both an embedding and a crop, a crop that is not a colour image, an unknown mode)
+  gives success=false and a message naming the problem. Nothing raises into the executor:
+  the node keeps serving.
+
+In a response, each RetrievedStrategy carries the weighted Eq. 1 terms (they add up to
+s_aff) and the failure penalty as a multiplier (0.7 for a failed experience, else 1.0), as
+RetrievedStrategy.msg documents; the Experience carries the object-frame grasp.
+
+Parameters: every key of ``retrieval: ros__parameters:`` in config/retrieval.yaml is a
+parameter of the same dotted name (``affordance_weights.type``, ``final_weights.visual``,
+``embedding.open_clip.pretrained_path``, ``material_similarity.ceramic.glass``, ...), so
+``--params-file config/retrieval.yaml`` (or any file of that shape) configures the node and
+the in-process benchmarks read the very same file through RetrievalConfig.from_config. The
+declared defaults are the values of the shipped config/retrieval.yaml: the code holds no
+scoring constant of its own. ``material_similarity`` is open-ended (ROS parameters have no
+map type): every pair of the shipped file is declared, plus every pair a params file or
+``-p`` adds under ``material_similarity.``; a pair set to 0.0 counts as absent (s_mat of
+two different materials is 0 unless listed), which is how a params file turns a shipped
+pair off. Floats must be written as floats (0.0, not 0): ROS parameters are typed.
+
+The scoring constants (k1, k, tau_aff, the category scores, both weight sets,
+region_family_score, material_similarity.*, failure_penalty, clip_only_failure_penalty,
+mode) may be changed at run time; a combination the core rejects is refused as a whole with
+the reason. The knowledge base paths and ``embedding.*`` are read at start-up only (changing
+them means reloading and re-embedding the knowledge base: restart the node); setting them
+at run time is refused. Acquired experiences appended while the node runs are seen after a
+restart.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Dict, List, Mapping, Optional
+
+import rclpy
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from agentic_grasp.conversions import retrieval_query_from_msg, retrieved_strategy_to_msg
+from agentic_grasp.core.config import node_params
+from agentic_grasp.core.errors import ConfigError, ValidationError
+from agentic_grasp.core.retrieval import HAARAG, RetrievalConfig, build_retriever
+from agentic_grasp.params import declare
+from agentic_grasp_interfaces.srv import RetrieveStrategies
+
+NODE_NAME = "retrieval"
+SERVICE = "retrieve_strategies"
+SIMILARITY_PREFIX = "material_similarity."
+#: Parameters read once at start-up; changing them needs a reload of the knowledge base.
+STARTUP_ONLY = ("knowledge_base_path", "acquired_experiences_path", "embedding.")
+
+#: Description of every parameter of config/retrieval.yaml but the material pairs.
+DESCRIPTIONS: Dict[str, str] = {
+    "knowledge_base_path": "Knowledge base: a kb_data folder, a folder of *.jsonl files or one "
+                           "file; '' = <data root>/kb_data/experiences (start-up only)",
+    "acquired_experiences_path": "JSONL file of experiences acquired during deployment, "
+                                 "loaded after the knowledge base when it exists; '' = none "
+                                 "(start-up only)",
+    "mode": "Mode of a request with an empty mode: haa (three levels) or clip_only (category "
+            "filter + visual re-rank, the Table IV baseline)",
+    "k1": "Level 1: candidates kept after the category match",
+    "category_exact_score": "Level 1: s_cat of an exact category match (paper: 1.0)",
+    "category_superclass_score": "Level 1: s_cat of a category of the same superclass "
+                                 "(paper: 0.5)",
+    "affordance_weights.type": "Eq. 1 weight of the affordance-type match (paper: 0.5)",
+    "affordance_weights.material": "Eq. 1 weight of s_mat (paper: 0.2)",
+    "affordance_weights.fragility": "Eq. 1 weight of 1 - |delta fragility| (paper: 0.15)",
+    "affordance_weights.region": "Eq. 1 weight of s_reg (paper: 0.15)",
+    "tau_aff": "Level 2: candidates with s_aff below this are discarded (paper: 0.3)",
+    "region_family_score": "s_reg of two regions of one family of kb_data/taxonomy.yaml "
+                           "(1.0 same region, else 0)",
+    "final_weights.category": "Level 3 weight of s_cat in s_final (paper: 0.2)",
+    "final_weights.affordance": "Level 3 weight of s_aff in s_final (paper: 0.4)",
+    "final_weights.visual": "Level 3 weight of s_vis in s_final (paper: 0.4)",
+    "k": "Strategies returned for a request with k = 0 (paper: 3)",
+    "failure_penalty": "s_final of a failed experience is multiplied by 1 - this "
+                       "(paper: 0.3)",
+    "clip_only_failure_penalty": "Apply the failure penalty in clip_only mode too",
+    "embedding.backend": "Visual embedding model: descriptor (builtin-descriptor-v1, CPU) or "
+                         "open_clip (CLIP, local weights file) (start-up only)",
+    "embedding.crop_size_px": "Side of the rendered knowledge-base crops (px) (start-up only)",
+    "embedding.cache_dir": "Embedding cache folder; '' = kb_data/cache/ when writable, else "
+                           "~/.cache/agentic_grasp/embeddings (start-up only)",
+    "embedding.open_clip.model_name": "open_clip architecture, e.g. ViT-L-14 (start-up only)",
+    "embedding.open_clip.pretrained_path": "Local open_clip weights file; never downloaded "
+                                           "(start-up only)",
+    "embedding.open_clip.device": "Torch device of the open_clip model (start-up only)",
+}
+
+
+def flatten(mapping: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
+    """Nested parameters -> ROS dotted names ({'a': {'b': 1}} -> {'a.b': 1}), as rcl does."""
+    out: Dict[str, Any] = {}
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def affordance_weights(config: RetrievalConfig) -> Dict[str, float]:
+    """The Eq. 1 weights keyed as the message's terms."""
+    return {"type": config.w_type, "material": config.w_material,
+            "fragility": config.w_fragility, "region": config.w_region}
+
+
+class RetrievalNode(Node):
+    """Holds one HAA-RAG retriever over the knowledge base and answers RetrieveStrategies."""
+
+    def __init__(self, **node_kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **node_kwargs)
+        try:
+            self._names = self._declare_parameters()
+            config = self._read_config({})
+            started = time.perf_counter()
+            self._rag: HAARAG = build_retriever(config)
+        except Exception:
+            self.destroy_node()     # a node that cannot serve must not linger on the graph
+            raise
+        self.add_on_set_parameters_callback(self._check_parameters)
+        self.add_post_set_parameters_callback(self._apply_parameters)
+        self.create_service(RetrieveStrategies, SERVICE, self._on_retrieve)
+        kb = self._rag.kb
+        self.get_logger().info(
+            f"HAA-RAG ready: {len(kb)} experiences from {len(kb.sources)} files, embedding "
+            f"model {self._rag.index.model_id} ({self._rag.index.dim} dims), mode "
+            f"{config.mode}, k {config.k}, loaded in {time.perf_counter() - started:.2f} s")
+
+    @property
+    def retriever(self) -> HAARAG:
+        """The retriever now in use (replaced when a scoring parameter changes)."""
+        return self._rag
+
+    @property
+    def config(self) -> RetrievalConfig:
+        return self._rag.config
+
+    # ---- parameters ---------------------------------------------------------------------------
+    def _declare_parameters(self) -> List[str]:
+        """Declare every parameter of config/retrieval.yaml (its values are the defaults)."""
+        defaults = flatten(node_params(NODE_NAME))
+        overrides = self._overrides()
+        for name, value in overrides.items():
+            if name.startswith(SIMILARITY_PREFIX) and name not in defaults:
+                defaults[name] = value          # a pair the params file adds; typed as given
+        names = []
+        for name, default in defaults.items():
+            if name.startswith(SIMILARITY_PREFIX):
+                a, _, b = name[len(SIMILARITY_PREFIX):].partition(".")
+                text = (f"s_mat of materials '{a}' and '{b}' (symmetric), in [0, 1]; 0 = not "
+                        "similar")
+            else:
+                text = DESCRIPTIONS.get(name, f"config/retrieval.yaml: {name}")
+            try:
+                declare(self, name, default, text)
+            except ParameterException as exc:
+                raise ConfigError(f"retrieval parameter '{name}': {exc} (ROS parameters are "
+                                  "typed: write floats as 0.0, integers as 0)") from None
+            names.append(name)
+        for name in sorted(set(overrides) - set(names)):
+            if name != "use_sim_time":
+                self.get_logger().warning(f"parameter '{name}' is not a retrieval parameter "
+                                          "(typo?); ignored")
+        return names
+
+    def _overrides(self) -> Dict[str, Any]:
+        """Parameter name -> value of the node's overrides (params files, -p, kwargs)."""
+        # rclpy keeps them in this attribute and has no public accessor; without it the
+        # material pairs a params file adds could not be declared (see perception_node).
+        overrides = getattr(self, "_parameter_overrides", None) or {}
+        return {name: param.value for name, param in overrides.items()}
+
+    def _read_config(self, changes: Mapping[str, Any]) -> RetrievalConfig:
+        """RetrievalConfig of the current values with ``changes``; ConfigError if rejected."""
+        values = {name: self.get_parameter(name).value for name in self._names}
+        values.update(changes)
+        return RetrievalConfig.from_params(values, source="retrieval parameters")
+
+    def _check_parameters(self, params: List[Parameter]) -> SetParametersResult:
+        fixed = [p.name for p in params if p.name.startswith(STARTUP_ONLY)]
+        if fixed:
+            return SetParametersResult(
+                successful=False, reason=f"{', '.join(fixed)}: read at start-up only (the "
+                "knowledge base is loaded and embedded then); restart the node to change it")
+        try:
+            self._read_config({p.name: p.value for p in params if p.name in self._names})
+        except (ConfigError, ValidationError) as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
+
+    def _apply_parameters(self, params: List[Parameter]) -> None:
+        if not any(p.name in self._names for p in params):
+            return
+        old = self._rag
+        # Same knowledge base, index and embedder: only the scoring constants change. The
+        # swap is one reference assignment: a request in flight keeps the retriever it took.
+        self._rag = HAARAG(old.kb, self._read_config({}), old.embedder, index=old.index)
+        self.get_logger().info("retrieval parameters updated: "
+                               + ", ".join(f"{p.name}={p.value}" for p in params))
+
+    # ---- service ------------------------------------------------------------------------------
+    def _on_retrieve(self, request: RetrieveStrategies.Request,
+                     response: RetrieveStrategies.Response) -> RetrieveStrategies.Response:
+        started = time.perf_counter()
+        rag = self._rag
+        try:
+            query = retrieval_query_from_msg(request)
+            result = rag.retrieve(**query)
+        except ValidationError as exc:       # EmbeddingModelMismatch included
+            return self._fail(response, str(exc), request)
+        except Exception as exc:  # noqa: BLE001 - a core bug must not take the node down
+            self.get_logger().error(f"retrieve_strategies raised: {exc!r}")
+            return self._fail(response, f"internal error: {type(exc).__name__}: {exc}",
+                              request)
+        weights = affordance_weights(rag.config)
+        response.success = True
+        response.message = result.reason
+        response.strategies = [retrieved_strategy_to_msg(s, weights) for s in result.strategies]
+        response.candidates_level1 = int(result.n_level1)
+        response.candidates_level2 = int(result.n_level2)
+        visual = ("embedding" if query["embedding"] is not None
+                  else "crop" if query["crop"] is not None else "none")
+        self.get_logger().debug(
+            f"retrieve {request.category!r} {query['affordance'].type.value}/"
+            f"{query['affordance'].material}/{query['affordance'].fragility:g}/"
+            f"{query['affordance'].region} visual={visual} mode={result.mode}: "
+            f"L1 {result.n_level1}, L2 {result.n_level2} -> "
+            f"{[s.experience.id for s in result.strategies]} "
+            f"in {1e3 * (time.perf_counter() - started):.1f} ms")
+        return response
+
+    def _fail(self, response: RetrieveStrategies.Response, message: str,
+              request: RetrieveStrategies.Request) -> RetrieveStrategies.Response:
+        response.success = False
+        response.message = message
+        self.get_logger().warning(f"retrieve_strategies rejected ({request.category!r}): "
+                                  f"{message}")
+        return response
+
+
+def main(args: Optional[List[str]] = None) -> None:
+    rclpy.init(args=args)
+    node = None
+    code = 0
+    try:
+        node = RetrievalNode()
+        executor = MultiThreadedExecutor(num_threads=2)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (ConfigError, ValidationError) as exc:
+        # A broken knowledge base or configuration: say exactly what, and fail the process
+        # so that launch and supervisors see it.
+        rclpy.logging.get_logger(NODE_NAME).fatal(f"cannot start: {exc}")
+        code = 1
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.try_shutdown()
+    if code:
+        sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
