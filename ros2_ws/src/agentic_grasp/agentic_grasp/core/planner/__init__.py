@@ -1,0 +1,55 @@
+"""The agentic self-reflective planner (paper Sec. IV, Algorithm 1, Fig. 4; Table II).
+
+Public API::
+
+    from agentic_grasp.core.planner import (
+        ReflectivePlanner, GoalOutcome, TaskOutcome, AttemptRecord,  # Algorithm 1
+        PlannerConfig, Configuration, CONFIGURATIONS,                 # constants, Table II
+        EpisodicMemory,                                               # Sec. IV-C
+        classify_failure, Diagnosis, get_correction, Correction,      # Sec. IV-B
+        plan_subgoals, TaskPlan, SubGoal,                             # long-horizon tasks
+        run_trial, TrialResult)                                       # one benchmark trial
+
+Typical use (in process)::
+
+    planner = ReflectivePlanner(PlannerConfig.from_config(), build_retriever())
+    goal = planner.plan_and_execute(perception, "cup_1", arm, EpisodicMemory())
+    print(goal.success, [a.to_dict()["thought"] for a in goal.attempts])
+
+Modules: configurations (constants and Table II switches), failure (taxonomy classification
+and level-1 rules), recovery (escalation levels 1-3), memory (episodic memory), tasks
+(instruction -> sub-goals), planner (the loop), episode (one simulated trial).
+"""
+from agentic_grasp.core.planner.configurations import (CONFIGURATIONS, TABLE_II_ORDER,
+                                                       Configuration, PlannerConfig,
+                                                       get_configuration)
+from agentic_grasp.core.planner.failure import (CORRECTION_RULES, Adjustment, Diagnosis,
+                                                classify_failure, level1_adjustment)
+from agentic_grasp.core.planner.memory import EpisodicMemory, MemoryEntry
+from agentic_grasp.core.planner.planner import (STATUS_BLOCKED, STATUS_CANCELED,
+                                                STATUS_FAILED, STATUS_NOT_PERCEIVED,
+                                                STATUS_SUCCEEDED, AttemptRecord, GoalOutcome,
+                                                ReflectivePlanner, TaskOutcome,
+                                                scene_graph_constraints, subgoal_instruction)
+from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext, clamp_grasp,
+                                                 get_correction)
+from agentic_grasp.core.planner.tasks import SubGoal, TaskPlan, instruction_kind, plan_subgoals
+
+
+def run_trial(*args, **kwargs):
+    """Lazy alias of :func:`agentic_grasp.core.planner.episode.run_trial` (loads the
+    simulator only when a trial is run)."""
+    from agentic_grasp.core.planner.episode import run_trial as _run_trial
+
+    return _run_trial(*args, **kwargs)
+
+
+__all__ = [
+    "Adjustment", "AttemptRecord", "CONFIGURATIONS", "CORRECTION_RULES", "Configuration",
+    "Correction", "CorrectionContext", "Diagnosis", "EpisodicMemory", "GoalOutcome",
+    "MemoryEntry", "PlannerConfig", "ReflectivePlanner", "STATUS_BLOCKED", "STATUS_CANCELED",
+    "STATUS_FAILED", "STATUS_NOT_PERCEIVED", "STATUS_SUCCEEDED", "SubGoal",
+    "TABLE_II_ORDER", "TaskOutcome", "TaskPlan", "clamp_grasp", "classify_failure",
+    "get_configuration", "get_correction", "instruction_kind", "level1_adjustment",
+    "plan_subgoals", "run_trial", "scene_graph_constraints", "subgoal_instruction",
+]

@@ -1,0 +1,372 @@
+"""Planner constants (config/planner.yaml) and the Table II component switches.
+
+Table II ablates one mechanism at a time. Each :class:`Configuration` is a set of switches the
+planner reads; a switch turns off exactly one mechanism and nothing else:
+
+==================  ===============  ===========  ========  ======  ==========================
+configuration       initial grasp    scene graph  recovery  memory  what is removed
+==================  ===============  ===========  ========  ======  ==========================
+full                retrieval (e1)   yes          yes       yes     nothing
+no_haa_rag          default          yes          yes       yes     HAA-RAG: one fixed default
+                                                                    grasp (config) instead
+no_scene_graph      retrieval        no           yes       yes     constraints (and support
+                                                                    ordering of sub-goals)
+no_recovery         retrieval        yes          no        yes     retries: one attempt
+no_episodic_memory  retrieval        yes          yes       no      episodic memory
+vlm_only            vlm              no           no        no      everything but perception
+heuristic           heuristic        no           yes       no      retrieval, scene graph and
+                                                                    VLM semantics (memory is
+                                                                    keyed by the VLM's category)
+==================  ===============  ===========  ========  ======  ==========================
+
+Initial grasp sources:
+
+- ``retrieval``: the top HAA-RAG strategy placed on the perceived object (object frame ->
+  world), or the stored grasp of episodic memory when the category has one (memory wins,
+  Sec. IV-C); the default grasp when retrieval returns nothing.
+- ``default``: ``default_grasp`` of config/planner.yaml at the perceived centre.
+- ``vlm``: what a VLM proposes from its own semantics with no retrieved experience. With the
+  oracle backend it is defined as a generic rule of the perceived category/affordance: the
+  default grasp, turned to close across the narrower perceived horizontal side (the VLM's
+  wrist orientation), with the grasp type the affordance type names generically
+  (``VLM_TYPE_FOR_AFFORDANCE``). No object-specific width, force or grasp point.
+- ``heuristic``: :func:`agentic_grasp.core.heuristic.heuristic_grasp` on the perceived box.
+
+Nothing here, nor in the planner, looks at task ids or object names.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
+
+from agentic_grasp.core.config import nested, node_params
+from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.types import AffordanceType, GraspType
+
+NODE_NAME = "planner"
+
+INITIAL_SOURCES = ("retrieval", "default", "vlm", "heuristic")
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One row of Table II: which mechanisms the planner uses."""
+
+    name: str
+    initial: str = "retrieval"
+    scene_graph: bool = True
+    recovery: bool = True
+    memory: bool = True
+
+    def __post_init__(self) -> None:
+        if self.initial not in INITIAL_SOURCES:
+            raise ConfigError(f"configuration {self.name}: initial must be one of "
+                              f"{INITIAL_SOURCES}, got {self.initial!r}")
+
+    @property
+    def retrieval(self) -> bool:
+        return self.initial == "retrieval"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"name": self.name, "initial": self.initial, "scene_graph": self.scene_graph,
+                "recovery": self.recovery, "memory": self.memory}
+
+
+CONFIGURATIONS: Dict[str, Configuration] = {
+    c.name: c for c in (
+        Configuration("full"),
+        Configuration("no_haa_rag", initial="default"),
+        Configuration("no_scene_graph", scene_graph=False),
+        Configuration("no_recovery", recovery=False),
+        Configuration("no_episodic_memory", memory=False),
+        Configuration("vlm_only", initial="vlm", scene_graph=False, recovery=False,
+                      memory=False),
+        Configuration("heuristic", initial="heuristic", scene_graph=False, memory=False),
+    )
+}
+
+#: Table II order.
+TABLE_II_ORDER = ("full", "no_recovery", "no_episodic_memory", "no_scene_graph", "heuristic",
+                  "no_haa_rag", "vlm_only")
+
+#: The generic grasp type a VLM names for an affordance type (vlm_only's proposal).
+VLM_TYPE_FOR_AFFORDANCE: Dict[AffordanceType, GraspType] = {
+    AffordanceType.GRASPABLE_BODY: GraspType.POWER,
+    AffordanceType.GRASPABLE_HANDLE: GraspType.PINCH,
+    AffordanceType.GRASPABLE_EDGE: GraspType.PINCH,
+    AffordanceType.PINCHABLE: GraspType.PINCH,
+    AffordanceType.WRAPPABLE: GraspType.POWER,
+    AffordanceType.FRAGILE: GraspType.SIDE,
+    AffordanceType.TOOL_HANDLE: GraspType.POWER,
+    AffordanceType.CLAMPABLE: GraspType.PINCH,
+}
+
+
+def get_configuration(name: Union[str, Configuration]) -> Configuration:
+    """The Table II configuration called ``name`` (ConfigError naming the valid ones)."""
+    if isinstance(name, Configuration):
+        return name
+    try:
+        return CONFIGURATIONS[str(name)]
+    except KeyError:
+        raise ConfigError(f"unknown planner configuration {name!r}; expected one of "
+                          f"{', '.join(CONFIGURATIONS)}") from None
+
+
+def _section(cls, data: Optional[Mapping[str, Any]], where: str):
+    data = dict(data or {})
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"{where}: unknown parameter(s) {unknown}")
+    try:
+        return cls(**data)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _positive(obj: Any, where: str, allow_zero: Tuple[str, ...] = (),
+              skip: Tuple[str, ...] = ()) -> None:
+    """Coerce numeric fields to float and require them finite and > 0 (>= 0 if allowed)."""
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if f.name in skip:
+            if not math.isfinite(float(value)):
+                raise ConfigError(f"{where}.{f.name} must be finite, got {value}")
+            setattr(obj, f.name, float(value))
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        value = float(value)
+        if not math.isfinite(value) or value < 0.0 or (value == 0.0
+                                                      and f.name not in allow_zero):
+            raise ConfigError(f"{where}.{f.name} must be a finite number > 0, got {value}")
+        setattr(obj, f.name, value)
+
+
+@dataclass
+class DefaultGrasp:
+    width_m: float = 0.04
+    force_n: float = 20.0
+    grasp_type: str = "power"
+    approach_height_m: float = 0.10
+    speed_mps: float = 0.10
+    wrist_yaw_rad: float = 0.0
+
+    def __post_init__(self) -> None:
+        _positive(self, "planner.default_grasp", skip=("wrist_yaw_rad",))
+        self.grasp_type = GraspType.parse(str(self.grasp_type)).value
+
+
+@dataclass
+class Limits:
+    min_force_n: float = 2.0
+    max_force_n: float = 140.0
+    max_width_m: float = 0.08
+    min_approach_height_m: float = 0.02
+    max_approach_height_m: float = 0.30
+    min_speed_mps: float = 0.01
+    max_speed_mps: float = 0.5
+    min_grasp_z_m: float = 0.0
+
+    def __post_init__(self) -> None:
+        _positive(self, "planner.limits", allow_zero=("min_grasp_z_m",))
+        if self.min_force_n > self.max_force_n or self.min_speed_mps > self.max_speed_mps \
+                or self.min_approach_height_m > self.max_approach_height_m:
+            raise ConfigError("planner.limits: a minimum exceeds its maximum")
+
+
+@dataclass
+class ClassificationConfig:
+    attempt_timeout_s: float = 30.0
+    phi_thresholds: Dict[str, float] = field(default_factory=lambda: {
+        "position_accuracy": 0.3, "width_compatibility": 0.4, "approach_clearance": 0.2,
+        "grasp_type_matching": 0.2, "force_appropriateness": 0.2, "grip_security": 0.3})
+    too_wide_margin_m: float = 0.02
+
+    def __post_init__(self) -> None:
+        from agentic_grasp.core.types import QUALITY_FACTOR_NAMES
+        thresholds = {}
+        for name, value in dict(self.phi_thresholds).items():
+            if name not in QUALITY_FACTOR_NAMES:
+                raise ConfigError(f"planner.classification.phi_thresholds: unknown factor "
+                                  f"{name!r}; expected one of {QUALITY_FACTOR_NAMES}")
+            value = float(value)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"planner.classification.phi_thresholds.{name} must be in "
+                                  f"[0, 1], got {value}")
+            thresholds[name] = value
+        self.phi_thresholds = thresholds
+        _positive(self, "planner.classification")
+
+
+@dataclass
+class CorrectionConfig:
+    slip_force_scale: float = 1.2
+    drop_force_scale: float = 1.3
+    force_damage_scale: float = 0.7
+    deformation_force_scale: float = 0.8
+    width_step_m: float = 0.01
+    collision_height_m: float = 0.03
+    table_collision_raise_m: float = 0.01
+    palm_alignment_rad: float = math.pi / 4.0
+    recentre_step_m: float = 0.01
+    landing_raise_m: float = 0.01
+    unreachable_wrist_rad: float = math.pi / 2.0
+    unreachable_height_m: float = 0.03
+    approach_angle_raise_m: float = 0.01
+    orientation_wrist_rad: float = math.pi / 2.0
+    constraint_speed_scale: float = 0.5
+
+    def __post_init__(self) -> None:
+        _positive(self, "planner.corrections")
+
+
+@dataclass
+class Level2Config:
+    grasp_type_order: Tuple[str, ...] = ("power", "pinch", "side")
+    force_scale: float = 0.9
+    power_depth_m: float = 0.03
+    pinch_depth_m: float = 0.012
+    pinch_width_m: float = 0.03
+    side_height_fraction: float = 0.5
+    side_min_height_m: float = 0.05
+    opening_margin_m: float = 0.02
+
+    def __post_init__(self) -> None:
+        order = tuple(GraspType.parse(str(t)).value for t in self.grasp_type_order)
+        if len(set(order)) != len(order) or not order:
+            raise ConfigError("planner.level2.grasp_type_order must list distinct grasp types")
+        self.grasp_type_order = order
+        _positive(self, "planner.level2")
+        if not 0.0 < self.side_height_fraction <= 1.0:
+            raise ConfigError("planner.level2.side_height_fraction must be in (0, 1]")
+
+
+@dataclass
+class Level3Config:
+    perturbation_m: float = 0.01
+
+    def __post_init__(self) -> None:
+        _positive(self, "planner.level3", allow_zero=("perturbation_m",))
+
+
+@dataclass
+class TimeModel:
+    perception_s: float = 0.0
+    retrieval_s: float = 0.01
+    scene_graph_s: float = 0.005
+    thought_s: float = 0.0
+    reflection_s: float = 0.005
+
+    def __post_init__(self) -> None:
+        _positive(self, "planner.time_model",
+                  allow_zero=tuple(f.name for f in fields(self)))
+
+
+LEVEL_BY = ("failed_attempt", "next_attempt")
+VISUAL_QUERIES = ("none", "render")
+MEMORY_SCOPES = ("trial", "session")
+
+
+@dataclass
+class PlannerConfig:
+    """Every constant of the planner; defaults equal config/planner.yaml."""
+
+    configuration: str = "full"
+    max_retries: int = 3
+    seed: int = 0
+    level_by: str = "failed_attempt"
+    level1_max_index: int = 1
+    level2_index: int = 2
+    escalate_unchanged: bool = True
+    memory_scope: str = "trial"
+    default_grasp: DefaultGrasp = field(default_factory=DefaultGrasp)
+    limits: Limits = field(default_factory=Limits)
+    classification: ClassificationConfig = field(default_factory=ClassificationConfig)
+    corrections: CorrectionConfig = field(default_factory=CorrectionConfig)
+    level2: Level2Config = field(default_factory=Level2Config)
+    level3: Level3Config = field(default_factory=Level3Config)
+    strategy_direction_tolerance_rad: float = math.radians(15.0)
+    rebase_min_shift_m: float = 0.002
+    rebase_min_yaw_rad: float = 0.02
+    continue_after_subgoal_failure: bool = False
+    time_model: TimeModel = field(default_factory=TimeModel)
+    episode_visual_query: str = "none"
+
+    def __post_init__(self) -> None:
+        get_configuration(self.configuration)
+        for name in ("max_retries", "seed", "level1_max_index", "level2_index"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or int(value) != value or int(value) < 0:
+                raise ConfigError(f"planner.{name} must be an integer >= 0, got {value!r}")
+            setattr(self, name, int(value))
+        if self.level2_index <= self.level1_max_index:
+            raise ConfigError("planner.level2_index must exceed level1_max_index")
+        if self.level_by not in LEVEL_BY:
+            raise ConfigError(f"planner.level_by must be one of {LEVEL_BY}, got "
+                              f"{self.level_by!r}")
+        if self.memory_scope not in MEMORY_SCOPES:
+            raise ConfigError(f"planner.memory_scope must be one of {MEMORY_SCOPES}")
+        if self.episode_visual_query not in VISUAL_QUERIES:
+            raise ConfigError(f"planner.episode_visual_query must be one of {VISUAL_QUERIES}")
+        for name in ("rebase_min_shift_m", "rebase_min_yaw_rad"):
+            value = float(getattr(self, name))
+            if not math.isfinite(value) or value < 0.0:
+                raise ConfigError(f"planner.{name} must be >= 0")
+            setattr(self, name, value)
+        self.continue_after_subgoal_failure = bool(self.continue_after_subgoal_failure)
+        self.escalate_unchanged = bool(self.escalate_unchanged)
+        if not 0.0 <= self.strategy_direction_tolerance_rad <= math.pi:
+            raise ConfigError("planner.strategy_direction_tolerance_rad must be in [0, pi]")
+
+    def level_for(self, index: int) -> int:
+        """The retry level of attempt index ``index`` (1, 2 or 3; paper Sec. IV-B)."""
+        if index <= self.level1_max_index:
+            return 1
+        if index == self.level2_index:
+            return 2
+        return 3
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], source: str = "planner parameters"
+                    ) -> "PlannerConfig":
+        """From the ``ros__parameters`` mapping, nested or with dotted ROS names."""
+        cfg = nested(dict(params)) if any("." in str(k) for k in params) else dict(params)
+        sections = {"default_grasp": DefaultGrasp, "limits": Limits,
+                    "classification": ClassificationConfig, "corrections": CorrectionConfig,
+                    "level2": Level2Config, "level3": Level3Config, "time_model": TimeModel}
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(cfg) - known)
+        if unknown:
+            raise ConfigError(f"{source}: unknown planner parameter(s) {unknown}")
+        kwargs: Dict[str, Any] = {}
+        for key, value in cfg.items():
+            if key in sections:
+                kwargs[key] = _section(sections[key], value, f"{source}: {key}")
+            else:
+                kwargs[key] = value
+        try:
+            return cls(**kwargs)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+
+    @classmethod
+    def from_config(cls, path: Union[str, Path, None] = None) -> "PlannerConfig":
+        """Read ``planner: ros__parameters:`` from config/planner.yaml (or ``path``)."""
+        return cls.from_params(node_params(NODE_NAME, path),
+                               str(path or "config/planner.yaml"))
+
+    def with_configuration(self, name: str) -> "PlannerConfig":
+        """A copy running another Table II configuration (nothing else changes)."""
+        from dataclasses import replace
+        get_configuration(name)
+        return replace(self, configuration=name)
+
+
+__all__ = ["CONFIGURATIONS", "Configuration", "PlannerConfig", "TABLE_II_ORDER",
+           "VLM_TYPE_FOR_AFFORDANCE", "get_configuration", "DefaultGrasp", "Limits",
+           "ClassificationConfig", "CorrectionConfig", "Level2Config", "Level3Config",
+           "TimeModel"]

@@ -1,0 +1,247 @@
+"""One benchmark trial, in process: simulator + oracle perception + planner (paper Sec. V).
+
+:func:`run_trial` loads a task into a :class:`Simulator` with the trial seed (scene jitter and
+execution noise), perceives with the :class:`OracleBackend` (ground truth plus the noise of
+config/perception.yaml, seeded with the trial seed), runs every sub-goal of the task's
+instruction through :class:`ReflectivePlanner` with an :class:`InProcessSimArm`, puts each
+grasped object away, and scores the trial:
+
+- ``success``: every target of the task spec grasped (and, for an instruction whose order is
+  the goal, "sort by fragility", grasped in the spec's order);
+- ``constraint_satisfied`` (reported for every task, meaningful for IT): no constraint
+  violation or spill event, and no collision with, knocking over or damaging of a fragile
+  (fragility >= 0.5, ground truth) object other than the target, in any attempt;
+- attempts, failure types, retry levels, recovery (success after a failed attempt);
+- ``sim_time_s`` = sum of the simulator's motion time (outcome.duration_s) + the compute
+  time model of config/planner.yaml ``time_model`` (per perception call, retrieval, scene
+  graph, thought and reflection); ``wall_s`` is the real time the trial took.
+
+Expensive resources (knowledge base + HAA-RAG index, simulator catalogue and kinematics,
+configuration files) are built once per process and reused; a trial only reloads the scene.
+Not thread-safe: run parallel sweeps in processes.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from agentic_grasp.core.arm import InProcessSimArm
+from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.perception import OracleBackend, OracleConfig, load_params
+from agentic_grasp.core.planner.configurations import PlannerConfig, get_configuration
+from agentic_grasp.core.planner.memory import EpisodicMemory
+from agentic_grasp.core.planner.planner import (ReflectivePlanner, TaskOutcome,
+                                                scene_graph_constraints)
+from agentic_grasp.core.planner.tasks import KIND_SORT
+from agentic_grasp.core.scene_graph import SceneGraphConfig
+from agentic_grasp.core.types import FailureType
+
+_LOG = logging.getLogger(__name__)
+
+#: Fragility from which a neighbour counts as fragile for constraint satisfaction; equal to
+#: the scene graph's fragile_threshold so the metric checks what the constraints protect.
+_FRAGILE_EVENTS = {FailureType.COLLISION.value, "knocked_over", "damaged"}
+_VIOLATION_EVENTS = {FailureType.CONSTRAINT_VIOLATION.value, "spill"}
+
+
+@dataclass
+class TrialResult:
+    """The score of one trial and everything needed to explain it."""
+
+    task_id: str
+    category: str
+    configuration: str
+    seed: int
+    success: bool
+    targets: List[str]
+    grasped: List[str]
+    order_ok: bool
+    constraint_satisfied: bool
+    violations: List[str]
+    n_attempts: int
+    failure_types: List[str]
+    retry_levels: List[int]
+    recovered: bool
+    first_attempt_success: bool
+    motion_s: float
+    compute_s: float
+    sim_time_s: float
+    wall_s: float
+    task: Optional[TaskOutcome] = field(default=None, repr=False)
+
+    def to_dict(self, with_trace: bool = False) -> Dict[str, Any]:
+        out = {"task_id": self.task_id, "category": self.category,
+               "configuration": self.configuration, "seed": self.seed,
+               "success": self.success, "targets": list(self.targets),
+               "grasped": list(self.grasped), "order_ok": self.order_ok,
+               "constraint_satisfied": self.constraint_satisfied,
+               "violations": list(self.violations), "n_attempts": self.n_attempts,
+               "failure_types": list(self.failure_types),
+               "retry_levels": list(self.retry_levels), "recovered": self.recovered,
+               "first_attempt_success": self.first_attempt_success,
+               "motion_s": round(self.motion_s, 4), "compute_s": round(self.compute_s, 4),
+               "sim_time_s": round(self.sim_time_s, 4), "wall_s": round(self.wall_s, 6)}
+        if with_trace and self.task is not None:
+            out["trace"] = self.task.to_dict()
+        return out
+
+
+# ------------------------------------------------------------------ shared resources
+@lru_cache(maxsize=1)
+def _planner_config() -> PlannerConfig:
+    return PlannerConfig.from_config()
+
+
+@lru_cache(maxsize=1)
+def _scene_graph_config() -> SceneGraphConfig:
+    return SceneGraphConfig.from_config()
+
+
+@lru_cache(maxsize=1)
+def _oracle_config() -> OracleConfig:
+    params = load_params()
+    return OracleConfig.from_params(params.get("oracle"))
+
+
+@lru_cache(maxsize=1)
+def _default_retriever():
+    from agentic_grasp.core.retrieval import build_retriever
+
+    return build_retriever()
+
+
+_RETRIEVERS: Dict[int, Any] = {}
+#: Episodic memory per configuration when ``memory_scope`` is "session" (kept across trials).
+_SESSION_MEMORY: Dict[str, EpisodicMemory] = {}
+
+
+def retriever_for(knowledge_base=None):
+    """HAA-RAG over ``knowledge_base`` (the configured one when None), built once."""
+    if knowledge_base is None:
+        return _default_retriever()
+    key = id(knowledge_base)
+    cached = _RETRIEVERS.get(key)
+    if cached is None or cached[0] is not knowledge_base:
+        from agentic_grasp.core.retrieval import HAARAG, RetrievalConfig
+
+        cached = (knowledge_base, HAARAG(knowledge_base, RetrievalConfig.from_config()))
+        _RETRIEVERS[key] = cached
+    return cached[1]
+
+
+@lru_cache(maxsize=1)
+def _default_simulator():
+    from agentic_grasp.core.sim import Simulator
+
+    return Simulator.from_config()
+
+
+@lru_cache(maxsize=1)
+def _constraint_fn():
+    return scene_graph_constraints(_scene_graph_config(), Camera().position)
+
+
+def _render_query(crop_size: int = 64):
+    from agentic_grasp.core.render import render_object_crop
+
+    def query(obj):
+        try:
+            return render_object_crop(obj, size=crop_size)
+        except Exception:  # noqa: BLE001 - an object out of view just has no visual query
+            return None
+
+    return query
+
+
+# ------------------------------------------------------------------ scoring
+def _violations(task: TaskOutcome, fragile: Dict[str, float], threshold: float) -> List[str]:
+    found: List[str] = []
+    for goal in task.goals:
+        for attempt in goal.attempts:
+            if attempt.outcome is None:
+                continue
+            for event in attempt.outcome.events:
+                other = event.other_id or ""
+                if event.kind in _VIOLATION_EVENTS:
+                    found.append(f"{goal.target_id} attempt {attempt.index}: {event.kind} "
+                                 f"({event.detail})")
+                elif (event.kind in _FRAGILE_EVENTS and other and other != goal.target_id
+                      and fragile.get(other, 0.0) >= threshold):
+                    found.append(f"{goal.target_id} attempt {attempt.index}: {event.kind} "
+                                 f"with fragile {other}")
+    return found
+
+
+def _in_order(grasped: List[str], targets: List[str]) -> bool:
+    """The targets appear in ``grasped`` in the spec's order (others may be interleaved)."""
+    positions = [grasped.index(t) for t in targets if t in grasped]
+    return positions == sorted(positions)
+
+
+# ------------------------------------------------------------------ the trial
+def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulator=None,
+              knowledge_base=None, planner_config: Optional[PlannerConfig] = None,
+              memory: Optional[EpisodicMemory] = None) -> TrialResult:
+    """Run one trial of ``task_id`` under a Table II configuration (module docstring).
+
+    ``simulator`` defaults to one shared ``Simulator.from_config()``; ``knowledge_base`` to
+    the configured knowledge base (HAA-RAG is built once per knowledge base). ``memory``:
+    the episodic memory to use; by default a fresh one per trial (``memory_scope: trial``)
+    or one per configuration kept for the process's lifetime (``memory_scope: session``).
+    """
+    start = time.perf_counter()
+    cfg = (planner_config or _planner_config()).with_configuration(configuration)
+    conf = get_configuration(configuration)
+    sim = simulator if simulator is not None else _default_simulator()
+    spec = sim.load_task(task_id, trial_seed=int(seed))
+    truth = {o.id: o.fragility for o in sim.objects()}
+    retriever = retriever_for(knowledge_base) if conf.retrieval else None
+    visual = _render_query() if (conf.retrieval and cfg.episode_visual_query == "render") \
+        else None
+    planner = ReflectivePlanner(cfg, retriever, _constraint_fn(), visual_query=visual)
+    planner.reseed([int(seed), 7919])
+    oracle = OracleBackend(sim.objects, _oracle_config(), seed=int(seed))
+    camera = Camera()
+    empty_rgb = np.zeros((1, 1, 3), dtype=np.uint8)
+    empty_depth = np.zeros((1, 1), dtype=np.float32)
+
+    def perceive(instruction: str):
+        return oracle.perceive(empty_rgb, empty_depth, camera, instruction)
+
+    if memory is None and cfg.memory_scope == "session":
+        memory = _SESSION_MEMORY.setdefault(conf.name, EpisodicMemory(enabled=conf.memory))
+    if memory is None:
+        memory = EpisodicMemory(enabled=conf.memory)
+    arm = InProcessSimArm(sim)
+    task = planner.run_task(spec.instruction, perceive, arm, memory,
+                            after_success=lambda _oid: sim.place_held_object())
+    sim.place_held_object()
+    grasped = task.grasped
+    all_grasped = all(t in grasped for t in spec.targets)
+    order_ok = _in_order(grasped, list(spec.targets))
+    needs_order = task.plan is not None and task.plan.kind == KIND_SORT
+    success = all_grasped and (order_ok or not needs_order)
+    violations = _violations(task, truth, _scene_graph_config().fragile_threshold)
+    attempts = task.attempts
+    failure_types = [a.failure_type for a in attempts if a.failure_type]
+    compute = task.compute_s
+    motion = task.motion_s
+    return TrialResult(
+        task_id=spec.task_id, category=spec.category, configuration=conf.name, seed=int(seed),
+        success=success, targets=list(spec.targets), grasped=grasped, order_ok=order_ok,
+        constraint_satisfied=not violations, violations=violations,
+        n_attempts=len(attempts), failure_types=failure_types,
+        retry_levels=[a.retry_level for a in attempts],
+        recovered=success and bool(failure_types),
+        first_attempt_success=success and all(g.n_attempts == 1 for g in task.goals
+                                              if g.success),
+        motion_s=motion, compute_s=compute, sim_time_s=motion + compute,
+        wall_s=time.perf_counter() - start, task=task)
+
+
+__all__ = ["TrialResult", "retriever_for", "run_trial"]

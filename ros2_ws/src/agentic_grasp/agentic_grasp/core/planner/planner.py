@@ -1,0 +1,719 @@
+"""Agentic self-reflective grasp planning: Algorithm 1 of the paper (Sec. IV-A, Fig. 4).
+
+Per sub-goal (:meth:`ReflectivePlanner.plan_and_execute`):
+
+1. {e_1..e_k} <- HAA-RAG(category, affordance of the perceived target);
+2. G <- BuildSceneGraph(perceived objects); 3. C <- InferConstraints(G, v_t);
+4. g0 <- InitGrasp(e_1, C, M): the top *successful* strategy among the k (failed experiences
+   are negative examples, not plans; e_1 when all k failed), placed on the perceived object
+   (object frame -> world with its centre and yaw), or the category's grasp from episodic
+   memory M when it has one (memory wins, Sec. IV-C); then g0 = g (+) Delta g (constraints);
+5. for r = 0 .. Rmax: Thought (what is tried and why, with the numbers), Action (the arm
+   backend executes g_r), Observation (y_r, Q_r, phi_r, events). Success stores (c, g_r) in
+   M and returns. Failure: F_r = ClassifyFailure (failure.py), the target is re-perceived
+   (when a perceive callback is given) and the grasps follow it if it moved, then
+   g_{r+1} = ApplyCorrection(g_r, GetCorrection(F_r, level), level) (recovery.py).
+
+Levels: with ``level_by = "failed_attempt"`` (the paper's indexing, default) the correction
+computed after attempt r has level(r) (r <= 1 -> 1, r = 2 -> 2, r = 3 -> 3) and is applied
+to attempt r + 1, so with Rmax = 3 the four attempts run g0, L1, L1, L2 and the level-3
+correction computed after the last attempt is recorded but not executed. ``"next_attempt"``
+gives attempt r the correction of level(r): g0, L1, L2, L3. Every attempt record carries the
+level of the correction that produced its grasp (0 for g0) and its diagnosis carries the
+level of the correction computed from it.
+
+A Table II configuration (configurations.py) switches mechanisms off; the loop is the same.
+:meth:`ReflectivePlanner.run_task` runs a whole instruction: sub-goals (tasks.py), a fresh
+perception per sub-goal, support dependencies discovered at run time inserted first.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+
+import numpy as np
+
+from agentic_grasp.core.arm import ArmBackend, ArmError
+from agentic_grasp.core.constraints import ConstraintSet, apply_constraints, infer_constraints
+from agentic_grasp.core.heuristic import HeuristicConfig, heuristic_grasp
+from agentic_grasp.core.perception.backend import PerceivedObject, PerceptionResult
+from agentic_grasp.core.planner.configurations import (VLM_TYPE_FOR_AFFORDANCE, Configuration,
+                                                       PlannerConfig, get_configuration)
+from agentic_grasp.core.planner.failure import Diagnosis, classify_failure
+from agentic_grasp.core.planner.memory import EpisodicMemory
+from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext, clamp_grasp,
+                                                 get_correction, narrow_side, rebase_grasp,
+                                                 with_approach, wrap_angle)
+from agentic_grasp.core.planner.tasks import TaskPlan, plan_subgoals
+from agentic_grasp.core.retrieval.knowledge_base import grasp_to_world
+from agentic_grasp.core.scene_graph import SceneGraphConfig, build_scene_graph
+from agentic_grasp.core.types import (AttemptOutcome, GraspParameters, GraspType,
+                                      ObjectInstance, Phase)
+
+_LOG = logging.getLogger(__name__)
+
+EventSink = Callable[[Dict[str, Any]], None]
+CancelCheck = Callable[[], bool]
+ConstraintFn = Callable[[Sequence[ObjectInstance], str], ConstraintSet]
+VisualQuery = Callable[[ObjectInstance], Optional[np.ndarray]]
+
+STATUS_SUCCEEDED = "succeeded"
+STATUS_FAILED = "failed"
+STATUS_CANCELED = "canceled"
+STATUS_NOT_PERCEIVED = "target_not_perceived"
+STATUS_BLOCKED = "blocked_by_prerequisites"
+
+
+class Retriever(Protocol):
+    """What the planner needs of HAA-RAG (core.retrieval.HAARAG satisfies it)."""
+
+    def retrieve(self, category: str, affordance: Any, embedding: Optional[np.ndarray] = None,
+                 crop: Optional[np.ndarray] = None, embedding_model: Optional[str] = None,
+                 k: Optional[int] = None, mode: Optional[str] = None) -> Any:
+        ...
+
+
+def scene_graph_constraints(config: Optional[SceneGraphConfig] = None,
+                            camera_position: Optional[Sequence[float]] = None) -> ConstraintFn:
+    """BuildSceneGraph + InferConstraints as one function of (objects, target id)."""
+    cfg = config if config is not None else SceneGraphConfig()
+
+    def constraints(objects: Sequence[ObjectInstance], target_id: str) -> ConstraintSet:
+        graph = build_scene_graph(objects, camera_position, cfg)
+        return infer_constraints(graph, target_id, cfg)
+
+    return constraints
+
+
+def describe_grasp(g: GraspParameters) -> str:
+    """One phrase with the grasp's numbers, for thoughts and logs."""
+    tilt = math.degrees(math.acos(float(np.clip(-g.approach[2], -1.0, 1.0))))
+    if tilt < 1.0:
+        approach = "top-down"
+    elif tilt > 89.0:
+        approach = "horizontal"
+    else:
+        approach = f"tilted {tilt:.0f} deg"
+    return (f"{g.grasp_type.value} grasp at ({g.position[0]:.3f}, {g.position[1]:.3f}, "
+            f"{g.position[2]:.3f}) m, {approach}, width {g.width * 1e3:.0f} mm, force "
+            f"{g.force:.1f} N, wrist {math.degrees(g.wrist_yaw):.0f} deg")
+
+
+def _outcome_dict(outcome: Optional[AttemptOutcome]) -> Optional[Dict[str, Any]]:
+    if outcome is None:
+        return None
+    return {"success": bool(outcome.success), "quality": round(float(outcome.quality), 4),
+            "phi": [round(float(v), 4) for v in np.asarray(outcome.phi).reshape(-1)],
+            "events": [{"kind": e.kind, "phase": getattr(e.phase, "value", str(e.phase)),
+                        "detail": e.detail, "other_id": e.other_id} for e in outcome.events],
+            "phase_reached": getattr(outcome.phase_reached, "value", str(outcome.phase_reached)),
+            "duration_s": round(float(outcome.duration_s), 4)}
+
+
+@dataclass
+class AttemptRecord:
+    """One Thought -> Action -> Observation cycle and the reflection on it."""
+
+    index: int
+    retry_level: int                      # level of the correction behind this grasp; 0 = g0
+    thought: str
+    grasp: GraspParameters
+    success: bool
+    outcome: Optional[AttemptOutcome]
+    arm_error: ArmError = ArmError.NONE
+    arm_message: str = ""
+    diagnosis: Optional[Diagnosis] = None
+    correction: Optional[Correction] = None   # computed from this attempt's diagnosis
+    correction_executed: bool = False
+    duration_s: float = 0.0                   # simulated / measured motion time
+    wall_s: float = 0.0
+
+    @property
+    def failure_type(self) -> Optional[str]:
+        return None if self.diagnosis is None else self.diagnosis.failure_type.value
+
+    def to_dict(self) -> Dict[str, Any]:
+        diagnosis = None
+        if self.diagnosis is not None:
+            diagnosis = self.diagnosis.to_dict()
+            diagnosis["correction"] = (None if self.correction is None
+                                       else self.correction.text)
+            diagnosis["correction_level"] = (None if self.correction is None
+                                             else self.correction.level)
+            diagnosis["correction_executed"] = self.correction_executed
+        return {"attempt": self.index, "retry_level": self.retry_level,
+                "thought": self.thought, "grasp": self.grasp.to_dict(),
+                "success": self.success, "outcome": _outcome_dict(self.outcome),
+                "arm_error": ArmError(self.arm_error).name, "arm_message": self.arm_message,
+                "diagnosis": diagnosis,
+                "next_grasp": (None if self.correction is None
+                               else self.correction.grasp.to_dict()),
+                "duration_s": round(self.duration_s, 4), "wall_s": round(self.wall_s, 6)}
+
+
+@dataclass
+class GoalOutcome:
+    """Result of one sub-goal: g* or the failure report of Algorithm 1."""
+
+    target_id: str
+    category: str
+    success: bool
+    status: str
+    configuration: str
+    attempts: List[AttemptRecord] = field(default_factory=list)
+    initial_source: str = ""
+    initial_detail: str = ""
+    g0: Optional[GraspParameters] = None
+    grasp: Optional[GraspParameters] = None
+    retrieval: Dict[str, Any] = field(default_factory=dict)
+    constraints: Optional[ConstraintSet] = None
+    prerequisites: List[str] = field(default_factory=list)
+    memory_recalled: bool = False
+    memory_stored: bool = False
+    motion_s: float = 0.0
+    compute_s: float = 0.0
+    wall_s: float = 0.0
+    perception_calls: int = 0
+    message: str = ""
+
+    @property
+    def n_attempts(self) -> int:
+        return len(self.attempts)
+
+    @property
+    def failure_types(self) -> List[str]:
+        return [a.failure_type for a in self.attempts if a.failure_type]
+
+    @property
+    def levels(self) -> List[int]:
+        return [a.retry_level for a in self.attempts]
+
+    @property
+    def recovered(self) -> bool:
+        """Succeeded after at least one failed attempt."""
+        return self.success and len(self.attempts) > 1
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"target_id": self.target_id, "category": self.category,
+                "success": self.success, "status": self.status,
+                "configuration": self.configuration,
+                "initial_source": self.initial_source, "initial_detail": self.initial_detail,
+                "g0": None if self.g0 is None else self.g0.to_dict(),
+                "grasp": None if self.grasp is None else self.grasp.to_dict(),
+                "retrieval": self.retrieval,
+                "constraints": None if self.constraints is None else self.constraints.to_dict(),
+                "prerequisites": list(self.prerequisites),
+                "memory_recalled": self.memory_recalled, "memory_stored": self.memory_stored,
+                "attempts": [a.to_dict() for a in self.attempts],
+                "motion_s": round(self.motion_s, 4), "compute_s": round(self.compute_s, 4),
+                "wall_s": round(self.wall_s, 6), "perception_calls": self.perception_calls,
+                "message": self.message}
+
+
+@dataclass
+class TaskOutcome:
+    """Result of one instruction: its plan and one GoalOutcome per executed sub-goal."""
+
+    instruction: str
+    plan: Optional[TaskPlan]
+    goals: List[GoalOutcome] = field(default_factory=list)
+    status: str = STATUS_FAILED
+    message: str = ""
+    perception_calls: int = 0
+    wall_s: float = 0.0
+    overhead_s: float = 0.0               # modelled compute outside any sub-goal
+
+    @property
+    def grasped(self) -> List[str]:
+        """Ids grasped, in the order they were grasped."""
+        return [g.target_id for g in self.goals if g.success]
+
+    @property
+    def success(self) -> bool:
+        return self.status == STATUS_SUCCEEDED
+
+    @property
+    def total_perception_calls(self) -> int:
+        """Task-level looks plus the re-perceptions inside the sub-goals."""
+        return self.perception_calls + sum(g.perception_calls for g in self.goals)
+
+    @property
+    def attempts(self) -> List[AttemptRecord]:
+        return [a for g in self.goals for a in g.attempts]
+
+    @property
+    def motion_s(self) -> float:
+        return sum(g.motion_s for g in self.goals)
+
+    @property
+    def compute_s(self) -> float:
+        return self.overhead_s + sum(g.compute_s for g in self.goals)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"instruction": self.instruction, "status": self.status,
+                "success": self.success, "message": self.message,
+                "plan": None if self.plan is None else self.plan.to_dict(),
+                "grasped": self.grasped, "goals": [g.to_dict() for g in self.goals],
+                "perception_calls": self.total_perception_calls,
+                "wall_s": round(self.wall_s, 6)}
+
+
+def _result_event(goal: GoalOutcome) -> Dict[str, Any]:
+    return {"event": "result", "target_id": goal.target_id, "success": goal.success,
+            "status": goal.status, "attempts": goal.n_attempts,
+            "failure_types": goal.failure_types, "prerequisites": list(goal.prerequisites),
+            "message": goal.message}
+
+
+def subgoal_instruction(object_id: str, name: str = "") -> str:
+    """The instruction that makes perception report ``object_id`` as its target."""
+    return f"pick up {object_id} (the {name})" if name else f"pick up {object_id}"
+
+
+def _find_perceived(perception: PerceptionResult, target_id: str) -> Optional[PerceivedObject]:
+    if perception.target is not None and perception.target.id == target_id:
+        return perception.target
+    for obj in perception.objects:
+        if obj.id == target_id:
+            return obj
+    return None
+
+
+class ReflectivePlanner:
+    """Algorithm 1 with Table II switches (module docstring)."""
+
+    def __init__(self, config: Optional[PlannerConfig] = None,
+                 retriever: Optional[Retriever] = None,
+                 constraint_fn: Optional[ConstraintFn] = None,
+                 configuration: Optional[str] = None,
+                 visual_query: Optional[VisualQuery] = None,
+                 heuristic_config: Optional[HeuristicConfig] = None) -> None:
+        self.config = config if config is not None else PlannerConfig()
+        self.configuration: Configuration = get_configuration(
+            configuration if configuration is not None else self.config.configuration)
+        self.retriever = retriever
+        self.constraint_fn = constraint_fn if constraint_fn is not None \
+            else scene_graph_constraints()
+        self.visual_query = visual_query
+        self.heuristic_config = heuristic_config or HeuristicConfig()
+        self.rng = np.random.default_rng(self.config.seed)
+        if self.configuration.retrieval and retriever is None:
+            _LOG.warning("configuration %s uses HAA-RAG but no retriever was given: the "
+                         "default grasp will be used", self.configuration.name)
+
+    # ------------------------------------------------------------------ settings
+    def reseed(self, seed: Any) -> None:
+        """Restart the level-3 perturbation generator (per trial / per sub-goal)."""
+        self.rng = np.random.default_rng(seed)
+
+    @property
+    def max_attempts(self) -> int:
+        return 1 + self.config.max_retries if self.configuration.recovery else 1
+
+    def correction_level(self, failed_index: int) -> int:
+        """Level of the correction computed after failed attempt ``failed_index``."""
+        if self.config.level_by == "failed_attempt":
+            return self.config.level_for(failed_index)
+        return self.config.level_for(failed_index + 1)
+
+    # ------------------------------------------------------------------ initial grasp
+    def default_grasp(self, target: ObjectInstance) -> GraspParameters:
+        """The fixed default grasp of config/planner.yaml at the perceived centre."""
+        d = self.config.default_grasp
+        return GraspParameters(position=np.asarray(target.position, dtype=float).copy(),
+                               approach=np.array([0.0, 0.0, -1.0]), width=d.width_m,
+                               force=d.force_n, grasp_type=d.grasp_type,
+                               approach_height=d.approach_height_m, speed=d.speed_mps,
+                               wrist_yaw=d.wrist_yaw_rad)
+
+    def vlm_grasp(self, target: ObjectInstance) -> GraspParameters:
+        """vlm_only's proposal: generic rule of category/affordance, no experience.
+
+        The default grasp, closing across the narrower perceived side (the VLM's wrist
+        orientation), with the grasp type the affordance names generically.
+        """
+        grasp = self.default_grasp(target)
+        _, wrist = narrow_side(target)
+        gtype = GraspType(self.config.default_grasp.grasp_type)
+        if target.affordance is not None:
+            gtype = VLM_TYPE_FOR_AFFORDANCE.get(target.affordance.type, gtype)
+        return grasp.copy(wrist_yaw=wrist, grasp_type=gtype)
+
+    def _retrieve(self, target: ObjectInstance) -> Tuple[List[GraspParameters], List[str],
+                                                          Dict[str, Any]]:
+        """World-frame base grasps of the top-k strategies (successful ones first)."""
+        summary: Dict[str, Any] = {"used": True, "strategies": [], "reason": ""}
+        if self.retriever is None:
+            summary["reason"] = "no retriever"
+            return [], [], summary
+        if target.affordance is None:
+            summary["reason"] = f"no affordance perceived for {target.id}"
+            return [], [], summary
+        crop = self.visual_query(target) if self.visual_query is not None else None
+        result = self.retriever.retrieve(target.category, target.affordance, crop=crop)
+        summary["reason"] = result.reason
+        summary["n_level1"], summary["n_level2"] = result.n_level1, result.n_level2
+        ranked = sorted(result.strategies, key=lambda s: (not s.experience.success, s.rank))
+        grasps, names = [], []
+        for strategy in ranked:
+            exp = strategy.experience
+            summary["strategies"].append({"id": exp.id, "category": exp.category,
+                                          "success": exp.success, "rank": strategy.rank,
+                                          "s_final": round(float(strategy.s_final), 4),
+                                          "explanation": strategy.explanation})
+            if not exp.grasp:
+                continue
+            grasps.append(clamp_grasp(grasp_to_world(exp, target), self.config.limits))
+            names.append(f"{exp.id}, s_final {strategy.s_final:.3f}")
+        return grasps, names, summary
+
+    def initial_grasp(self, target: ObjectInstance, memory: Optional[EpisodicMemory],
+                      constraints: Optional[ConstraintSet] = None) -> Dict[str, Any]:
+        """InitGrasp(e_1, C, M) before Delta g: base grasp, source, alternatives.
+
+        Memory wins over retrieval. Among the retrieved strategies (successful ones first)
+        the first whose approach agrees with a direction the constraints impose is chosen.
+        """
+        cfg = self.configuration
+        out: Dict[str, Any] = {"alternatives": [], "names": [], "retrieval": {"used": False},
+                               "memory_recalled": False}
+        if cfg.initial == "default":
+            out.update(base=self.default_grasp(target), source="default",
+                       detail="fixed default grasp at the perceived centre (no retrieval)")
+        elif cfg.initial == "vlm":
+            out.update(base=self.vlm_grasp(target), source="vlm",
+                       detail="VLM proposal from the perceived category and affordance")
+        elif cfg.initial == "heuristic":
+            out.update(base=heuristic_grasp(target, self.heuristic_config), source="heuristic",
+                       detail="size/fragility heuristic on the perceived box")
+        else:
+            grasps, names, summary = self._retrieve(target)
+            out["retrieval"] = summary
+            pick = self._compatible(grasps, constraints)
+            if pick > 0:
+                summary["chosen_for_constraints"] = names[pick]
+                grasps = [grasps[pick]] + grasps[:pick] + grasps[pick + 1:]
+                names = [names[pick]] + names[:pick] + names[pick + 1:]
+            entry = memory.recall(target.category) if (cfg.memory and memory is not None) \
+                else None
+            if entry is not None:
+                out.update(base=entry.to_world(target), source="memory",
+                           detail=f"episodic memory: the grasp that succeeded on "
+                                  f"{entry.object_id} ({entry.category})",
+                           memory_recalled=True)
+                out["alternatives"], out["names"] = grasps, names
+            elif grasps:
+                detail = f"retrieved strategy {names[0]}"
+                if pick > 0:
+                    detail += " (the best one whose approach fits the imposed direction)"
+                out.update(base=grasps[0], source="retrieval", detail=detail)
+                out["alternatives"], out["names"] = grasps[1:], names[1:]
+            else:
+                out.update(base=self.default_grasp(target), source="default",
+                           detail=f"retrieval gave nothing ({summary['reason']}): default "
+                                  "grasp")
+        out["base"] = clamp_grasp(out["base"], self.config.limits)
+        return out
+
+    def _compatible(self, grasps: List[GraspParameters],
+                    constraints: Optional[ConstraintSet]) -> int:
+        """Index of the first grasp whose approach fits the constraints' direction override
+        (0 when there is none or no grasp fits)."""
+        if constraints is None or not len(constraints) or not grasps:
+            return 0
+        override = constraints.adjustment["direction_override"]
+        if override is None:
+            return 0
+        cos_tol = math.cos(self.config.strategy_direction_tolerance_rad)
+        for k, grasp in enumerate(grasps):
+            if float(grasp.approach @ np.asarray(override, dtype=float)) >= cos_tol:
+                return k
+        return 0
+
+    # ------------------------------------------------------------------ Algorithm 1
+    def plan_and_execute(self, perception: PerceptionResult, target_id: str,
+                         arm: ArmBackend, memory: Optional[EpisodicMemory] = None,
+                         cancel: Optional[CancelCheck] = None,
+                         on_event: Optional[EventSink] = None,
+                         reperceive: Optional[Callable[[], PerceptionResult]] = None,
+                         enforce_prerequisites: bool = True) -> GoalOutcome:
+        """Plan and execute one sub-goal: grasp ``target_id`` (Algorithm 1).
+
+        ``cancel`` is polled before every attempt and during it (through the arm);
+        ``on_event`` receives plain dicts (``event``: plan | thought | phase | observation |
+        reflection | memory | result). ``reperceive`` refreshes the scene after a failed
+        attempt. With ``enforce_prerequisites`` a target that supports other objects is not
+        attempted: the outcome's status is ``blocked_by_prerequisites`` and
+        ``prerequisites`` lists what to remove first.
+        """
+        start = time.perf_counter()
+        cancel = cancel or (lambda: False)
+        emit = on_event or (lambda _event: None)
+        tm = self.config.time_model
+        cfg = self.configuration
+        perceived = _find_perceived(perception, target_id) if perception.ok else None
+        target = perceived.to_object_instance() if perceived is not None else None
+        goal = GoalOutcome(target_id, "" if perceived is None else perceived.category, False,
+                           STATUS_FAILED, cfg.name)
+        if target is None:
+            goal.status = STATUS_NOT_PERCEIVED
+            goal.message = (f"perception failed: {perception.error}" if not perception.ok
+                            else f"{target_id} was not perceived with a 3-D position")
+            goal.wall_s = time.perf_counter() - start
+            emit(_result_event(goal))
+            return goal
+        objects = perception.to_object_instances()
+        if target_id not in {o.id for o in objects}:
+            objects = [target] + objects
+
+        # Lines 1-4: scene graph and constraints, retrieval, initial grasp.
+        if cfg.scene_graph:
+            constraints = self.constraint_fn(objects, target_id)
+            goal.compute_s += tm.scene_graph_s
+        else:
+            constraints = ConstraintSet(target_id)
+        goal.constraints = constraints
+        goal.prerequisites = list(constraints.prerequisites)
+        init = self.initial_grasp(target, memory, constraints)
+        goal.retrieval = init["retrieval"]
+        if init["retrieval"].get("used"):
+            goal.compute_s += tm.retrieval_s
+
+        def constrain(grasp: GraspParameters) -> GraspParameters:
+            """g (+) Delta g, keeping the finger line when the approach turns."""
+            if not cfg.scene_graph or not len(constraints):
+                return grasp.copy()
+            adjusted = apply_constraints(grasp, constraints)
+            adjusted = with_approach(adjusted.copy(approach=grasp.approach,
+                                                   wrist_yaw=grasp.wrist_yaw),
+                                     adjusted.approach)
+            return clamp_grasp(adjusted, self.config.limits)
+
+        b0 = init["base"]
+        g0 = constrain(b0)
+        goal.g0, goal.initial_source, goal.initial_detail = g0, init["source"], init["detail"]
+        goal.memory_recalled = init["memory_recalled"]
+        emit({"event": "plan", "target_id": target_id, "category": target.category,
+              "configuration": cfg.name, "initial_source": goal.initial_source,
+              "detail": goal.initial_detail, "retrieval": goal.retrieval,
+              "constraints": constraints.explanations(), "prerequisites": goal.prerequisites,
+              "g0": g0.to_dict()})
+        if enforce_prerequisites and goal.prerequisites:
+            goal.status = STATUS_BLOCKED
+            goal.message = (f"{target_id} supports {', '.join(goal.prerequisites)}: remove "
+                            "them first")
+            goal.wall_s = time.perf_counter() - start
+            emit(_result_event(goal))
+            return goal
+
+        ctx = CorrectionContext(target=target, g0=g0, b0=b0, constrain=constrain, rng=self.rng,
+                                alternatives=[g.copy() for g in init["alternatives"]],
+                                alternative_names=list(init["names"]),
+                                objects={o.id: o for o in objects})
+        grasp, base = g0, b0
+        level_used = 0
+        last_correction: Optional[Correction] = None
+        last_diagnosis: Optional[Diagnosis] = None
+        n = self.max_attempts
+
+        # Line 5: the ReAct loop.
+        for r in range(n):
+            if cancel():
+                goal.status = STATUS_CANCELED
+                goal.message = f"canceled before attempt {r + 1}"
+                break
+            thought = self._thought(r, n, level_used, grasp, goal, constraints, last_diagnosis,
+                                    last_correction)
+            goal.compute_s += tm.thought_s
+            emit({"event": "thought", "target_id": target_id, "attempt": r,
+                  "retry_level": level_used, "text": thought, "grasp": grasp.to_dict()})
+
+            def on_phase(phase: Phase, index: int, count: int, _r: int = r) -> None:
+                emit({"event": "phase", "target_id": target_id, "attempt": _r,
+                      "phase": getattr(phase, "value", str(phase)), "index": index,
+                      "count": count})
+
+            t0 = time.perf_counter()
+            result = arm.execute(target_id, grasp, on_phase, cancel)
+            elapsed = time.perf_counter() - t0
+            outcome = result.outcome
+            success = bool(result.ran and outcome is not None and outcome.success)
+            record = AttemptRecord(r, level_used, thought, grasp, success, outcome,
+                                   ArmError(result.error), result.message,
+                                   duration_s=float(outcome.duration_s) if outcome else 0.0,
+                                   wall_s=elapsed)
+            goal.attempts.append(record)
+            goal.motion_s += record.duration_s
+            emit({"event": "observation", "target_id": target_id, "attempt": r,
+                  "success": success, "arm_error": record.arm_error.name,
+                  "outcome": _outcome_dict(outcome)})
+            if result.error == ArmError.CANCELED:
+                goal.status = STATUS_CANCELED
+                goal.message = f"canceled during attempt {r + 1}"
+                break
+            if success:
+                goal.success, goal.status, goal.grasp = True, STATUS_SUCCEEDED, grasp
+                if cfg.memory and memory is not None and memory.enabled:
+                    memory.store(target.category, base, ctx.target, attempts=r + 1)
+                    goal.memory_stored = True
+                    emit({"event": "memory", "target_id": target_id, "stored": True,
+                          "category": target.category})
+                break
+
+            # Lines 13-16: reflect, correct, escalate.
+            diagnosis = classify_failure(outcome, record.arm_error, result.message,
+                                         elapsed, self.config.classification)
+            record.diagnosis = diagnosis
+            goal.compute_s += tm.reflection_s
+            if reperceive is not None and r + 1 < n:       # only when another attempt follows
+                goal.perception_calls += 1
+                goal.compute_s += tm.perception_s
+                moved_from = self._refresh(reperceive, target_id, ctx)
+                if moved_from is not None:
+                    grasp = rebase_grasp(grasp, moved_from, ctx.target)
+                    base = rebase_grasp(base, moved_from, ctx.target)
+            level = self.correction_level(r)
+            correction = get_correction(diagnosis, level, grasp, base, ctx, self.config)
+            record.correction = correction
+            record.correction_executed = r + 1 < n
+            emit({"event": "reflection", "target_id": target_id, "attempt": r,
+                  "diagnosis": diagnosis.to_dict(), "correction": correction.to_dict(),
+                  "executed": record.correction_executed})
+            grasp, base = correction.grasp, correction.base
+            level_used = correction.level
+            last_correction, last_diagnosis = correction, diagnosis
+        else:
+            goal.message = f"no success within {n} attempt(s)"
+        if goal.success:
+            goal.message = f"grasped {target_id} on attempt {len(goal.attempts)}"
+        goal.wall_s = time.perf_counter() - start
+        emit(_result_event(goal))
+        return goal
+
+    # ------------------------------------------------------------------ helpers
+    def _refresh(self, reperceive: Callable[[], PerceptionResult], target_id: str,
+                 ctx: CorrectionContext) -> Optional[ObjectInstance]:
+        """Re-perceive the scene; when the target moved, carry g0, b0 and the alternatives
+        along and return its previous pose (None when it stayed or was not seen)."""
+        fresh = reperceive()
+        perceived = _find_perceived(fresh, target_id) if fresh.ok else None
+        new = perceived.to_object_instance() if perceived is not None else None
+        if new is None:
+            return None
+        old = ctx.target
+        shift = float(np.linalg.norm(new.position - old.position))
+        turn = abs(wrap_angle(new.yaw - old.yaw))
+        if shift < self.config.rebase_min_shift_m and turn < self.config.rebase_min_yaw_rad:
+            return None
+        ctx.target = new
+        ctx.g0 = rebase_grasp(ctx.g0, old, new)
+        ctx.b0 = rebase_grasp(ctx.b0, old, new)
+        ctx.alternatives = [rebase_grasp(g, old, new) for g in ctx.alternatives]
+        return old
+
+    def _thought(self, r: int, n: int, level: int, grasp: GraspParameters, goal: GoalOutcome,
+                 constraints: ConstraintSet, diagnosis: Optional[Diagnosis],
+                 correction: Optional[Correction]) -> str:
+        """Thought_r: what is tried and why, from the actual numbers."""
+        head = f"Attempt {r + 1}/{n}"
+        if r == 0 or diagnosis is None or correction is None:
+            why = goal.initial_detail
+            if len(constraints):
+                why += "; constraints: " + ", ".join(
+                    f"{c.type.value} ({c.source_id})" for c in constraints.constraints)
+            return f"{head}: {describe_grasp(grasp)}, from {why}."
+        return (f"{head} (retry level {level}): attempt {r} failed with "
+                f"{diagnosis.failure_type.value} ({diagnosis.evidence}); {correction.text}. "
+                f"Now a {describe_grasp(grasp)}.")
+
+    # ------------------------------------------------------------------ whole instruction
+    def run_task(self, instruction: str, perceive: Callable[[str], PerceptionResult],
+                 arm: ArmBackend, memory: Optional[EpisodicMemory] = None,
+                 cancel: Optional[CancelCheck] = None, on_event: Optional[EventSink] = None,
+                 after_success: Optional[Callable[[str], None]] = None) -> TaskOutcome:
+        """Decompose ``instruction`` into sub-goals and run Algorithm 1 for each.
+
+        ``perceive(instruction)`` returns a fresh PerceptionResult; each sub-goal is perceived
+        with :func:`subgoal_instruction` so its target carries an affordance.
+        ``after_success(object_id)`` is called after each grasp (put the object away).
+        """
+        start = time.perf_counter()
+        cancel = cancel or (lambda: False)
+        emit = on_event or (lambda _event: None)
+        task = TaskOutcome(instruction, None)
+        first = perceive(instruction)
+        task.perception_calls += 1
+        task.overhead_s += self.config.time_model.perception_s
+        if not first.ok:
+            task.status, task.message = STATUS_FAILED, f"perception failed: {first.error}"
+            task.wall_s = time.perf_counter() - start
+            return task
+        objects = first.to_object_instances()
+        graph = build_scene_graph(objects) if self.configuration.scene_graph else None
+        plan = plan_subgoals(instruction, objects, graph)
+        task.plan = plan
+        emit({"event": "task_plan", **plan.to_dict()})
+        if not plan.subgoals:
+            task.status = STATUS_FAILED
+            task.message = "the instruction names no perceived object"
+            task.wall_s = time.perf_counter() - start
+            return task
+        names = {o.id: o.name for o in objects}
+        queue = list(plan.target_ids)
+        inserted: set = set()
+        failed = False
+        while queue:
+            if cancel():
+                task.status, task.message = STATUS_CANCELED, "canceled between sub-goals"
+                break
+            target_id = queue.pop(0)
+            sub = subgoal_instruction(target_id, names.get(target_id, ""))
+
+            def refresh(_sub: str = sub) -> PerceptionResult:
+                return perceive(_sub)
+
+            if not task.goals and first.target is not None and first.target.id == target_id \
+                    and first.target.affordance is not None:
+                perception = first          # nothing has moved since: no second look needed
+            else:
+                perception = perceive(sub)
+                task.perception_calls += 1
+                task.overhead_s += self.config.time_model.perception_s
+            goal = self.plan_and_execute(perception, target_id, arm, memory, cancel, on_event,
+                                         reperceive=refresh)
+            task.goals.append(goal)
+            if goal.status == STATUS_BLOCKED:
+                new = [p for p in goal.prerequisites if p not in inserted]
+                if new:         # a support dependency the plan did not foresee: do it first
+                    inserted.update(new)
+                    queue = new + [target_id] + [q for q in queue if q not in new]
+                    continue
+            if goal.status == STATUS_CANCELED:
+                task.status, task.message = STATUS_CANCELED, goal.message
+                break
+            if goal.success:
+                if after_success is not None:
+                    after_success(target_id)
+            else:
+                failed = True
+                if not self.config.continue_after_subgoal_failure:
+                    break
+        if task.status != STATUS_CANCELED:
+            done = set(task.grasped)
+            all_done = all(t in done for t in plan.target_ids) and not failed
+            task.status = STATUS_SUCCEEDED if all_done else STATUS_FAILED
+            task.message = (f"grasped {len(done)} of {len(plan.target_ids)} target(s)"
+                            if not all_done else f"all {len(done)} target(s) grasped")
+        task.wall_s = time.perf_counter() - start
+        emit({"event": "task_result", "instruction": instruction, "status": task.status,
+              "grasped": task.grasped, "message": task.message})
+        return task
+
+
+__all__ = ["AttemptRecord", "GoalOutcome", "ReflectivePlanner", "Retriever",
+           "STATUS_BLOCKED", "STATUS_CANCELED", "STATUS_FAILED", "STATUS_NOT_PERCEIVED",
+           "STATUS_SUCCEEDED", "TaskOutcome", "describe_grasp", "scene_graph_constraints",
+           "subgoal_instruction"]

@@ -1,0 +1,340 @@
+"""GetCorrection / ApplyCorrection with three escalation levels (paper Sec. IV-B, Fig. 4).
+
+- Level 1 (parameter tuning): the failure type's rule (:func:`failure.level1_adjustment`).
+- Level 2 (method switch): the grasp type rotates power -> pinch -> side -> power and the
+  force drops 10 %. In the analytical simulator the type label alone changes nothing
+  physical, so a new type brings its geometry, built from the perceived box (constants in
+  config/planner.yaml ``level2``):
+  power = top-down at the centre closing across the narrower horizontal side, fingers
+  ``power_depth_m`` below the top; pinch = top-down at the same point and wrist, fingertips
+  ``pinch_depth_m`` below the top, opening ``pinch_width_m``; side = horizontal approach
+  pointing away from the robot base, at ``side_height_fraction`` of the height (at least
+  ``side_min_height_m`` so the wrist clears the table), closing horizontally across the
+  object.
+- Level 3 (re-plan): reset to g0 and perturb the grasp point by eps ~ U(-0.01, 0.01)^3 m
+  drawn from the planner's seeded generator.
+
+Two grasps are corrected in step: the executed grasp g_r (with the scene-graph adjustment
+Delta g of Sec. III-B) and its *base* b_r (the same grasp without Delta g). Parameter
+operations apply to both; operations that rebuild the grasp (level-2 template, level-3
+reset, replan) rebuild the base and apply the constraints again, so collision avoidance
+survives every level. Episodic memory stores the base, so a grasp proven next to a fragile
+vase is not reduced a second time when the next scene applies its own constraints.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+from agentic_grasp.core.kinematics import closing_axis, wrist_yaw_for_closing_axis
+from agentic_grasp.core.planner.configurations import Level2Config, Limits, PlannerConfig
+from agentic_grasp.core.planner.failure import Adjustment, Diagnosis, level1_adjustment
+from agentic_grasp.core.retrieval.knowledge_base import grasp_to_object_frame, grasp_to_world
+from agentic_grasp.core.types import GraspParameters, GraspType, ObjectInstance, Shape
+
+VERTICAL = np.array([0.0, 0.0, -1.0])
+#: A grasp point closer than this to the perceived centre (horizontally) counts as centred.
+CENTRED_M = 0.001
+
+
+def wrap_angle(angle: float) -> float:
+    return float((angle + math.pi) % (2.0 * math.pi) - math.pi)
+
+
+def clamp_grasp(grasp: GraspParameters, limits: Limits) -> GraspParameters:
+    """The grasp with force, width, stand-off, speed and height inside the limits."""
+    pos = grasp.position.copy()
+    pos[2] = max(pos[2], limits.min_grasp_z_m)
+    return grasp.copy(
+        position=pos,
+        force=float(np.clip(grasp.force, limits.min_force_n, limits.max_force_n)),
+        width=float(np.clip(grasp.width, 0.0, limits.max_width_m)),
+        approach_height=float(np.clip(grasp.approach_height, limits.min_approach_height_m,
+                                      limits.max_approach_height_m)),
+        speed=float(np.clip(grasp.speed, limits.min_speed_mps, limits.max_speed_mps)),
+        wrist_yaw=wrap_angle(grasp.wrist_yaw))
+
+
+def with_approach(grasp: GraspParameters, approach: np.ndarray) -> GraspParameters:
+    """The grasp with a new approach direction and the *same finger line*.
+
+    wrist_yaw is measured from a default closing axis that depends on the approach
+    (kinematics.default_closing_axis switches convention 10 deg away from vertical), so
+    changing the approach alone can turn the fingers by 90 deg. The closing axis is kept
+    (projected normal to the new approach) unless it would be parallel to it.
+    """
+    new = np.asarray(approach, dtype=float)
+    new = new / max(float(np.linalg.norm(new)), 1e-12)
+    axis = closing_axis(grasp.approach, grasp.wrist_yaw)
+    if abs(float(axis @ new)) > 0.95:
+        return grasp.copy(approach=new)
+    return grasp.copy(approach=new, wrist_yaw=wrist_yaw_for_closing_axis(new, axis))
+
+
+def rebase_grasp(grasp: GraspParameters, old: ObjectInstance,
+                 new: ObjectInstance) -> GraspParameters:
+    """Carry a world grasp on ``old`` along to the object's new pose ``new``."""
+    return grasp_to_world(grasp_to_object_frame(grasp, old), new)
+
+
+# ------------------------------------------------------------------ object geometry
+def extent_across(obj: ObjectInstance, axis: np.ndarray) -> float:
+    """Width of the perceived object along a horizontal axis (its support width).
+
+    A box's footprint is its rotated rectangle; a cylinder's or sphere's is the ellipse with
+    the box's semi-axes.
+    """
+    c, s = math.cos(obj.yaw), math.sin(obj.yaw)
+    ax = axis[0] * c + axis[1] * s             # axis in the object frame
+    ay = -axis[0] * s + axis[1] * c
+    sx, sy = float(obj.size[0]), float(obj.size[1])
+    if obj.shape in (Shape.CYLINDER, Shape.SPHERE):
+        return float(math.hypot(sx * ax, sy * ay))
+    return float(sx * abs(ax) + sy * abs(ay))
+
+
+def narrow_side(obj: ObjectInstance) -> tuple:
+    """(extent, wrist_yaw) of a top-down grasp closing across the narrower horizontal side.
+
+    Convention of kinematics.closing_axis: closing along the object's y axis takes
+    wrist_yaw = yaw, along its x axis yaw - pi / 2.
+    """
+    sx, sy = float(obj.size[0]), float(obj.size[1])
+    if sx <= sy:
+        return sx, wrap_angle(obj.yaw - math.pi / 2.0)
+    return sy, wrap_angle(obj.yaw)
+
+
+def type_template(grasp_type: GraspType, current: GraspParameters, obj: ObjectInstance,
+                  cfg: Level2Config, limits: Limits) -> GraspParameters:
+    """The canonical geometry of a grasp type on the perceived box (module docstring)."""
+    centre = np.asarray(obj.position, dtype=float)
+    top = float(centre[2] + obj.size[2] / 2.0)
+    bottom = float(centre[2] - obj.size[2] / 2.0)
+    if grasp_type == GraspType.POWER:
+        extent, wrist = narrow_side(obj)
+        z = max(float(centre[2]), top - cfg.power_depth_m)
+        return current.copy(position=np.array([centre[0], centre[1], z]),
+                            approach=VERTICAL.copy(), grasp_type=GraspType.POWER,
+                            width=min(limits.max_width_m, extent + cfg.opening_margin_m),
+                            wrist_yaw=wrist)
+    if grasp_type == GraspType.PINCH:
+        z = max(limits.min_grasp_z_m, top - cfg.pinch_depth_m)
+        wrist = current.wrist_yaw
+        if not float(current.approach[2]) <= -0.99:      # from a side grasp: narrow side
+            wrist = narrow_side(obj)[1]
+        return current.copy(position=np.array([current.position[0], current.position[1], z]),
+                            approach=VERTICAL.copy(), grasp_type=GraspType.PINCH,
+                            width=min(limits.max_width_m, cfg.pinch_width_m), wrist_yaw=wrist)
+    horizontal = np.array([centre[0], centre[1], 0.0])
+    norm = float(np.linalg.norm(horizontal))
+    approach = horizontal / norm if norm > 1e-6 else np.array([1.0, 0.0, 0.0])
+    axis = np.array([-approach[1], approach[0], 0.0])
+    z = max(bottom + cfg.side_height_fraction * float(obj.size[2]), cfg.side_min_height_m)
+    return current.copy(position=np.array([centre[0], centre[1], z]), approach=approach,
+                        grasp_type=GraspType.SIDE,
+                        width=min(limits.max_width_m,
+                                  extent_across(obj, axis) + cfg.opening_margin_m),
+                        wrist_yaw=wrist_yaw_for_closing_axis(approach, axis))
+
+
+def next_grasp_type(current: GraspType, order) -> GraspType:
+    """power -> pinch -> side -> power (a type outside the order starts it)."""
+    names = list(order)
+    if current.value not in names:
+        return GraspType(names[0])
+    return GraspType(names[(names.index(current.value) + 1) % len(names)])
+
+
+# ------------------------------------------------------------------ corrections
+@dataclass
+class CorrectionContext:
+    """What a correction may use besides the grasp: the scene and the plan's alternatives.
+
+    ``constrain`` applies the scene-graph adjustment to a base grasp (identity without a
+    scene graph); ``alternatives`` are base grasps of the lower-ranked strategies, consumed
+    by replanning; ``rng`` draws the level-3 perturbation.
+    """
+
+    target: ObjectInstance
+    g0: GraspParameters
+    b0: GraspParameters
+    constrain: Callable[[GraspParameters], GraspParameters]
+    rng: np.random.Generator
+    alternatives: List[GraspParameters] = field(default_factory=list)
+    alternative_names: List[str] = field(default_factory=list)
+    objects: Dict[str, ObjectInstance] = field(default_factory=dict)
+
+    def direction_to(self, object_id: str) -> Optional[np.ndarray]:
+        """Horizontal unit vector from the target to a perceived object (None if unknown)."""
+        other = self.objects.get(object_id)
+        if other is None or object_id == self.target.id:
+            return None
+        delta = np.asarray(other.position[:2], dtype=float) - self.target.position[:2]
+        norm = float(np.linalg.norm(delta))
+        return None if norm < 1e-6 else delta / norm
+
+
+@dataclass
+class Correction:
+    """Delta g_r and its result: the level, the rule, the grasps and a text with numbers."""
+
+    level: int
+    rule: str
+    text: str
+    grasp: GraspParameters
+    base: GraspParameters
+    ops: Dict[str, Any]
+
+    def to_dict(self) -> Dict[str, Any]:
+        ops = {k: (np.round(np.asarray(v, dtype=float), 6).tolist()
+                   if isinstance(v, np.ndarray) else v) for k, v in self.ops.items()}
+        return {"level": self.level, "rule": self.rule, "text": self.text,
+                "grasp": self.grasp.to_dict(), "ops": ops}
+
+
+def _param_ops(g: GraspParameters, ops: Dict[str, Any], target: ObjectInstance
+               ) -> GraspParameters:
+    """Apply the parameter operations (everything but reset / replan / grasp_type)."""
+    changes: Dict[str, Any] = {}
+    pos = g.position.copy()
+    if "force_scale" in ops:
+        changes["force"] = g.force * float(ops["force_scale"])
+    if "width_delta" in ops:
+        changes["width"] = g.width + float(ops["width_delta"])
+    if "approach_height_delta" in ops:
+        changes["approach_height"] = g.approach_height + float(ops["approach_height_delta"])
+    if "grasp_z_delta" in ops:
+        pos[2] += float(ops["grasp_z_delta"])
+    if "recentre" in ops:
+        offset = np.asarray(target.position[:2], dtype=float) - pos[:2]
+        dist = float(np.linalg.norm(offset))
+        step = float(ops["recentre"])
+        if dist < CENTRED_M and "raise_if_centred" in ops:
+            pos[2] += float(ops["raise_if_centred"])
+        else:
+            pos[:2] += offset if dist <= step else offset * (step / dist)
+    if "perturbation" in ops:
+        pos += np.asarray(ops["perturbation"], dtype=float)
+    wrist = g.wrist_yaw
+    if "vertical" in ops:
+        turned = with_approach(g, VERTICAL)
+        changes["approach"], wrist = turned.approach, turned.wrist_yaw
+    if "wrist_delta" in ops:
+        wrist += float(ops["wrist_delta"])
+    changes["wrist_yaw"] = wrist
+    if "speed_scale" in ops:
+        changes["speed"] = g.speed * float(ops["speed_scale"])
+    changes["position"] = pos
+    return g.copy(**changes)
+
+
+def describe_change(old: GraspParameters, new: GraspParameters) -> str:
+    """'force 20.0 -> 24.0 N; width 40 -> 50 mm' for the fields that changed."""
+    parts = []
+    if new.grasp_type != old.grasp_type:
+        parts.append(f"type {old.grasp_type.value} -> {new.grasp_type.value}")
+    if abs(new.force - old.force) > 1e-6:
+        parts.append(f"force {old.force:.1f} -> {new.force:.1f} N")
+    if abs(new.width - old.width) > 1e-6:
+        parts.append(f"width {old.width * 1e3:.0f} -> {new.width * 1e3:.0f} mm")
+    if abs(new.approach_height - old.approach_height) > 1e-6:
+        parts.append(f"approach height {old.approach_height * 1e3:.0f} -> "
+                     f"{new.approach_height * 1e3:.0f} mm")
+    delta = new.position - old.position
+    if float(np.linalg.norm(delta)) > 1e-6:
+        parts.append("grasp point moved (" + ", ".join(f"{d * 1e3:+.1f}" for d in delta)
+                     + ") mm")
+    if float(np.linalg.norm(new.approach - old.approach)) > 1e-6:
+        parts.append("approach (" + ", ".join(f"{v:.2f}" for v in old.approach) + ") -> ("
+                     + ", ".join(f"{v:.2f}" for v in new.approach) + ")")
+    if abs(wrap_angle(new.wrist_yaw - old.wrist_yaw)) > 1e-6:
+        parts.append(f"wrist {math.degrees(old.wrist_yaw):.0f} -> "
+                     f"{math.degrees(new.wrist_yaw):.0f} deg")
+    if abs(new.speed - old.speed) > 1e-6:
+        parts.append(f"speed {old.speed:.3f} -> {new.speed:.3f} m/s")
+    return "; ".join(parts) if parts else "no parameter changed (at a limit)"
+
+
+def get_correction(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
+                   base: GraspParameters, ctx: CorrectionContext,
+                   config: PlannerConfig) -> Correction:
+    """Delta g_r = GetCorrection(F_r, r) applied: g_{r+1} and its base b_{r+1}.
+
+    With ``escalate_unchanged`` a correction that changes nothing (its parameter is at a
+    limit, e.g. w + 10 mm at the 80 mm aperture) is replaced by the next level's, so the
+    planner never repeats a grasp that just failed; the returned level says which ran.
+    """
+    correction = _correction_at(diagnosis, level, grasp, base, ctx, config)
+    while (config.escalate_unchanged and correction.level < 3
+           and _same(correction.grasp, grasp)):
+        skipped = correction.rule
+        correction = _correction_at(diagnosis, correction.level + 1, grasp, base, ctx, config)
+        correction.rule = f"{skipped} changes nothing (at a limit), escalated to {correction.rule}"
+        correction.text = f"{correction.rule}: {describe_change(grasp, correction.grasp)}"
+    return correction
+
+
+def _same(a: GraspParameters, b: GraspParameters) -> bool:
+    return (a.grasp_type == b.grasp_type and np.allclose(a.position, b.position, atol=1e-9)
+            and np.allclose(a.approach, b.approach, atol=1e-9)
+            and all(abs(getattr(a, f) - getattr(b, f)) <= 1e-9
+                    for f in ("width", "force", "approach_height", "speed", "wrist_yaw")))
+
+
+def _correction_at(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
+                   base: GraspParameters, ctx: CorrectionContext,
+                   config: PlannerConfig) -> Correction:
+    limits = config.limits
+    if level <= 1:
+        adj = level1_adjustment(diagnosis, grasp, config.corrections,
+                                ctx.direction_to(diagnosis.other_id)
+                                if diagnosis.other_id else None)
+    elif level == 2:
+        new_type = next_grasp_type(grasp.grasp_type, config.level2.grasp_type_order)
+        adj = Adjustment(f"level 2 method switch: {grasp.grasp_type.value} -> "
+                         f"{new_type.value}, f' = {config.level2.force_scale:g} f",
+                         {"grasp_type": new_type.value,
+                          "force_scale": config.level2.force_scale})
+    else:
+        eps = ctx.rng.uniform(-config.level3.perturbation_m, config.level3.perturbation_m, 3)
+        adj = Adjustment(f"level 3 re-plan: reset to g0, perturb by U(-"
+                         f"{config.level3.perturbation_m:g}, "
+                         f"{config.level3.perturbation_m:g})^3 m",
+                         {"reset": True, "perturbation": eps})
+    ops = dict(adj.ops)
+    rule = adj.rule
+    if ops.get("reset"):
+        new_base = _param_ops(ctx.b0, {k: v for k, v in ops.items() if k != "reset"},
+                              ctx.target)
+        new_grasp = _param_ops(ctx.g0, {k: v for k, v in ops.items() if k != "reset"},
+                               ctx.target)
+    elif ops.get("replan"):
+        if ctx.alternatives:
+            new_base = ctx.alternatives.pop(0)
+            name = ctx.alternative_names.pop(0) if ctx.alternative_names else "next strategy"
+            rule += f" ({name})"
+        else:
+            new_base = ctx.b0.copy()
+            rule += " (no strategy left: g0)"
+        new_grasp = ctx.constrain(new_base)
+    elif "grasp_type" in ops:
+        gtype = GraspType(ops["grasp_type"])
+        new_base = type_template(gtype, base, ctx.target, config.level2, limits)
+        new_base = new_base.copy(force=base.force * float(ops["force_scale"]))
+        new_grasp = ctx.constrain(new_base).copy(force=grasp.force * float(ops["force_scale"]))
+    else:
+        new_base = _param_ops(base, ops, ctx.target)
+        new_grasp = _param_ops(grasp, ops, ctx.target)
+    new_base = clamp_grasp(new_base, limits)
+    new_grasp = clamp_grasp(new_grasp, limits)
+    return Correction(level=level, rule=rule, text=f"{rule}: {describe_change(grasp, new_grasp)}",
+                      grasp=new_grasp, base=new_base, ops=ops)
+
+
+__all__ = ["Correction", "CorrectionContext", "clamp_grasp", "describe_change",
+           "extent_across", "get_correction", "narrow_side", "next_grasp_type",
+           "rebase_grasp", "type_template", "with_approach", "wrap_angle"]

@@ -1,0 +1,159 @@
+"""Table II switches (each removes exactly its mechanism) and config/planner.yaml."""
+import math
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+
+from agentic_grasp.core import paths
+from agentic_grasp.core.config import load_yaml
+from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.heuristic import heuristic_grasp
+from agentic_grasp.core.planner import (CONFIGURATIONS, TABLE_II_ORDER, EpisodicMemory,
+                                        PlannerConfig, ReflectivePlanner,
+                                        scene_graph_constraints)
+from agentic_grasp.core.types import GraspType, Shape
+
+from test_planner_fakes import (FixedRetriever, ScriptedArm, experience, make_object, never,
+                                ok, perception_of, slip)
+
+GRASP = {"position": [0.0, 0.0, 0.02], "width": 0.07, "force": 25.0, "grasp_type": "power"}
+
+
+def scene():
+    target = make_object("box_1", "box", xy=(0.5, 0.0), size=(0.05, 0.07, 0.08),
+                         yaw=0.2, fragility=0.1)
+    vase = make_object("vase_1", "vase", xy=(0.5, 0.12), size=(0.08, 0.08, 0.15),
+                       fragility=0.8, shape=Shape.CYLINDER, aff_type="Fragile")
+    return [target, vase]
+
+
+class Spy:
+    def __init__(self):
+        self.inner = scene_graph_constraints()
+        self.calls = 0
+
+    def __call__(self, objects, target_id):
+        self.calls += 1
+        return self.inner(objects, target_id)
+
+
+def run(configuration, script, memory=None):
+    retriever = FixedRetriever([experience("box-001", "box", GRASP)])
+    spy = Spy()
+    p = ReflectivePlanner(PlannerConfig(seed=1), retriever, spy, configuration=configuration)
+    arm = ScriptedArm(list(script))
+    memory = memory if memory is not None else EpisodicMemory()
+    goal = p.plan_and_execute(perception_of(scene(), "box_1"), "box_1", arm, memory, never)
+    return goal, arm, retriever, spy, memory
+
+
+def test_table_ii_has_seven_configurations():
+    assert set(TABLE_II_ORDER) == set(CONFIGURATIONS) and len(CONFIGURATIONS) == 7
+    with pytest.raises(ConfigError):
+        ReflectivePlanner(configuration="no_such_thing")
+
+
+def test_full_uses_every_mechanism():
+    goal, arm, retriever, spy, memory = run("full", [slip()] * 4)
+    assert retriever.calls and spy.calls == 1
+    assert goal.n_attempts == 4
+    assert arm.grasps[0].force == pytest.approx(25.0 * 0.8)        # collision avoidance
+    goal, *_, memory = run("full", [ok()])
+    assert "box" in memory
+
+
+def test_no_recovery_makes_exactly_one_attempt_and_nothing_else_changes():
+    full, full_arm, *_ = run("full", [slip()] * 4)
+    goal, arm, retriever, spy, _ = run("no_recovery", [slip()] * 4)
+    assert goal.n_attempts == 1 and len(arm.grasps) == 1
+    assert arm.grasps[0].to_dict() == full_arm.grasps[0].to_dict()
+    assert retriever.calls and spy.calls == 1
+    assert goal.attempts[0].diagnosis is not None                  # still diagnosed
+    assert not goal.attempts[0].correction_executed
+
+
+def test_no_scene_graph_passes_no_constraints_to_the_grasp():
+    goal, arm, retriever, spy, _ = run("no_scene_graph", [ok()])
+    assert spy.calls == 0 and len(goal.constraints) == 0
+    g = arm.grasps[0]
+    assert g.force == pytest.approx(25.0) and g.approach_height == pytest.approx(0.10)
+    assert np.allclose(g.approach, [0, 0, -1])
+    assert retriever.calls and goal.initial_source == "retrieval"
+    goal, arm, *_ = run("no_scene_graph", [slip()] * 4)
+    assert goal.n_attempts == 4
+
+
+def test_no_haa_rag_uses_the_default_grasp_and_keeps_the_rest():
+    goal, arm, retriever, spy, memory = run("no_haa_rag", [slip()] * 4)
+    assert not retriever.calls and spy.calls == 1
+    g = arm.grasps[0]
+    d = PlannerConfig().default_grasp
+    assert g.width == pytest.approx(d.width_m) and g.force == pytest.approx(d.force_n * 0.8)
+    assert g.grasp_type == GraspType.POWER
+    assert np.allclose(g.position, scene()[0].position)
+    assert goal.n_attempts == 4 and goal.initial_source == "default"
+
+
+def test_no_episodic_memory_only_drops_memory():
+    memory = EpisodicMemory()
+    goal, arm, retriever, spy, _ = run("no_episodic_memory", [ok()], memory)
+    assert len(memory) == 0 and not goal.memory_stored
+    full, full_arm, *_ = run("full", [ok()])
+    assert arm.grasps[0].to_dict() == full_arm.grasps[0].to_dict()
+    assert spy.calls == 1 and retriever.calls
+
+
+def test_vlm_only_is_one_generic_proposal():
+    memory = EpisodicMemory()
+    goal, arm, retriever, spy, _ = run("vlm_only", [slip()] * 4, memory)
+    assert not retriever.calls and spy.calls == 0 and goal.n_attempts == 1
+    assert len(memory) == 0
+    g = arm.grasps[0]
+    target = scene()[0]
+    assert g.width == pytest.approx(0.04) and g.force == pytest.approx(20.0)
+    assert g.grasp_type == GraspType.POWER                       # Graspable_Body -> power
+    # closes across the narrower side (object x, 5 cm): wrist = yaw - 90 deg
+    assert g.wrist_yaw == pytest.approx(0.2 - math.pi / 2)
+    assert np.allclose(g.position, target.position)
+    assert goal.initial_source == "vlm"
+
+
+def test_heuristic_is_the_size_rule_with_recovery():
+    goal, arm, retriever, spy, memory = run("heuristic", [slip()] * 4)
+    assert not retriever.calls and spy.calls == 0 and goal.n_attempts == 4
+    expected = heuristic_grasp(scene()[0])
+    assert arm.grasps[0].to_dict() == expected.to_dict()
+    assert len(memory) == 0 and goal.initial_source == "heuristic"
+
+
+def test_planner_yaml_matches_the_defaults():
+    from_file = PlannerConfig.from_config()
+    assert asdict(from_file) == asdict(PlannerConfig())
+    raw = load_yaml(paths.config_file("planner"))["planner"]["ros__parameters"]
+    assert raw["max_retries"] == 3 and raw["corrections"]["slip_force_scale"] == 1.2
+    assert raw["level3"]["perturbation_m"] == 0.01
+
+
+def test_dotted_ros_parameters_are_accepted():
+    cfg = PlannerConfig.from_params({"configuration": "no_recovery",
+                                     "corrections.slip_force_scale": 1.5,
+                                     "classification.phi_thresholds.width_compatibility": 0.3})
+    assert cfg.corrections.slip_force_scale == 1.5
+    assert cfg.classification.phi_thresholds["width_compatibility"] == 0.3
+
+
+@pytest.mark.parametrize("params", [
+    {"configuration": "nope"}, {"max_retries": -1}, {"level_by": "sometimes"},
+    {"corrections": {"slip_force_scale": 0}}, {"limits": {"min_force_n": 200}},
+    {"classification": {"phi_thresholds": {"bogus": 0.1}}}, {"unknown_key": 1},
+    {"level2": {"grasp_type_order": ["power", "power"]}},
+])
+def test_bad_parameters_are_rejected(params):
+    with pytest.raises(ConfigError):
+        PlannerConfig.from_params(params)
+
+
+def test_level_thresholds():
+    cfg = PlannerConfig()
+    assert [cfg.level_for(r) for r in range(5)] == [1, 1, 2, 3, 3]
