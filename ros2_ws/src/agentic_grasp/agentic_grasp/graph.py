@@ -35,6 +35,13 @@ NODES: List[NodeSpec] = [
              "scene_graph.yaml"),
 ]
 
+#: Topics a recorded run keeps (ros2 bag record on a ROS 2 install).
+RECORD_TOPICS: List[str] = [
+    "/camera/color/image_raw", "/camera/depth/image_raw", "/camera/color/camera_info",
+    "/joint_states", "/sim/ground_truth", "/perception/result", "/scene_graph/graph",
+    "/scene_graph/markers",
+]
+
 DEFAULT_ARGS: Dict[str, str] = {"arm": "sim", "perception": "oracle",
                                 "vlm_url": "http://127.0.0.1:8000/v1", "params_file": ""}
 

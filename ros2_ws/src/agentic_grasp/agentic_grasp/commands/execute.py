@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
         "quality": round(float(outcome.quality), 4),
         "phi": [round(float(v), 3) for v in outcome.phi],
         "events": list(outcome.events), "phase_reached": outcome.phase_reached,
-        "measurements": {n: round(float(v), 5) for n, v in
+        # NaN marks a quantity that does not exist in this attempt (no contact, ...): null.
+        "measurements": {n: (round(float(v), 5) if v == v else None) for n, v in
                          zip(outcome.measurement_names, outcome.measurement_values)},
     }
     print(json.dumps(report, indent=None if args.json else 2))

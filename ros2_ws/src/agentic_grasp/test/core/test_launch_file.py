@@ -1,0 +1,33 @@
+"""bringup.launch.py cannot run here (no ros2 launch); check what can be checked statically."""
+import ast
+
+from agentic_grasp.core import paths
+from agentic_grasp.graph import DEFAULT_ARGS, NODES
+
+
+def _launch_tree():
+    source = (paths.data_root() / "launch" / "bringup.launch.py").read_text()
+    return ast.parse(source)
+
+
+def test_every_bringup_flag_is_a_described_launch_argument():
+    declared = {}
+    for node in ast.walk(_launch_tree()):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "DeclareLaunchArgument":
+            name = node.args[0].value
+            declared[name] = {kw.arg for kw in node.keywords}
+    assert set(declared) == set(DEFAULT_ARGS) | {"record"}
+    for name, keywords in declared.items():
+        assert {"default_value", "description"} <= keywords, name
+
+
+def test_launch_file_reads_the_shared_node_table():
+    imports = [n for n in ast.walk(_launch_tree()) if isinstance(n, ast.ImportFrom)]
+    assert any(n.module == "agentic_grasp.graph" for n in imports)
+
+
+def test_every_node_has_a_params_file_and_console_script():
+    setup_py = (paths.data_root() / "ros2_ws" / "src" / "agentic_grasp" / "setup.py").read_text()
+    for spec in NODES:
+        assert (paths.config_dir() / spec.params_file).is_file(), spec.params_file
+        assert f"{spec.executable} = {spec.module}:main" in setup_py, spec.executable
