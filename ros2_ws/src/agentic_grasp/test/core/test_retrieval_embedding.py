@@ -116,13 +116,41 @@ TINY_CLIP = {"embed_dim": 32,
                           "layers": 1}}
 
 
-def test_open_clip_backend_with_a_tiny_random_model(tmp_path, kb):
-    """The real open_clip path: a tiny random ViT saved to disk and loaded from the file."""
+_TORCHVISION_OPS = []
+
+
+def _import_open_clip():
+    """(open_clip, torch), or a skip; a failure where scripts/test.sh requires open_clip."""
+    import os
+    import subprocess
+    import sys
+
+    probe = subprocess.run([sys.executable, "-c", "import torchvision"], capture_output=True,
+                           text=True, check=False)
+    if probe.returncode != 0 and "torchvision::nms" in probe.stderr and not _TORCHVISION_OPS:
+        # PyPI's torchvision 0.28.0 is a CUDA build: beside the CPU torch its C ops do not
+        # load, and its Python side then fails registering fake kernels for them. open_clip
+        # uses only torchvision's transforms, so declaring the two op schemas lets it import.
+        import torch
+
+        lib = torch.library.Library("torchvision", "FRAGMENT")
+        lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        _TORCHVISION_OPS.append(lib)
     try:
         import open_clip
         import torch
-    except Exception as exc:  # absent, or a torch/torchvision build that does not import
+    except Exception as exc:  # noqa: BLE001 - absent, or a build that does not import
+        if os.environ.get("AGENTIC_GRASP_REQUIRE_OPEN_CLIP"):
+            pytest.fail(f"open_clip is required here (scripts/test.sh) but does not import: "
+                        f"{exc}")
         pytest.skip(f"open_clip not usable here: {exc}")
+    return open_clip, torch
+
+
+def test_open_clip_backend_with_a_tiny_random_model(tmp_path, kb):
+    """The real open_clip path: a tiny random ViT saved to disk and loaded from the file."""
+    open_clip, torch = _import_open_clip()
     from PIL import Image
 
     (tmp_path / "cfg").mkdir()
