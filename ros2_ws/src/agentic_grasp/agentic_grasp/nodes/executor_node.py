@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import threading
 
-import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
 from agentic_grasp.conversions import grasp_from_msg, outcome_to_msg
 from agentic_grasp.core.arm import ArmBackend, ArmError, ArmResult, ExecutorLimits, check_request
 from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare, declare_dataclass
 from agentic_grasp_interfaces.action import ExecuteGrasp
 
@@ -97,20 +96,7 @@ class ExecutorNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = ExecutorNode()
-        executor = MultiThreadedExecutor(num_threads=4)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.try_shutdown()
+    spin_node(ExecutorNode, num_threads=4, args=args)
 
 
 if __name__ == "__main__":

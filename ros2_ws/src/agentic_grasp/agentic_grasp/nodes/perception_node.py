@@ -43,10 +43,8 @@ from dataclasses import dataclass, fields
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
 import numpy as np
-import rclpy
 from builtin_interfaces.msg import Time
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
@@ -63,6 +61,7 @@ from agentic_grasp.core.perception import (BACKENDS, DepthConfig, OracleConfig,
 from agentic_grasp.core.perception.oracle import DEFAULT_CONFUSION_MAP
 from agentic_grasp.core.perception.vlm_client import DEFAULT_FRAGILITY_PRIORS
 from agentic_grasp.core.types import ObjectInstance
+from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare
 from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
 from agentic_grasp_interfaces.msg import SceneGraph as SceneGraphMsg
@@ -471,20 +470,7 @@ def _camera_pose(eye: Any, target: Any) -> np.ndarray:
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = PerceptionNode()
-        executor = MultiThreadedExecutor(num_threads=4)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.try_shutdown()
+    spin_node(PerceptionNode, num_threads=4, args=args)
 
 
 if __name__ == "__main__":

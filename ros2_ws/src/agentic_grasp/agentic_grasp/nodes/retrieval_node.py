@@ -49,14 +49,11 @@ restart.
 """
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any, Dict, List, Mapping, Optional
 
-import rclpy
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -64,6 +61,7 @@ from agentic_grasp.conversions import retrieval_query_from_msg, retrieved_strate
 from agentic_grasp.core.config import node_params
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.retrieval import HAARAG, RetrievalConfig, build_retriever
+from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare
 from agentic_grasp_interfaces.srv import RetrieveStrategies
 
@@ -265,28 +263,7 @@ class RetrievalNode(Node):
 
 
 def main(args: Optional[List[str]] = None) -> None:
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = RetrievalNode()
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (ConfigError, ValidationError) as exc:
-        # A broken knowledge base or configuration: say exactly what, and fail the process
-        # so that launch and supervisors see it.
-        rclpy.logging.get_logger(NODE_NAME).fatal(f"cannot start: {exc}")
-        code = 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.try_shutdown()
-    if code:
-        sys.exit(code)
+    spin_node(RetrievalNode, num_threads=2, args=args, fatal=(ConfigError, ValidationError))
 
 
 if __name__ == "__main__":

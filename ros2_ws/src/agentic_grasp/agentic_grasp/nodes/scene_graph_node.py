@@ -28,10 +28,8 @@ from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import Pose, Vector3
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import ColorRGBA, Header
@@ -47,6 +45,7 @@ from agentic_grasp.core.scene_graph import (
     ADJACENT_TO, CONTAINS, CONVERSE, FAR_FROM, IN_FRONT_OF, INSIDE, LEANING_ON, OCCLUDES,
     ON_TOP_OF, RIGHT_OF, STACKED_ON, SUPPORTS, TOUCHING, UNDER, Relation, SceneGraph,
     SceneGraphConfig, build_scene_graph)
+from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare
 from agentic_grasp_interfaces.msg import SceneGraph as SceneGraphMsg
 from agentic_grasp_interfaces.srv import InferConstraints
@@ -382,20 +381,7 @@ class SceneGraphNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = SceneGraphNode()
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.try_shutdown()
+    spin_node(SceneGraphNode, num_threads=2, args=args)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,7 @@ from pathlib import Path
 import time
 
 import numpy as np
-import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
@@ -28,6 +26,7 @@ from agentic_grasp.core import paths
 from agentic_grasp.core.sim.objects import load_catalogue
 from agentic_grasp.core.sim.simulator import PhysicsParams, QualityParams, Simulator
 from agentic_grasp.core.types import Phase
+from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare, declare_dataclass
 from agentic_grasp_interfaces.msg import SceneGraph
 from agentic_grasp_interfaces.srv import LoadScene, SimArmPhase
@@ -269,20 +268,7 @@ class SimNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = SimNode()
-        executor = MultiThreadedExecutor(num_threads=3)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.try_shutdown()
+    spin_node(SimNode, num_threads=3, args=args)
 
 
 if __name__ == "__main__":
