@@ -236,6 +236,11 @@ class SimNode(Node):
                         self.sim.validate(request.target_id, grasp)
                         attempt_id = self.sim.begin_attempt(request.target_id, grasp,
                                                             attempt_id=attempt_id or None)
+                        # joint_states follows the arm to the grasp pose when it is reachable
+                        q = self.sim.kinematics.solve_grasp(grasp.position, grasp.approach,
+                                                            grasp.wrist_yaw, seed=self._q)
+                        if q is not None:
+                            self._q = np.asarray(q, dtype=float)
                     outcome = self.sim.advance(attempt_id, phase)
                     finished = self.sim.attempt_finished(attempt_id)
                     if finished and outcome.success:

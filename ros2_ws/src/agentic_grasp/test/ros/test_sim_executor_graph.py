@@ -130,3 +130,39 @@ def test_load_of_a_missing_scene_is_an_error_not_a_crash(sim_graph):
     with pytest.raises(GraphError, match="cannot load scene"):
         sim_graph.client.load_scene("no_such_task", 0)
     assert sim_graph.launcher.dead() == []
+
+
+def test_joint_states_follow_the_arm(sim_graph):
+    """joint_states starts at the ready pose and moves to the grasp configuration."""
+    import threading
+
+    from sensor_msgs.msg import JointState
+
+    from agentic_grasp.core.kinematics import Q_READY, PandaKinematics
+
+    client = sim_graph.client
+    client.load_scene("sg_banana", 4)
+    banana = _truth(sim_graph)["banana_1"]
+    grasp = heuristic_grasp(banana)
+    latest = {}
+    got = threading.Event()
+
+    def on_joints(msg):
+        latest["q"] = list(msg.position[:7])
+        latest["names"] = list(msg.name)
+        got.set()
+
+    sub = client.node.create_subscription(JointState, "joint_states", on_joints, 10)
+    try:
+        assert got.wait(5.0)
+        assert latest["names"][:7] == [f"fer_joint{i}" for i in range(1, 8)]
+        assert np.allclose(latest["q"], Q_READY)
+        client.execute_grasp("banana_1", grasp)
+        got.clear()
+        assert got.wait(5.0)
+        got.clear()
+        assert got.wait(5.0)
+        tcp = PandaKinematics().fk(np.array(latest["q"]))[:3, 3]
+        assert np.linalg.norm(tcp - grasp.position) < 1e-3
+    finally:
+        client.node.destroy_subscription(sub)
