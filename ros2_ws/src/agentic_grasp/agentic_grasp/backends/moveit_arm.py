@@ -1,0 +1,543 @@
+"""Arm backend for a real (or mock-hardware) Franka arm: MoveIt 2 through moveit_py, plus the
+Franka Hand through franka_ros2's franka_gripper actions (or a GripperCommand controller).
+
+Selected by the executor's ``arm_backend: moveit``; imported only then, so the simulator path
+never needs MoveIt. The poses, goals, scene objects and the outcome mapping come from
+:mod:`agentic_grasp.backends.moveit_translation` (unit-tested without MoveIt); this module
+only talks to the robot:
+
+APPROACH  open the fingers (Move), plan to the pre-grasp pose (OMPL via the ``transit`` plan
+          request), descend in a straight line (Pilz LIN, or move_group's
+          /compute_cartesian_path);
+CLOSE     Grasp (width from the perceived target, epsilon, speed, force), read the finger width;
+LIFT      lift-off segment, width check (slip), rest of the lift, width check (drop).
+
+A cancel stops the trajectory (TrajectoryExecutionManager.stop_execution) and cancels a
+running gripper goal; the fingers are opened only when nothing can be in the hand.
+
+APIs used (names as documented upstream; see docker/ros/README.md for the sources):
+``moveit.planning.MoveItPy(node_name, config_dict)``, ``.get_planning_component``,
+``.get_planning_scene_monitor``, ``.get_trajectory_execution_manager``, ``.execute``;
+``PlanningComponent.set_start_state_to_current_state / set_goal_state(pose_stamped_msg,
+pose_link) / plan(single_plan_parameters)``; ``PlanRequestParameters(moveit_py, namespace)``;
+``PlanningSceneMonitor.read_write() -> scene.apply_collision_object``;
+``moveit.core.robot_trajectory.RobotTrajectory.set_robot_trajectory_msg``;
+``moveit_configs_utils.MoveItConfigsBuilder``; ``moveit_msgs/srv/GetCartesianPath``;
+``franka_msgs/action/{Grasp, Move, Homing}``; ``control_msgs/action/GripperCommand``.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Callable, List, Optional, Sequence, Tuple
+
+from ament_index_python.packages import get_package_share_directory
+from geometry_msgs.msg import Pose as PoseMsg, PoseStamped
+from rclpy.action import ActionClient
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+
+from agentic_grasp import qos
+from agentic_grasp.backends.moveit_translation import (
+    MOVEIT_CONFIG_PARTS, SOLID_BOX, SOLID_CYLINDER, SOLID_SPHERE, AttemptObservation,
+    CollisionObjectSpec, MoveItBackendConfig, Pose, cancel_plan, combine_moveit_params,
+    dropoff_pose, finger_width, gripper_grasp_goal, gripper_open_goal, is_system_error,
+    moveit_error_name, outcome_from_observation, plan_grasp_motion, resolve_path,
+    scene_collision_objects)
+from agentic_grasp.conversions import object_from_msg
+from agentic_grasp.core.arm import PHASES, ArmBackend, ArmError, ArmResult
+from agentic_grasp.core.config import load_yaml
+from agentic_grasp.core.errors import ConfigError, ValidationError
+from agentic_grasp.core.paths import config_dir
+from agentic_grasp.core.types import GraspParameters, ObjectInstance, Phase
+from agentic_grasp.params import declare_dataclass
+from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
+
+try:  # MoveIt 2's Python bindings: ros-jazzy-moveit-py and ros-jazzy-moveit-configs-utils
+    from moveit.core.robot_trajectory import RobotTrajectory
+    from moveit.planning import MoveItPy, PlanRequestParameters
+    from moveit_configs_utils import MoveItConfigsBuilder
+    from moveit_msgs.msg import CollisionObject
+    from moveit_msgs.srv import GetCartesianPath
+    from shape_msgs.msg import SolidPrimitive
+except ImportError as exc:  # pragma: no cover - exercised where MoveIt is absent
+    raise ImportError(
+        "arm_backend 'moveit' needs MoveIt 2's Python API moveit_py (apt: ros-jazzy-moveit-py, "
+        "ros-jazzy-moveit-configs-utils, ros-jazzy-moveit-msgs); it is installed in the ROS "
+        "image built from docker/ros/Dockerfile. Without it use arm_backend 'sim'. "
+        f"(import failed: {exc})") from exc
+
+_SHAPE_TYPES = {SOLID_BOX: SolidPrimitive.BOX, SOLID_CYLINDER: SolidPrimitive.CYLINDER,
+                SOLID_SPHERE: SolidPrimitive.SPHERE}
+_POLL_S = 0.02
+
+
+class _Canceled(Exception):
+    """The goal was canceled while a step ran; the step already stopped the robot."""
+
+
+def _pose_msg(pose: Pose) -> PoseMsg:
+    msg = PoseMsg()
+    msg.position.x, msg.position.y, msg.position.z = pose.position
+    (msg.orientation.x, msg.orientation.y, msg.orientation.z,
+     msg.orientation.w) = pose.orientation
+    return msg
+
+
+def _collision_msg(spec: CollisionObjectSpec, operation: int) -> CollisionObject:
+    obj = CollisionObject()
+    obj.header.frame_id = spec.frame_id
+    obj.id = spec.id
+    obj.operation = operation
+    if operation == CollisionObject.ADD:
+        obj.primitives = [SolidPrimitive(type=_SHAPE_TYPES[spec.primitive_type],
+                                         dimensions=list(spec.dimensions))]
+        obj.primitive_poses = [_pose_msg(spec.pose)]
+        obj.pose = _pose_msg(Pose((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
+    return obj
+
+
+def _wait(future, timeout_s: float, is_cancelled: Callable[[], bool]) -> Tuple[str, object]:
+    """Wait for an rclpy future from a callback thread: ("done", result), ("timeout", None)
+    or ("canceled", None). The node's executor completes the future on another thread."""
+    done = threading.Event()
+    future.add_done_callback(lambda _f: done.set())
+    deadline = time.monotonic() + timeout_s
+    while not done.wait(_POLL_S):
+        if is_cancelled():
+            return "canceled", None
+        if time.monotonic() > deadline:
+            return "timeout", None
+    return "done", future.result()
+
+
+class _Gripper:
+    """The Franka Hand through franka_gripper's actions, or a GripperCommand controller."""
+
+    def __init__(self, node: Node, cfg: MoveItBackendConfig, group) -> None:
+        self._cfg = cfg
+        self._active_goal = None
+        if cfg.gripper_interface == "franka":
+            try:
+                from franka_msgs.action import Grasp, Homing, Move
+            except ImportError as exc:
+                raise ImportError("moveit.gripper_interface 'franka' needs franka_msgs "
+                                  "(franka_ros2, built in docker/ros/Dockerfile)") from exc
+            self._types = {"grasp": Grasp, "move": Move, "homing": Homing}
+            ns = cfg.gripper_action_ns.rstrip("/")
+            self._clients = {k: ActionClient(node, t, f"{ns}/{k}", callback_group=group)
+                             for k, t in self._types.items()}
+        else:
+            from control_msgs.action import GripperCommand
+            self._types = {"command": GripperCommand}
+            self._clients = {"command": ActionClient(node, GripperCommand,
+                                                     cfg.gripper_command_action,
+                                                     callback_group=group)}
+
+    @property
+    def goal_active(self) -> bool:
+        return self._active_goal is not None
+
+    def ready(self, timeout_s: float) -> bool:
+        return all(c.wait_for_server(timeout_sec=timeout_s) for c in self._clients.values())
+
+    def _send(self, kind: str, goal, is_cancelled: Callable[[], bool]) -> Optional[bool]:
+        """Run one goal; True/False = action succeeded/failed, None = no answer in time."""
+        client = self._clients[kind]
+        state, handle = _wait(client.send_goal_async(goal), self._cfg.action_timeout_s,
+                              is_cancelled)
+        if state != "done" or handle is None or not handle.accepted:
+            if state == "canceled":
+                raise _Canceled()
+            return None
+        self._active_goal = handle
+        try:
+            state, wrapped = _wait(handle.get_result_async(), self._cfg.action_timeout_s,
+                                   is_cancelled)
+            if state == "canceled":
+                handle.cancel_goal_async()      # franka_gripper calls gripper->stop()
+                raise _Canceled()
+            if state == "timeout":
+                handle.cancel_goal_async()
+                return None
+        finally:
+            self._active_goal = None
+        result = wrapped.result
+        if kind == "command":
+            return bool(result.reached_goal or result.stalled)
+        return bool(result.success)
+
+    def homing(self, is_cancelled) -> Optional[bool]:
+        if "homing" not in self._clients:
+            return True
+        return self._send("homing", self._types["homing"].Goal(), is_cancelled)
+
+    def move(self, width: float, speed: float, is_cancelled) -> Optional[bool]:
+        if "move" in self._clients:
+            return self._send("move", self._types["move"].Goal(width=width, speed=speed),
+                              is_cancelled)
+        goal = self._types["command"].Goal()
+        goal.command.position, goal.command.max_effort = width / 2.0, 0.0
+        return self._send("command", goal, is_cancelled)
+
+    def grasp(self, goal, is_cancelled) -> Optional[bool]:
+        if "grasp" in self._clients:
+            msg = self._types["grasp"].Goal(width=goal.width, speed=goal.speed, force=goal.force)
+            msg.epsilon.inner, msg.epsilon.outer = goal.epsilon_inner, goal.epsilon_outer
+            return self._send("grasp", msg, is_cancelled)
+        msg = self._types["command"].Goal()      # close fully; the object stalls the fingers
+        msg.command.position, msg.command.max_effort = 0.0, goal.force
+        return self._send("command", msg, is_cancelled)
+
+    def cancel(self) -> None:
+        handle = self._active_goal
+        if handle is not None:
+            handle.cancel_goal_async()
+
+    def destroy(self) -> None:
+        for client in self._clients.values():
+            client.destroy()
+
+
+class MoveItArmBackend(ArmBackend):
+    """One grasp attempt on the arm through MoveIt, reported in the failure taxonomy."""
+
+    name = "moveit"
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+        try:
+            self.cfg = MoveItBackendConfig.from_dict(
+                declare_dataclass(node, "moveit", MoveItBackendConfig))
+        except ValidationError as exc:
+            raise ConfigError(str(exc)) from exc
+        self._log = node.get_logger()
+        self._moveit = MoveItPy(node_name=self.cfg.node_name, config_dict=self._moveit_params())
+        self._arm = self._moveit.get_planning_component(self.cfg.planning_group)
+        self._psm = self._moveit.get_planning_scene_monitor()
+        tem_getter = (getattr(self._moveit, "get_trajectory_execution_manager", None)
+                      or getattr(self._moveit, "get_trajactory_execution_manager"))
+        self._tem = tem_getter()
+        group = ReentrantCallbackGroup()
+        self._gripper = _Gripper(node, self.cfg, group)
+        self._cartesian = (node.create_client(GetCartesianPath, self.cfg.cartesian_service,
+                                              callback_group=group)
+                           if self.cfg.cartesian_method == "service" else None)
+        self._width_lock = threading.Condition()
+        self._width: Tuple[float, float] = (math.nan, 0.0)     # (width m, monotonic time)
+        self._objects: List[ObjectInstance] = []
+        node.create_subscription(JointState, self.cfg.gripper_joint_states, self._on_joints,
+                                 qos_profile_sensor_data, callback_group=group)
+        node.create_subscription(PerceptionResultMsg, self.cfg.perception_topic,
+                                 self._on_perception, qos.LATCHED, callback_group=group)
+        self._scene_ids: List[str] = []
+        self._holding = False
+        self._homed = self.cfg.gripper_interface != "franka" or not self.cfg.homing_on_start
+        self._log.info(f"MoveIt backend ready: group {self.cfg.planning_group}, link "
+                       f"{self.cfg.ik_link}, gripper {self.cfg.gripper_interface}")
+
+    # ------------------------------------------------------------------ set-up
+    def _moveit_params(self) -> dict:
+        """MoveItConfigsBuilder for the robot, then config/moveit/moveit_py.yaml on top.
+
+        The parts are merged deeply (see combine_moveit_params) instead of ``to_dict()``."""
+        cfg = self.cfg
+        share = get_package_share_directory(cfg.moveit_config_package)
+
+        def path(spec: str) -> str:
+            return resolve_path(spec, share, get_package_share_directory)
+
+        builder = MoveItConfigsBuilder(cfg.robot_name, package_name=cfg.moveit_config_package)
+        builder.robot_description(file_path=path(cfg.urdf_file),
+                                  mappings=cfg.mapping_dict("urdf_mappings") or None)
+        builder.robot_description_semantic(file_path=path(cfg.srdf_file),
+                                           mappings=cfg.mapping_dict("srdf_mappings") or None)
+        builder.robot_description_kinematics(file_path=path(cfg.kinematics_file))
+        builder.joint_limits(file_path=path(cfg.joint_limits_file))
+        builder.trajectory_execution(file_path=path(cfg.controllers_file))
+        builder.planning_pipelines(default_planning_pipeline="ompl",
+                                   pipelines=["ompl", "pilz_industrial_motion_planner"])
+        configs = builder.to_moveit_configs()
+        parts = [getattr(configs, name, None) for name in MOVEIT_CONFIG_PARTS]
+        return combine_moveit_params([p for p in parts if isinstance(p, dict) and p],
+                                     load_yaml(config_dir() / cfg.moveit_py_file))
+
+    def _on_joints(self, msg: JointState) -> None:
+        width = finger_width(msg.name, msg.position, self.cfg.gripper_joint_names)
+        if width is not None:
+            with self._width_lock:
+                self._width = (width, time.monotonic())
+                self._width_lock.notify_all()
+
+    def _on_perception(self, msg: PerceptionResultMsg) -> None:
+        objects = []
+        for obs in msg.objects:
+            try:
+                objects.append(object_from_msg(obs))
+            except ValidationError as exc:
+                self._log.warning(f"perceived object ignored: {exc}")
+        self._objects = objects
+
+    def _fresh_width(self, timeout_s: float = 1.0) -> float:
+        """Finger width from a joint state received after this call (NaN if none came)."""
+        since = time.monotonic()
+        with self._width_lock:
+            self._width_lock.wait_for(lambda: self._width[1] > since, timeout=timeout_s)
+            return self._width[0] if self._width[1] > since else math.nan
+
+    # ------------------------------------------------------------------ motion
+    def _update_scene(self, target_id: str) -> None:
+        specs = scene_collision_objects(self._objects, target_id, self.cfg)
+        with self._psm.read_write() as scene:
+            for old in self._scene_ids:
+                gone = CollisionObject(id=old, operation=CollisionObject.REMOVE)
+                gone.header.frame_id = self.cfg.planning_frame
+                scene.apply_collision_object(gone)
+            for spec in specs:
+                scene.apply_collision_object(_collision_msg(spec, CollisionObject.ADD))
+            scene.current_state.update()
+        self._scene_ids = [s.id for s in specs]
+
+    def _execute(self, trajectory, is_cancelled) -> str:
+        """Run a trajectory; "" on success, else the ExecutionStatus text. A cancel stops it."""
+        finished = threading.Event()
+
+        def watch() -> None:
+            while not finished.wait(_POLL_S):
+                if is_cancelled():
+                    self._tem.stop_execution()
+                    return
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            status = self._moveit.execute(trajectory, controllers=[])
+        finally:
+            finished.set()
+            watcher.join()
+        if is_cancelled():
+            raise _Canceled()
+        if bool(status):
+            return ""
+        return str(getattr(status, "status", status) or "execution failed")
+
+    def _plan_to(self, pose: Pose, request: str, scaling: Optional[float]):
+        """Plan to an ik_link pose; (trajectory, None) or (None, MoveItErrorCodes value)."""
+        goal = PoseStamped()
+        goal.header.frame_id = self.cfg.planning_frame
+        goal.pose = _pose_msg(pose)
+        self._arm.set_start_state_to_current_state()
+        self._arm.set_goal_state(pose_stamped_msg=goal, pose_link=self.cfg.ik_link)
+        params = PlanRequestParameters(self._moveit, request)
+        if scaling is not None:
+            params.max_velocity_scaling_factor = scaling
+            params.max_acceleration_scaling_factor = scaling
+        result = self._arm.plan(single_plan_parameters=params)
+        if result:
+            return result.trajectory, None
+        return None, int(result.error_code.val)
+
+    def _plan_straight(self, waypoints: Sequence[Pose], scaling: float, is_cancelled):
+        """A straight segment: (trajectory, None, 1.0) or (None, error code, fraction)."""
+        if self.cfg.cartesian_method == "pilz_lin":
+            trajectory, code = self._plan_to(waypoints[-1], self.cfg.cartesian_request, scaling)
+            return trajectory, code, (1.0 if trajectory is not None else 0.0)
+        request = GetCartesianPath.Request()
+        request.header.frame_id = self.cfg.planning_frame
+        request.start_state.is_diff = True
+        request.group_name = self.cfg.planning_group
+        request.link_name = self.cfg.ik_link
+        request.waypoints = [_pose_msg(p) for p in waypoints]
+        request.max_step = self.cfg.cartesian_max_step_m
+        request.avoid_collisions = True
+        request.max_velocity_scaling_factor = scaling
+        request.max_acceleration_scaling_factor = scaling
+        if hasattr(request, "max_cartesian_speed"):      # moveit_msgs >= 2.6
+            request.cartesian_speed_limited_link = self.cfg.ik_link
+            request.max_cartesian_speed = scaling * self.cfg.max_trans_vel_mps
+        if not self._cartesian.wait_for_service(timeout_sec=2.0):
+            raise ConnectionError(f"{self.cfg.cartesian_service} is not available "
+                                  "(is move_group running?)")
+        state, response = _wait(self._cartesian.call_async(request),
+                                self.cfg.action_timeout_s, is_cancelled)
+        if state == "canceled":
+            raise _Canceled()
+        if state == "timeout":
+            raise TimeoutError(f"{self.cfg.cartesian_service} did not answer")
+        if response.fraction < self.cfg.min_cartesian_fraction:
+            code = response.error_code.val
+            return None, (code if code != 1 else -1), float(response.fraction)
+        trajectory = RobotTrajectory(self._moveit.get_robot_model())
+        with self._psm.read_only() as scene:
+            trajectory.set_robot_trajectory_msg(scene.current_state, response.solution)
+        trajectory.joint_model_group_name = self.cfg.planning_group
+        return trajectory, None, float(response.fraction)
+
+    def _move(self, obs: AttemptObservation, stage: str, trajectory_or_code, is_cancelled,
+              fraction: float = math.nan) -> bool:
+        """Execute a planned motion or record why there is none; True when it ran through."""
+        trajectory, code = trajectory_or_code
+        if trajectory is None:
+            if is_system_error(code):
+                raise RuntimeError(f"MoveIt cannot plan the {stage} motion: "
+                                   f"{moveit_error_name(code)}")
+            obs.planning_error, obs.planning_stage = code, stage
+            obs.cartesian_fraction = fraction
+            return False
+        failure = self._execute(trajectory, is_cancelled)
+        if failure:
+            obs.execution_failure, obs.execution_stage = failure, stage
+            return False
+        return True
+
+    def _release_held_object(self, is_cancelled) -> Optional[str]:
+        """Put a held object down at the drop-off pose; None or why it failed."""
+        trajectory, code = self._plan_to(dropoff_pose(self.cfg), self.cfg.transit_request,
+                                         self.cfg.transit_velocity_scaling)
+        if trajectory is None:
+            return f"no plan to the drop-off pose ({moveit_error_name(code)})"
+        failure = self._execute(trajectory, is_cancelled)
+        if failure:
+            return f"drop-off motion failed: {failure}"
+        if not self._gripper.move(0.08, self.cfg.gripper_open_speed_mps, is_cancelled):
+            return "gripper did not open at the drop-off"
+        self._holding = False
+        return None
+
+    def _retreat(self, motion, opening_m: float, is_cancelled) -> None:
+        """After a failed close: open the fingers and back out along the approach, so the
+        next attempt does not start with the hand around the object (best effort)."""
+        if not self._gripper.move(opening_m, self.cfg.gripper_open_speed_mps, is_cancelled):
+            self._log.warning("gripper did not reopen after the failed grasp")
+            return
+        trajectory, code, _ = self._plan_straight([motion.pre_grasp],
+                                                  motion.descent_velocity_scaling, is_cancelled)
+        failure = (f"no plan ({moveit_error_name(code)})" if trajectory is None
+                   else self._execute(trajectory, is_cancelled))
+        if failure:
+            self._log.warning(f"retreat to the pre-grasp pose failed: {failure}")
+
+    # ------------------------------------------------------------------ the attempt
+    def execute(self, target_id: str, grasp: GraspParameters, on_phase, is_cancelled) -> ArmResult:
+        if not self._gripper.ready(timeout_s=2.0):
+            return ArmResult(ArmError.BACKEND_UNAVAILABLE, "gripper action server(s) not "
+                             f"available ({self.cfg.gripper_interface})")
+        obs = AttemptObservation()
+        start = time.monotonic()
+        try:
+            return self._attempt(target_id, grasp, on_phase, is_cancelled, obs, start)
+        except _Canceled:
+            plan = cancel_plan(self._holding, self._gripper.goal_active)
+            if plan.cancel_gripper_goal:
+                self._gripper.cancel()
+            if plan.open_gripper:
+                self._gripper.move(grasp.width, self.cfg.gripper_open_speed_mps, lambda: False)
+            obs.duration_s = time.monotonic() - start
+            return ArmResult(ArmError.CANCELED,
+                             f"canceled during {obs.phase_reached.value}; motion stopped"
+                             + ("; object kept in the hand" if self._holding else ""),
+                             outcome_from_observation(obs, self.cfg, target_id))
+        except (ConnectionError, TimeoutError) as exc:
+            return ArmResult(ArmError.BACKEND_UNAVAILABLE, str(exc))
+        except (RuntimeError, ValidationError) as exc:
+            self._log.error(f"MoveIt backend failed: {exc}")
+            return ArmResult(ArmError.BACKEND_FAILURE, str(exc))
+
+    def _attempt(self, target_id, grasp, on_phase, is_cancelled, obs, start) -> ArmResult:
+        def check() -> None:
+            if is_cancelled():
+                raise _Canceled()
+
+        def finish(message: str) -> ArmResult:
+            obs.duration_s = time.monotonic() - start
+            outcome = outcome_from_observation(obs, self.cfg, target_id)
+            return ArmResult(ArmError.NONE, message, outcome)
+
+        if not self._homed:
+            if not self._gripper.homing(is_cancelled):
+                return ArmResult(ArmError.BACKEND_FAILURE, "Franka Hand homing failed")
+            self._homed = True
+        if self._holding:
+            why = self._release_held_object(is_cancelled)
+            if why is not None:
+                return ArmResult(ArmError.BACKEND_FAILURE, f"cannot release the held object: {why}")
+        known = {o.id for o in self._objects}
+        target = next((o for o in self._objects if o.id == target_id), None)
+        if target is None:
+            self._log.warning(f"target {target_id!r} is not in the last perception result "
+                              f"({sorted(known)}); grasping without its width or scene")
+        self._update_scene(target_id)
+        motion = plan_grasp_motion(grasp, self.cfg)
+        count = len(PHASES)
+
+        # APPROACH: open, free motion to the pre-grasp, straight descent.
+        on_phase(Phase.APPROACH, 1, count)
+        opening = gripper_open_goal(grasp, self.cfg)
+        if not self._gripper.move(opening.width, opening.speed, is_cancelled):
+            return ArmResult(ArmError.BACKEND_FAILURE, "gripper did not open")
+        obs.opening_m = self._fresh_width()
+        check()
+        planned = self._plan_to(motion.pre_grasp, self.cfg.transit_request,
+                                self.cfg.transit_velocity_scaling)
+        if not self._move(obs, "pre-grasp", planned, is_cancelled):
+            return finish("pre-grasp not reached")
+        check()
+        trajectory, code, fraction = self._plan_straight(motion.descent,
+                                                         motion.descent_velocity_scaling,
+                                                         is_cancelled)
+        if not self._move(obs, "descent", (trajectory, code), is_cancelled, fraction):
+            return finish("descent not completed")
+
+        # CLOSE
+        check()
+        on_phase(Phase.CLOSE, 2, count)
+        obs.phase_reached = Phase.CLOSE
+        obs.grasp_goal = gripper_grasp_goal(grasp, target, self.cfg)
+        answered = self._gripper.grasp(obs.grasp_goal, is_cancelled)
+        if answered is None:
+            raise TimeoutError("gripper grasp action did not answer")
+        obs.width_after_close_m = self._fresh_width()
+        lo, hi = obs.grasp_goal.window
+        # franka_gripper's Grasp judges the window itself; a GripperCommand controller only
+        # reports that the fingers stopped, so the measured width decides.
+        obs.grasp_action_ok = (answered if self.cfg.gripper_interface == "franka"
+                               else lo < obs.width_after_close_m < hi)
+        if not obs.grasp_action_ok:
+            self._retreat(motion, opening.width, is_cancelled)
+            return finish("grasp failed")
+        self._holding = True
+
+        # LIFT: lift-off (slip check), then the rest (drop check).
+        check()
+        on_phase(Phase.LIFT, 3, count)
+        obs.phase_reached = Phase.LIFT
+        if motion.liftoff:
+            trajectory, code, fraction = self._plan_straight(
+                motion.liftoff, motion.lift_velocity_scaling, is_cancelled)
+            if not self._move(obs, "lift-off", (trajectory, code), is_cancelled, fraction):
+                return finish("lift-off not completed")
+            obs.width_after_liftoff_m = self._fresh_width()
+        check()
+        trajectory, code, fraction = self._plan_straight(motion.lift, motion.lift_velocity_scaling,
+                                                         is_cancelled)
+        if not self._move(obs, "lift", (trajectory, code), is_cancelled, fraction):
+            return finish("lift not completed")
+        obs.width_after_lift_m = self._fresh_width()
+        outcome = outcome_from_observation(obs, self.cfg, target_id)
+        self._holding = outcome.success
+        obs.duration_s = time.monotonic() - start
+        outcome.duration_s = obs.duration_s
+        return ArmResult(ArmError.NONE, "object lifted" if outcome.success else "object lost",
+                         outcome)
+
+    def close(self) -> None:
+        self._gripper.destroy()
+        if self._cartesian is not None:
+            self._node.destroy_client(self._cartesian)
+        self._moveit.shutdown()
+
+
+__all__ = ["MoveItArmBackend"]
