@@ -7,7 +7,8 @@ same graph from the same configuration.
 Examples:
   ros2 launch agentic_grasp bringup.launch.py                      # simulator + oracle
   ros2 launch agentic_grasp bringup.launch.py perception:=vlm vlm_url:=http://gpu:8000/v1
-  ros2 launch agentic_grasp bringup.launch.py arm:=moveit          # real Panda via MoveIt
+  ros2 launch agentic_grasp bringup.launch.py arm:=moveit          # real robot via MoveIt
+  ros2 launch agentic_grasp bringup.launch.py arm:=moveit use_mock_hardware:=true
 """
 import os
 
@@ -41,6 +42,30 @@ def _nodes(context, *_args, **_kwargs):
     return actions
 
 
+MOCK_CONFIG = "moveit_resources_panda_moveit_config"
+
+
+def _mock_hardware(context, *_args, **_kwargs):
+    """A Panda on ros2_control mock components, matching the executor's default moveit.*."""
+    if LaunchConfiguration("arm").perform(context) != "moveit":
+        return []
+    from moveit_configs_utils import MoveItConfigsBuilder
+
+    description = (MoveItConfigsBuilder("panda", package_name=MOCK_CONFIG)
+                   .robot_description(file_path="config/panda.urdf.xacro")
+                   .to_moveit_configs().robot_description)
+    controllers = os.path.join(get_package_share_directory(MOCK_CONFIG), "config",
+                               "ros2_controllers.yaml")
+    return [Node(package="robot_state_publisher", executable="robot_state_publisher",
+                 parameters=[description]),
+            Node(package="controller_manager", executable="ros2_control_node",
+                 parameters=[controllers],
+                 remappings=[("/controller_manager/robot_description", "/robot_description")])
+            ] + [Node(package="controller_manager", executable="spawner", arguments=[c])
+                 for c in ("joint_state_broadcaster", "panda_arm_controller",
+                           "panda_hand_controller")]
+
+
 def generate_launch_description() -> LaunchDescription:
     record = LaunchConfiguration("record")
     return LaunchDescription([
@@ -60,7 +85,13 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("record", default_value="",
                               description="Record the run's topics with ros2 bag to this "
                                           "folder (empty: do not record)"),
+        DeclareLaunchArgument("use_mock_hardware", default_value="false",
+                              choices=["true", "false"],
+                              description="With arm:=moveit, also start a Panda on ros2_control "
+                                          "mock hardware (moveit_resources_panda_moveit_config)"),
         OpaqueFunction(function=_nodes),
+        OpaqueFunction(function=_mock_hardware,
+                       condition=IfCondition(LaunchConfiguration("use_mock_hardware"))),
         ExecuteProcess(cmd=["ros2", "bag", "record", "-o", record] + RECORD_TOPICS,
                        output="screen",
                        condition=IfCondition(PythonExpression(["'", record, "' != ''"]))),

@@ -16,7 +16,8 @@ def test_every_bringup_flag_is_a_described_launch_argument():
         if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "DeclareLaunchArgument":
             name = node.args[0].value
             declared[name] = {kw.arg for kw in node.keywords}
-    assert set(declared) == set(DEFAULT_ARGS) | {"record"}
+    # record and use_mock_hardware need ros2 bag / ros2_control: launch-only arguments.
+    assert set(declared) == set(DEFAULT_ARGS) | {"record", "use_mock_hardware"}
     for name, keywords in declared.items():
         assert {"default_value", "description"} <= keywords, name
 
