@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Set up (idempotent), bring up the node graph on the embedded defaults (simulator arm),
-# grasp the banana through ExecuteGrasp, print the outcome, shut everything down.
+# Set up (idempotent), bring up the whole node graph on the embedded defaults (simulator arm,
+# oracle perception), ask the planner to pick up the ceramic cup through GraspObject while
+# its feedback streams (the first attempt fails and the reflection recovers), print the
+# result, shut everything down. The exit code is the grasp's (0 success, 1 failed, 2 error).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh" --quiet
@@ -14,7 +16,8 @@ cleanup() { kill -INT "$bringup" 2>/dev/null || true; wait "$bringup" 2>/dev/nul
 trap cleanup EXIT
 
 set +e
-agentic-grasp execute --task sg_banana --seed 0 --timeout 60
+agentic-grasp grasp "pick up the ceramic cup" --task sg_cup --seed 0 --timeout 120 \
+  --server-timeout 60
 rc=$?
 set -e
 cleanup

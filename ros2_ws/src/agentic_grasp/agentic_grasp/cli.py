@@ -15,6 +15,8 @@ from typing import List, Optional
 COMMANDS = {
     "bringup": ("bringup", "start the node graph as processes (like ros2 launch bringup)"),
     "execute": ("execute", "load a task scene and execute one grasp through ExecuteGrasp"),
+    "grasp": ("grasp", "grasp what an instruction names through the planner (GraspObject), "
+              "streaming its feedback"),
     "bench": ("bench", "benchmarks that print numbers (sim, retrieval, scene-graph, perception)"),
     "retrieve": ("retrieve", "ask HAA-RAG for grasp strategies (the retrieval node, or --local) "
                  "as JSON"),

@@ -12,7 +12,7 @@ import time
 from typing import Callable, List, Optional
 
 import rclpy
-from rclpy.action import ActionClient
+from agentic_grasp.backends.dependencies import OrderedActionClient as ActionClient
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 

@@ -519,3 +519,169 @@ def retrieval_query_from_msg(request: Any) -> Dict[str, Any]:
     return {"category": category, "affordance": affordance, "embedding": embedding,
             "embedding_model": request.embedding_model or None, "crop": crop,
             "k": int(request.k) or None, "mode": request.mode or None}
+
+
+# ---- planner: peer answers back into the domain, attempt records out ----------------------
+
+if TYPE_CHECKING:
+    from agentic_grasp.core.retrieval.haa_rag import RetrievalResult
+
+
+def perceived_object_from_msg(msg: ObjectMsg) -> "PerceivedObject":
+    """A PerceivedObject of an ObjectObservation (the inverse of perceived_object_to_msg).
+
+    The message has no shape: it is left None, so PerceivedObject.to_object_instance guesses
+    it from the category as it does for the VLM backend. No pixel box travels either.
+    """
+    from agentic_grasp.core.perception import PerceivedObject
+
+    if msg.state not in _STATES_INV:
+        raise ValidationError(f"object {msg.id!r}: state {msg.state} is not 0, 1 or 2")
+    try:
+        affordance = affordance_from_msg(msg.affordance)
+    except (ValidationError, ValueError) as exc:
+        raise ValidationError(f"object {msg.id!r}: affordance: {exc}") from None
+    if affordance is not None:
+        affordance = dataclasses.replace(
+            affordance, fragility=float32_decimal(msg.affordance.fragility))
+    size = from_xyz(msg.size)
+    return PerceivedObject(
+        id=msg.id, category=msg.category, pixel=(float(msg.pixel_u), float(msg.pixel_v)),
+        bbox=None, position=from_xyz(msg.pose.position),
+        size=size if np.all(np.isfinite(size)) and np.all(size > 0.0) else None,
+        state=_STATES_INV[msg.state], fragility=float32_decimal(msg.fragility),
+        affordance=affordance, confidence=float(msg.confidence), name=msg.name,
+        shape=None, yaw=quaternion_yaw(msg.pose.orientation))
+
+
+def perception_result_from_msg(msg: PerceptionResultMsg) -> "PerceptionResult":
+    """The core PerceptionResult of a Perceive answer (the planner's input).
+
+    ``target`` is the object whose id is ``target_id`` (None when the message carries none
+    with a 3-D position). A malformed object becomes an error result naming it, the way a
+    backend reports a bad answer, rather than an exception.
+    """
+    from agentic_grasp.core.perception import PerceptionResult
+
+    try:
+        objects = [perceived_object_from_msg(m) for m in msg.objects]
+    except ValidationError as exc:
+        return PerceptionResult.failure(msg.backend, f"invalid perception answer: {exc}",
+                                        latency_s=float(msg.latency_s),
+                                        requests=int(msg.requests),
+                                        warnings=list(msg.warnings))
+    target = next((o for o in objects if msg.target_id and o.id == msg.target_id), None)
+    return PerceptionResult(
+        backend=msg.backend, target_found=bool(msg.target_found), target=target,
+        objects=objects, warnings=list(msg.warnings), error=msg.error,
+        latency_s=float(msg.latency_s), prompt_tokens=int(msg.prompt_tokens),
+        completion_tokens=int(msg.completion_tokens), requests=int(msg.requests))
+
+
+def experience_from_msg(msg: ExperienceMsg) -> "Experience":
+    """A knowledge-base experience of a RetrievedStrategy; its grasp stays in the object frame.
+
+    The message carries no render spec and no embedding (the planner needs neither).
+    """
+    from agentic_grasp.core.retrieval.knowledge_base import Experience
+
+    affordance = affordance_from_msg(msg.affordance)
+    if affordance is None:
+        raise ValidationError(f"experience {msg.id!r} has no affordance")
+    affordance = dataclasses.replace(affordance,
+                                     fragility=float32_decimal(msg.affordance.fragility))
+    grasp = grasp_from_msg(msg.grasp).to_dict()
+    for name in ("width", "force", "approach_height", "speed", "wrist_yaw"):
+        grasp[name] = float32_decimal(grasp[name])      # the KB's decimals, not float32 noise
+    return Experience(id=msg.id, category=msg.category, affordance=affordance, grasp=grasp,
+                      success=bool(msg.success), provenance=msg.provenance, render_spec={},
+                      embedding_model=msg.embedding_model)
+
+
+def retrieved_strategy_from_msg(msg: RetrievedStrategyMsg,
+                                weights: Optional[Mapping[str, float]] = None
+                                ) -> "ScoredStrategy":
+    """A ScoredStrategy of a RetrievedStrategy (inverse of retrieved_strategy_to_msg).
+
+    The message carries the weighted Eq. 1 terms; the raw terms of ScoredStrategy come back
+    only when the retriever's ``weights`` are given (else ``s_aff_terms`` is empty). The
+    penalty goes back from the multiplier to the fraction removed (0.7 -> 0.3).
+    """
+    from agentic_grasp.core.retrieval.haa_rag import ScoredStrategy
+
+    terms: Dict[str, float] = {}
+    if weights:
+        weighted = {"type": msg.s_aff_type, "material": msg.s_aff_material,
+                    "fragility": msg.s_aff_fragility, "region": msg.s_aff_region}
+        terms = {k: (float(v) / float(weights[k]) if weights.get(k) else 0.0)
+                 for k, v in weighted.items()}
+    return ScoredStrategy(experience=experience_from_msg(msg.experience),
+                          s_cat=float(msg.s_cat), s_aff=float(msg.s_aff), s_aff_terms=terms,
+                          s_vis=float(msg.s_vis), penalty=float(1.0 - msg.penalty),
+                          s_final=float(msg.s_final), rank=int(msg.rank),
+                          explanation=msg.explanation)
+
+
+def retrieval_result_from_msg(response: Any) -> "RetrievalResult":
+    """The core RetrievalResult of a RetrieveStrategies response.
+
+    A response with success=false becomes an empty result whose reason is the node's
+    message, which is what the planner reports when it falls back to its default grasp.
+    """
+    from agentic_grasp.core.retrieval.haa_rag import RetrievalResult
+
+    if not response.success:
+        return RetrievalResult([], f"retrieval refused the query: {response.message}", 0, 0)
+    return RetrievalResult([retrieved_strategy_from_msg(s) for s in response.strategies],
+                           response.message, int(response.candidates_level1),
+                           int(response.candidates_level2))
+
+
+def scene_to_msg(objects: Sequence[ObjectInstance], header: Optional[Header] = None,
+                 source: str = "") -> SceneGraphMsg:
+    """A SceneGraph request of domain objects (no relations: the service computes them)."""
+    return SceneGraphMsg(header=header if header is not None else Header(), source=source,
+                         objects=[object_to_msg(o) for o in objects])
+
+
+def failure_diagnosis_to_msg(diagnosis: Optional[Mapping[str, Any]],
+                             correction: Optional[Mapping[str, Any]] = None) -> Any:
+    """FailureDiagnosis of the planner's diagnosis and correction dicts (``to_dict()``).
+
+    None (a successful attempt) is failure_type "none"; retry_level is the level of the
+    correction computed from this failure (0 when there is none).
+    """
+    from agentic_grasp_interfaces.msg import FailureDiagnosis
+
+    if diagnosis is None:
+        return FailureDiagnosis(failure_type=FailureDiagnosis.NONE)
+    return FailureDiagnosis(failure_type=str(diagnosis.get("failure_type", "unknown")),
+                            group=str(diagnosis.get("group", "")),
+                            retry_level=int(correction.get("level", 0)) if correction else 0,
+                            evidence=str(diagnosis.get("evidence", "")),
+                            correction=str(correction.get("text", "")) if correction else "")
+
+
+def attempt_record_to_msg(goal_id: str, subgoal_index: int, target_id: str, attempt: int,
+                          retry_level: int, thought: str, grasp: Optional[GraspParameters],
+                          outcome: Optional[GraspOutcomeMsg],
+                          diagnosis: Optional[Mapping[str, Any]],
+                          correction: Optional[Mapping[str, Any]], duration_s: float,
+                          header: Optional[Header] = None) -> Any:
+    """One AttemptRecord (Thought -> Action -> Observation, and the reflection on it).
+
+    ``outcome`` is the GraspOutcome exactly as the executor returned it (measurements and
+    events intact); an attempt the arm never ran has an empty one.
+    """
+    from agentic_grasp_interfaces.msg import AttemptRecord
+
+    msg = AttemptRecord(header=header if header is not None else Header(), goal_id=goal_id,
+                        subgoal_index=int(subgoal_index), target_id=target_id,
+                        attempt=int(attempt), retry_level=int(retry_level), thought=thought,
+                        diagnosis=failure_diagnosis_to_msg(diagnosis, correction),
+                        duration_s=float(duration_s))
+    if grasp is not None:
+        msg.grasp = grasp_to_msg(grasp)
+    if outcome is not None:
+        msg.outcome = outcome
+    return msg

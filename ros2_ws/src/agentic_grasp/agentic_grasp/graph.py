@@ -33,13 +33,14 @@ NODES: List[NodeSpec] = [
              "retrieval.yaml"),
     NodeSpec("scene_graph", "scene_graph_node", "agentic_grasp.nodes.scene_graph_node",
              "scene_graph.yaml"),
+    NodeSpec("planner", "planner_node", "agentic_grasp.nodes.planner_node", "planner.yaml"),
 ]
 
 #: Topics a recorded run keeps (ros2 bag record on a ROS 2 install).
 RECORD_TOPICS: List[str] = [
     "/camera/color/image_raw", "/camera/depth/image_raw", "/camera/color/camera_info",
     "/joint_states", "/sim/ground_truth", "/perception/result", "/scene_graph/graph",
-    "/scene_graph/markers",
+    "/scene_graph/markers", "/planner/attempts", "/planner/markers",
 ]
 
 DEFAULT_ARGS: Dict[str, str] = {"arm": "sim", "perception": "oracle",

@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Dict
 
-from rclpy.action import ActionClient
+from agentic_grasp.backends.dependencies import OrderedActionClient as ActionClient
 
 from agentic_grasp.benchmarks.timing import summarize
 from agentic_grasp.client import GraphClient

@@ -81,7 +81,7 @@ def test_cancel_stops_the_attempt_and_keeps_the_object(sim_graph):
     client.load_scene("sg_banana", 2)
     banana = _truth(sim_graph)["banana_1"]
     goal = ExecuteGrasp.Goal(target_id="banana_1", grasp=grasp_to_msg(heuristic_grasp(banana)))
-    from rclpy.action import ActionClient
+    from agentic_grasp.backends.dependencies import OrderedActionClient as ActionClient
 
     action = ActionClient(client.node, ExecuteGrasp, "execute_grasp")
     try:
@@ -108,7 +108,7 @@ def test_second_goal_while_busy_is_rejected(sim_graph):
     client.load_scene("sg_banana", 3)
     banana = _truth(sim_graph)["banana_1"]
     goal = ExecuteGrasp.Goal(target_id="banana_1", grasp=grasp_to_msg(heuristic_grasp(banana)))
-    from rclpy.action import ActionClient
+    from agentic_grasp.backends.dependencies import OrderedActionClient as ActionClient
 
     action = ActionClient(client.node, ExecuteGrasp, "execute_grasp")
     try:

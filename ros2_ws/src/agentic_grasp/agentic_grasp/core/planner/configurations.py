@@ -32,6 +32,13 @@ Initial grasp sources:
   (``VLM_TYPE_FOR_AFFORDANCE``). No object-specific width, force or grasp point.
 - ``heuristic``: :func:`agentic_grasp.core.heuristic.heuristic_grasp` on the perceived box.
 
+Table V (scene graph study, interactive tasks) needs one more step between "no scene graph"
+and the full system: ``no_constraint_inference`` builds the scene graph and keeps what the
+graph itself decides (support ordering of sub-goals, support-dependency prerequisites) but
+drops every constraint that changes the grasp (content preservation, collision avoidance,
+occlusion: no Delta g). It lives in :data:`STUDY_CONFIGURATIONS`, not in Table II's
+:data:`CONFIGURATIONS`; :func:`get_configuration` finds both.
+
 Nothing here, nor in the planner, looks at task ids or object names.
 """
 from __future__ import annotations
@@ -59,6 +66,9 @@ class Configuration:
     scene_graph: bool = True
     recovery: bool = True
     memory: bool = True
+    #: With the scene graph on: infer the grasp-changing constraints (Delta g). Off keeps
+    #: only the graph's support dependencies (Table V "+ scene graph").
+    constraint_inference: bool = True
 
     def __post_init__(self) -> None:
         if self.initial not in INITIAL_SOURCES:
@@ -71,7 +81,8 @@ class Configuration:
 
     def to_dict(self) -> Dict[str, Any]:
         return {"name": self.name, "initial": self.initial, "scene_graph": self.scene_graph,
-                "recovery": self.recovery, "memory": self.memory}
+                "recovery": self.recovery, "memory": self.memory,
+                "constraint_inference": self.constraint_inference}
 
 
 CONFIGURATIONS: Dict[str, Configuration] = {
@@ -84,6 +95,13 @@ CONFIGURATIONS: Dict[str, Configuration] = {
         Configuration("vlm_only", initial="vlm", scene_graph=False, recovery=False,
                       memory=False),
         Configuration("heuristic", initial="heuristic", scene_graph=False, memory=False),
+    )
+}
+
+#: Configurations of the other studies (Table V), kept apart from Table II's seven.
+STUDY_CONFIGURATIONS: Dict[str, Configuration] = {
+    c.name: c for c in (
+        Configuration("no_constraint_inference", constraint_inference=False),
     )
 }
 
@@ -105,14 +123,15 @@ VLM_TYPE_FOR_AFFORDANCE: Dict[AffordanceType, GraspType] = {
 
 
 def get_configuration(name: Union[str, Configuration]) -> Configuration:
-    """The Table II configuration called ``name`` (ConfigError naming the valid ones)."""
+    """The Table II (or study) configuration called ``name`` (ConfigError naming the valid
+    ones)."""
     if isinstance(name, Configuration):
         return name
-    try:
-        return CONFIGURATIONS[str(name)]
-    except KeyError:
+    found = CONFIGURATIONS.get(str(name)) or STUDY_CONFIGURATIONS.get(str(name))
+    if found is None:
         raise ConfigError(f"unknown planner configuration {name!r}; expected one of "
-                          f"{', '.join(CONFIGURATIONS)}") from None
+                          f"{', '.join(list(CONFIGURATIONS) + list(STUDY_CONFIGURATIONS))}")
+    return found
 
 
 def _section(cls, data: Optional[Mapping[str, Any]], where: str):
@@ -366,7 +385,8 @@ class PlannerConfig:
         return replace(self, configuration=name)
 
 
-__all__ = ["CONFIGURATIONS", "Configuration", "PlannerConfig", "TABLE_II_ORDER",
+__all__ = ["CONFIGURATIONS", "Configuration", "PlannerConfig", "STUDY_CONFIGURATIONS",
+           "TABLE_II_ORDER",
            "VLM_TYPE_FOR_AFFORDANCE", "get_configuration", "DefaultGrasp", "Limits",
            "ClassificationConfig", "CorrectionConfig", "Level2Config", "Level3Config",
            "TimeModel"]

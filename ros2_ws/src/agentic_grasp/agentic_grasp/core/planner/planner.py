@@ -37,7 +37,8 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tupl
 import numpy as np
 
 from agentic_grasp.core.arm import ArmBackend, ArmError
-from agentic_grasp.core.constraints import ConstraintSet, apply_constraints, infer_constraints
+from agentic_grasp.core.constraints import (ConstraintSet, ConstraintType, apply_constraints,
+                                             infer_constraints)
 from agentic_grasp.core.heuristic import HeuristicConfig, heuristic_grasp
 from agentic_grasp.core.perception.backend import PerceivedObject, PerceptionResult
 from agentic_grasp.core.planner.configurations import (VLM_TYPE_FOR_AFFORDANCE, Configuration,
@@ -472,6 +473,9 @@ class ReflectivePlanner:
         # Lines 1-4: scene graph and constraints, retrieval, initial grasp.
         if cfg.scene_graph:
             constraints = self.constraint_fn(objects, target_id)
+            if not cfg.constraint_inference:        # Table V "+ scene graph": graph only
+                constraints = ConstraintSet(target_id, constraints.of_type(
+                    ConstraintType.SUPPORT_DEPENDENCY))
             goal.compute_s += tm.scene_graph_s
         else:
             constraints = ConstraintSet(target_id)

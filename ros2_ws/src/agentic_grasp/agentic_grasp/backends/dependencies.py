@@ -1,0 +1,182 @@
+"""Calling the planner's peer nodes from inside an action callback: timeouts and cancel.
+
+The planner node runs one GraspObject goal in an executor thread and, from there, calls the
+perception, retrieval and scene-graph services and the executor's ExecuteGrasp action. The
+responses are delivered by *other* threads of the node's MultiThreadedExecutor (the clients
+sit in a ReentrantCallbackGroup), so the goal's thread blocks on a ``threading.Event`` that
+the response sets; it never spins (spinning a node that is already in an executor is what
+ros2/rclpy#1313 warns against).
+
+Every wait is bounded: a peer that does not answer in time raises :class:`DependencyTimeout`
+naming the peer node, which ends the goal with ERROR_DEPENDENCY_TIMEOUT instead of hanging.
+Every wait is also cut short by a cancel of the goal (:class:`GoalSignal`), which raises
+:class:`GoalCanceled`. Both exceptions travel through the planner core unchanged (it does
+not catch what its callbacks raise) up to the node, which ends the goal accordingly.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Optional, Set
+
+from rclpy.action import ActionClient
+from rclpy.client import Client
+
+#: How often a wait for a peer to appear on the graph re-checks it (s). rclpy's own
+#: wait_for_service sleeps 0.25 s between checks and cannot be interrupted by a cancel.
+DISCOVERY_POLL_S = 0.05
+
+
+class DependencyError(RuntimeError):
+    """A peer node answered with an error the goal cannot continue after."""
+
+    def __init__(self, peer: str, detail: str) -> None:
+        super().__init__(f"{peer}: {detail}")
+        self.peer = peer
+        self.detail = detail
+
+
+class DependencyTimeout(DependencyError):
+    """A peer node did not answer (or did not appear) within its timeout."""
+
+
+class GoalCanceled(RuntimeError):
+    """The goal was canceled while it waited for a peer."""
+
+
+class GoalSignal:
+    """Cancel flag of one goal that also wakes every wait on a peer at once.
+
+    The action server's cancel callback calls :meth:`cancel` before rclpy moves the goal to
+    CANCELING, so the planner's cancel check reads this flag rather than waiting for the
+    goal handle's state.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._waiters: Set[threading.Event] = set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            waiters = list(self._waiters)
+        for event in waiters:
+            event.set()
+
+    def wait_event(self, event: threading.Event, timeout_s: float) -> None:
+        """Block until ``event`` is set, the goal is canceled, or ``timeout_s`` passes."""
+        with self._lock:
+            if self._cancelled:
+                return
+            self._waiters.add(event)
+        try:
+            event.wait(max(0.0, timeout_s))
+        finally:
+            with self._lock:
+                self._waiters.discard(event)
+
+    def wait_future(self, future: Any, timeout_s: float) -> str:
+        """Wait for an rclpy future: "done", "canceled" or "timeout"."""
+        if not future.done():
+            event = threading.Event()
+            future.add_done_callback(lambda _future: event.set())
+            self.wait_event(event, timeout_s)
+        if future.done():
+            return "done"
+        return "canceled" if self._cancelled else "timeout"
+
+
+def wait_for_peer(is_ready, signal: GoalSignal, timeout_s: float) -> str:
+    """Wait until ``is_ready()`` holds: "ready", "canceled" or "timeout" (``timeout_s`` total)."""
+    deadline = time.monotonic() + timeout_s
+    poll = threading.Event()            # never set: a cancel-aware sleep
+    while not is_ready():
+        if signal.cancelled:
+            return "canceled"
+        left = deadline - time.monotonic()
+        if left <= 0.0:
+            return "timeout"
+        signal.wait_event(poll, min(DISCOVERY_POLL_S, left))
+    return "ready"
+
+
+class ServiceCaller:
+    """One service client of a peer node, called with a timeout and the goal's cancel."""
+
+    def __init__(self, client: Client, peer: str, timeout_s: float) -> None:
+        if not timeout_s > 0.0:
+            raise ValueError(f"timeout for {peer} must be > 0 s, got {timeout_s}")
+        self.client = client
+        self.peer = peer
+        self.timeout_s = float(timeout_s)
+
+    def call(self, request: Any, signal: Optional[GoalSignal] = None) -> Any:
+        """The response, or DependencyTimeout / GoalCanceled.
+
+        The timeout covers waiting for the service to appear and for the answer together.
+        """
+        signal = signal if signal is not None else GoalSignal()
+        started = time.monotonic()
+        name = self.client.srv_name
+        found = wait_for_peer(self.client.service_is_ready, signal, self.timeout_s)
+        if found == "canceled":
+            raise GoalCanceled(f"canceled while waiting for {name}")
+        if found == "timeout":
+            raise DependencyTimeout(self.peer, f"service {name} did not appear within "
+                                               f"{self.timeout_s:.1f} s (is the {self.peer} "
+                                               "node running?)")
+        future = self.client.call_async(request)
+        left = self.timeout_s - (time.monotonic() - started)
+        state = signal.wait_future(future, left)
+        if state == "done":
+            exc = future.exception()
+            if exc is not None:
+                raise DependencyError(self.peer, f"{name} failed: {exc}")
+            return future.result()
+        self.client.remove_pending_request(future)
+        if state == "canceled":
+            raise GoalCanceled(f"canceled while waiting for {name}")
+        raise DependencyTimeout(self.peer, f"{name} did not answer within "
+                                           f"{self.timeout_s:.1f} s")
+
+
+class OrderedActionClient(ActionClient):
+    """An ActionClient whose requests may be sent from any thread while its node spins.
+
+    rclpy's ActionClient (Jazzy) sends a goal, result or cancel request first and registers
+    the future that awaits the reply afterwards, without a lock; when an executor thread
+    takes the reply in between, it is dropped ("Ignoring unexpected goal response") and the
+    caller waits forever. Services do not have this race (Client.call_async holds a lock).
+    Here a request holds a lock from sending to registering, and the executor passes through
+    the same lock before it looks a reply up, so the reply always finds its future.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._request_lock = threading.RLock()
+        super().__init__(*args, **kwargs)
+
+    def send_goal_async(self, *args: Any, **kwargs: Any) -> Any:
+        with self._request_lock:
+            return super().send_goal_async(*args, **kwargs)
+
+    def _cancel_goal_async(self, goal_handle: Any) -> Any:
+        with self._request_lock:
+            return super()._cancel_goal_async(goal_handle)
+
+    def _get_result_async(self, goal_handle: Any) -> Any:
+        with self._request_lock:
+            return super()._get_result_async(goal_handle)
+
+    async def execute(self, taken_data: Any) -> None:
+        with self._request_lock:
+            pass                        # a request being sent has registered its future
+        await super().execute(taken_data)
+
+
+__all__ = ["DISCOVERY_POLL_S", "DependencyError", "DependencyTimeout", "GoalCanceled",
+           "GoalSignal", "OrderedActionClient", "ServiceCaller", "wait_for_peer"]

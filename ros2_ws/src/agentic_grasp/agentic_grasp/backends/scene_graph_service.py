@@ -1,0 +1,51 @@
+"""The planner's constraint function over the scene-graph node's InferConstraints service."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from rclpy.callback_groups import CallbackGroup
+from rclpy.node import Node
+from std_msgs.msg import Header
+
+from agentic_grasp.backends.dependencies import DependencyError, GoalSignal, ServiceCaller
+from agentic_grasp.conversions import constraint_set_from_msgs, scene_to_msg
+from agentic_grasp.core.constraints import ConstraintSet
+from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.core.types import ObjectInstance
+from agentic_grasp_interfaces.srv import InferConstraints
+
+PEER = "scene_graph"
+
+
+class SceneGraphService:
+    """BuildSceneGraph + InferConstraints of (objects, target id), as the planner's
+    ConstraintFn, answered by the scene-graph node (which also publishes G for RViz).
+
+    A refusal (success=false: a scene the node finds invalid) raises DependencyError rather
+    than returning no constraints: grasping next to a fragile neighbour without the
+    constraints that protect it is not a safe fallback.
+    """
+
+    def __init__(self, node: Node, timeout_s: float, callback_group: CallbackGroup,
+                 service: str = "infer_constraints", frame_id: str = "world",
+                 source: str = "") -> None:
+        client = node.create_client(InferConstraints, service, callback_group=callback_group)
+        self._caller = ServiceCaller(client, PEER, timeout_s)
+        self._node = node
+        self._frame = frame_id
+        self._source = source
+
+    def constraints(self, objects: Sequence[ObjectInstance], target_id: str,
+                    signal: Optional[GoalSignal] = None) -> ConstraintSet:
+        header = Header(stamp=self._node.get_clock().now().to_msg(), frame_id=self._frame)
+        request = InferConstraints.Request(scene=scene_to_msg(objects, header, self._source),
+                                           target_id=target_id)
+        response = self._caller.call(request, signal)
+        if not response.success:
+            raise DependencyError(PEER, f"infer_constraints refused the scene: "
+                                        f"{response.message}")
+        try:
+            return constraint_set_from_msgs(target_id, response.constraints)
+        except ValidationError as exc:
+            raise DependencyError(PEER, f"infer_constraints answered an invalid constraint: "
+                                        f"{exc}") from None

@@ -1,0 +1,339 @@
+"""Whole graph over DDS: every node of graph.py as its own process, GraspObject end to end.
+
+The planner's peer timeouts are short here (a few seconds) so the dead-peer test ends fast;
+the simulator's phases take 0.2 s each so a cancel lands in the middle of an attempt. The
+scenes and seeds are deterministic (the oracle has no noise in config/perception.yaml, the
+simulator reseeds on every load, the planner reseeds per goal): sg_cup seed 0 fails its first
+attempt (approach_angle) and succeeds on the second, as it does in process (run_trial).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from action_msgs.msg import GoalStatus
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from visualization_msgs.msg import Marker, MarkerArray
+
+from agentic_grasp.commands import grasp as grasp_cli
+from agentic_grasp.commands.grasp import PlannerClient
+from agentic_grasp_interfaces.action import GraspObject
+from agentic_grasp_interfaces.msg import AttemptRecord
+from agentic_grasp_interfaces.srv import Perceive
+
+Result = GraspObject.Result
+PHASE_DELAY_S = 0.2
+TIMEOUTS = {"timeouts.perceive_s": 3.0, "timeouts.retrieve_s": 3.0,
+            "timeouts.constraints_s": 3.0, "timeouts.execute_s": 10.0}
+
+
+class Run:
+    """One goal as the client sees it: feedback through the action client's callback."""
+
+    def __init__(self) -> None:
+        self.feedback = []
+        self.executing = threading.Event()
+
+    def on_feedback(self, fb) -> None:
+        self.feedback.append(fb)
+        if fb.stage == "execute":
+            self.executing.set()
+
+
+class PlannerGraph:
+    """All nodes as processes, a client, and the planner's topics recorded.
+
+    Feedback is also recorded from the action's feedback topic itself: rclpy's action client
+    drops feedback that arrives after the result (the last "done" may), the topic does not.
+    """
+
+    def __init__(self) -> None:
+        from agentic_grasp import qos
+        from agentic_grasp.client import GraphClient
+        from agentic_grasp.launcher import Launcher
+
+        self.launcher = Launcher({}, extra_params={"sim": {"phase_delay_s": PHASE_DELAY_S},
+                                                   "planner": TIMEOUTS})
+        self.launcher.start()
+        try:
+            self.client = GraphClient("test_planner_client")
+        except Exception:
+            self.launcher.stop()
+            raise
+        try:
+            self._connect(qos)
+        except Exception:           # no node may outlive a failed setup
+            self.close()
+            raise
+
+    def _connect(self, qos) -> None:
+        self.planner = PlannerClient(self.client)
+        self.attempts = []
+        self.markers = []
+        self.feedback = {}
+        self._lock = threading.Lock()
+        self._news = threading.Condition(self._lock)
+        node = self.client.node
+        node.create_subscription(AttemptRecord, "planner/attempts", self._on_attempt,
+                                 qos.RELIABLE_STREAM)
+        node.create_subscription(MarkerArray, "planner/markers", self._on_markers, qos.LATCHED)
+        node.create_subscription(GraspObject.Impl.FeedbackMessage,
+                                 "grasp_object/_action/feedback", self._on_feedback,
+                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        self.perceive = node.create_client(Perceive, "perceive")
+        assert self.planner.wait_for_server(60.0), "planner did not come up"
+        self._warm_up()
+
+    def _warm_up(self, timeout_s: float = 60.0) -> None:
+        """Ready = one goal through every peer succeeds. While the processes still start (2
+        cores) a first call can outlast the short test timeouts; this configuration has no
+        memory, so the warm-up leaves nothing behind for the tests."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.load("sg_cube", 0)
+            status, result, _, _ = self.grasp("pick up the wood cube", "no_episodic_memory")
+            if status == GoalStatus.STATUS_SUCCEEDED:
+                return
+            assert time.monotonic() < deadline, f"graph not ready: {result.message}"
+
+    def load(self, task: str, seed: int):
+        """Load a scene and wait until perception (the oracle) sees exactly its objects."""
+        loaded = grasp_cli.load_scene(self.client, task, seed)
+        grasp_cli.wait_until_perceived(self.client, self.perceive, loaded.object_ids)
+        return loaded
+
+    def _on_attempt(self, msg) -> None:
+        with self._news:
+            self.attempts.append(msg)
+            self._news.notify_all()
+
+    def _on_markers(self, msg) -> None:
+        with self._news:
+            self.markers.append(msg)
+
+    def _on_feedback(self, msg) -> None:
+        with self._news:
+            self.feedback.setdefault(bytes(msg.goal_id.uuid).hex(), []).append(msg.feedback)
+            self._news.notify_all()
+
+    def published(self, goal_id: str, count: int, timeout_s: float = 5.0):
+        """The AttemptRecords published for ``goal_id`` once ``count`` have arrived."""
+        with self._news:
+            self._news.wait_for(lambda: len(self._of(goal_id)) >= count, timeout_s)
+            return self._of(goal_id)
+
+    def _of(self, goal_id: str):
+        return [a for a in self.attempts if a.goal_id == goal_id]
+
+    def stream(self, goal_id: str, timeout_s: float = 5.0):
+        """Every feedback message of ``goal_id`` from the topic, once "done" is among them."""
+        def done():
+            return any(fb.stage == "done" for fb in self.feedback.get(goal_id, []))
+
+        with self._news:
+            self._news.wait_for(done, timeout_s)
+            return list(self.feedback.get(goal_id, []))
+
+    def send(self, instruction: str, configuration: str = ""):
+        run = Run()
+        handle = self.planner.send(instruction, configuration, run.on_feedback, 10.0)
+        return handle, run
+
+    def grasp(self, instruction: str, configuration: str = "", timeout_s: float = 60.0):
+        """(status, result, feedback from the topic, goal id) of one goal."""
+        handle, _ = self.send(instruction, configuration)
+        assert handle.accepted
+        status, result = self.planner.wait(handle, timeout_s)
+        goal_id = bytes(handle.goal_id.uuid).hex()
+        return status, result, self.stream(goal_id), goal_id
+
+    def truth_ids(self, until=None, timeout_s: float = 5.0):
+        deadline = time.monotonic() + timeout_s
+        while True:
+            ids = {o.id for o in self.client.ground_truth()}
+            if until is None or until(ids) or time.monotonic() > deadline:
+                return ids
+            self.client._truth_event.clear()
+            self.client._truth_event.wait(0.1)
+
+    def close(self):
+        if getattr(self, "planner", None) is not None:
+            self.planner.close()
+        self.client.close()
+        return self.launcher.stop()
+
+
+@pytest.fixture(scope="module")
+def graph():
+    g = PlannerGraph()
+    yield g
+    codes = g.close()
+    assert all(code in (0, -2, 130) for code in codes.values()), codes
+
+
+def test_banana_is_grasped_through_the_planner(graph):
+    graph.load("sg_banana", 0)
+    status, result, feedback, goal_id = graph.grasp("pick up the banana")
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert result.success and result.error_code == Result.ERROR_NONE
+    assert list(result.grasped_ids) == ["banana_1"]
+    assert result.attempts[-1].outcome.success
+    assert len(result.attempts[-1].outcome.phi) == 7
+    assert result.total_time_s > 0.0
+    # Feedback walks the stages of Algorithm 1 in order and ends with done.
+    stages = [fb.stage for fb in feedback]
+    firsts = [s for i, s in enumerate(stages) if s not in stages[:i]]
+    assert firsts == ["perceive", "plan", "reason", "retrieve", "execute", "done"], stages
+    executes = [fb.thought for fb in feedback if fb.stage == "execute"]
+    assert executes[:3] == ["approach (1/3)", "close (2/3)", "lift (3/3)"]
+    assert all(fb.target_id == "banana_1" for fb in feedback
+               if fb.stage in ("reason", "execute"))
+    assert all((fb.subgoal_index, fb.subgoal_count) == (0, 1) for fb in feedback)
+    # Every attempt is also published on planner/attempts, as in the result.
+    published = graph.published(goal_id, len(result.attempts))
+    assert [a.attempt for a in published] == [a.attempt for a in result.attempts]
+    assert published[-1].grasp == result.attempts[-1].grasp
+    assert published[-1].diagnosis.failure_type == "none"
+    # The planned grasp was drawn: DELETEALL, approach arrow, two fingers, a label.
+    types = [m.type for m in graph.markers[-1].markers if m.action == Marker.ADD]
+    assert types == [Marker.ARROW, Marker.CUBE, Marker.CUBE, Marker.TEXT_VIEW_FACING]
+    assert "banana_1" not in graph.truth_ids(until=lambda ids: "banana_1" not in ids)
+
+
+def test_first_attempt_fails_and_reflection_recovers(graph):
+    graph.load("sg_cup", 0)
+    status, result, feedback, goal_id = graph.grasp("pick up the ceramic cup")
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert list(result.grasped_ids) == ["cup_1"]
+    first, second = result.attempts[0], result.attempts[1]
+    assert not first.outcome.success
+    assert first.diagnosis.failure_type == "approach_angle"
+    assert first.diagnosis.group == "pre_contact"
+    assert first.diagnosis.retry_level == 1 and first.diagnosis.correction
+    assert second.retry_level == 1 and second.outcome.success
+    assert second.grasp.position.z > first.grasp.position.z     # the rule: grasp point up
+    reflect = [fb for fb in feedback if fb.stage == "reflect"]
+    assert reflect and reflect[0].failure_type == "approach_angle"
+    assert reflect[0].correction == first.diagnosis.correction
+    # Re-perception after the failure, before the corrected attempt.
+    stages = [fb.stage for fb in feedback]
+    assert "perceive" in stages[stages.index("execute"):stages.index("reflect")]
+    assert len(graph.published(goal_id, 2)) == 2
+
+
+def test_episodic_memory_lives_for_the_session(graph):
+    # The cup succeeded in the previous test: the same scene is now planned from memory.
+    graph.load("sg_cup", 0)
+    status, result, feedback, _ = graph.grasp("pick up the ceramic cup")
+    plans = [fb.thought for fb in feedback if fb.stage == "plan" and fb.target_id]
+    assert plans[0].startswith("initial grasp from memory"), plans
+    assert status == GoalStatus.STATUS_SUCCEEDED and len(result.attempts) == 1
+    # Another configuration has its own memory (here: none), so it retrieves again and,
+    # without recovery, fails the way the first attempt above did.
+    graph.load("sg_cup", 0)
+    status, result, _, _ = graph.grasp("pick up the ceramic cup", "no_recovery")
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.error_code == Result.ERROR_GRASP_FAILED, result.message
+    assert len(result.attempts) == 1
+    assert result.attempts[0].diagnosis.failure_type == "approach_angle"
+    assert "approach_angle" in result.message
+
+
+def test_cancel_during_an_attempt_stops_the_arm(graph):
+    graph.load("sg_banana", 2)
+    handle, run = graph.send("pick up the banana")
+    assert handle.accepted
+    assert run.executing.wait(20.0)
+    assert graph.planner.cancel(handle)
+    status, result = graph.planner.wait(handle, 20.0)
+    assert status == GoalStatus.STATUS_CANCELED, result.message
+    assert result.error_code == Result.ERROR_CANCELED and not result.success
+    assert list(result.grasped_ids) == []
+    # The executor's goal was canceled too: the arm stopped before lifting, the banana stays.
+    assert not result.attempts[-1].outcome.success
+    assert result.attempts[-1].outcome.phase_reached in ("approach", "close")
+    assert "banana_1" in graph.truth_ids()
+    # Planner and executor are free again.
+    status, result, _, _ = graph.grasp("pick up the banana")
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+
+
+def test_a_second_goal_while_busy_is_rejected(graph):
+    graph.load("sg_banana", 3)
+    handle, run = graph.send("pick up the banana")
+    assert handle.accepted
+    assert run.executing.wait(20.0)
+    second, _ = graph.send("pick up the banana")
+    assert not second.accepted
+    status, result = graph.planner.wait(handle, 30.0)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+
+
+@pytest.mark.parametrize("instruction, configuration, reason", [
+    ("", "", "instruction is empty"),
+    ("   ", "", "instruction is empty"),
+    ("pick up the banana " * 530, "", "at most 500"),
+    ("pick up the banana", "turbo", "unknown planner configuration 'turbo'"),
+])
+def test_malformed_goals_are_accepted_and_aborted_with_the_reason(graph, instruction,
+                                                                  configuration, reason):
+    status, result, feedback, _ = graph.grasp(instruction, configuration, timeout_s=10.0)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.error_code == Result.ERROR_INVALID_GOAL
+    assert reason in result.message
+    assert len(result.attempts) == 0
+    assert [fb.stage for fb in feedback] == ["done"] and reason in feedback[0].thought
+
+
+def test_a_dead_dependency_aborts_the_goal_and_the_graph_recovers(graph):
+    graph.load("lh_clear_table", 2)
+    handle, run = graph.send("clear the table")
+    assert handle.accepted
+    assert run.executing.wait(20.0)
+    killed = time.monotonic()
+    graph.launcher.kill_node("perception")
+    status, result = graph.planner.wait(handle, 30.0)
+    waited = time.monotonic() - killed
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.error_code == Result.ERROR_DEPENDENCY_TIMEOUT, result.message
+    assert "perception node did not answer" in result.message
+    assert waited < TIMEOUTS["timeouts.perceive_s"] + 4.0, waited
+    # What happened before the peer died is kept: the first object was grasped.
+    assert list(result.grasped_ids) == ["cup_1"] and result.attempts
+
+    graph.launcher.restart_node("perception")
+    assert graph.perceive.wait_for_service(timeout_sec=30.0)
+    deadline = time.monotonic() + 30.0
+    while True:                 # up once it answers with a usable result
+        future = graph.perceive.call_async(Perceive.Request(instruction="pick up the cube"))
+        graph.client.wait_future(future, 10.0)
+        if future.done() and not future.result().result.error:
+            break
+        assert time.monotonic() < deadline, "perception did not come back"
+    graph.load("sg_banana", 4)
+    status, result, _, _ = graph.grasp("pick up the banana")
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agentic_grasp.cli", "grasp", *args],
+                          capture_output=True, text=True, timeout=90, env=dict(os.environ))
+
+
+def test_cli_streams_feedback_and_exits_by_outcome(graph):
+    ok = _cli("pick up the wood cube", "--task", "sg_cube", "--seed", "1")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "[execute ]" in ok.stdout
+    assert "result: SUCCESS" in ok.stdout and "grasped: cube_1" in ok.stdout
+    failed = _cli("pick up the ceramic cup", "--task", "sg_cup", "--seed", "0",
+                  "--configuration", "no_recovery", "--json")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert '"error_code": "ERROR_GRASP_FAILED"' in failed.stdout
+    refused = _cli("", "--json")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "ERROR_INVALID_GOAL" in refused.stdout
