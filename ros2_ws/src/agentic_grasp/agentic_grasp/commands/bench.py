@@ -7,8 +7,11 @@ import json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("what", choices=("sim", "retrieval", "scene-graph", "perception"),
-                        help="sim: one simulated attempt in-process, and ExecuteGrasp through "
+    parser.add_argument("what", nargs="?", default="paper",
+                        choices=("paper", "sim", "retrieval", "scene-graph", "perception"),
+                        help="paper (default): the paper's protocol, Tables II-V and the OOD "
+                        "study beside the paper; sim: one simulated attempt in-process, and "
+                        "ExecuteGrasp through "
                         "ROS beside the bare action round trip; retrieval: HAA-RAG at 10^3, "
                         "10^5, 10^6 entries beside a brute-force scan; scene-graph: graph + "
                         "constraints for 10 and 200 objects; perception: VLM client overhead "
@@ -17,6 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inprocess-only", action="store_true",
                         help="sim: skip the ROS part")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    from agentic_grasp.commands.bench_paper import add_paper_arguments
+
+    add_paper_arguments(parser)
 
 
 def _bench_sim(args) -> dict:
@@ -70,6 +76,10 @@ def _bench_perception(args) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.what == "paper":
+        from agentic_grasp.commands.bench_paper import run_paper
+
+        return run_paper(args)
     result = {"sim": _bench_sim, "retrieval": _bench_retrieval,
               "scene-graph": _bench_scene_graph, "perception": _bench_perception}[args.what](args)
     if args.json:

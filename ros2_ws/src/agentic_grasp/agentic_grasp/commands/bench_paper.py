@@ -1,0 +1,184 @@
+"""``agentic-grasp bench`` (default: ``paper``): the paper's evaluation in process.
+
+Runs the Table II sweep (every configuration x 12 tasks x 30 trials x 5 seeds by default,
+config/evaluation.yaml), the extra Table V row, the OOD study and Table IV, prints every
+table beside the paper's numbers and writes trial records, tables.json, report.txt and PNG
+figures into the output folder (default out/bench/). ``--from-records`` re-tabulates a
+previous run without running a trial.
+
+Wiring (commands/bench.py): ``add_paper_arguments(parser)`` adds this command's options to
+the bench parser (it skips ``--json`` when the parser already has it) and
+``run_paper(args) -> int`` runs it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+
+def _has_option(parser: argparse.ArgumentParser, option: str) -> bool:
+    return option in getattr(parser, "_option_string_actions", {})
+
+
+def add_paper_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of the paper benchmark (all default to config/evaluation.yaml)."""
+    group = parser.add_argument_group("paper benchmark (Tables II-V, OOD)")
+    group.add_argument("--config", metavar="FILE", default=None,
+                       help="evaluation parameters (default config/evaluation.yaml)")
+    group.add_argument("--configurations", metavar="LIST", default=None,
+                       help="comma-separated Table II configurations (default: all 7)")
+    group.add_argument("--tasks", metavar="LIST", default=None,
+                       help="comma-separated task ids or scene files (default: the 12 tasks)")
+    group.add_argument("--trials", type=int, default=None,
+                       help="trials per task and seed (default 30)")
+    group.add_argument("--seeds", metavar="LIST", default=None,
+                       help="comma-separated base seeds (default 0,1,2,3,4)")
+    group.add_argument("--workers", type=int, default=None,
+                       help="worker processes (default: one per CPU core)")
+    group.add_argument("--out", metavar="DIR", default=None,
+                       help="output folder (default out/bench under the repository)")
+    group.add_argument("--format", choices=("jsonl", "csv"), default=None,
+                       help="trial record format (default jsonl)")
+    group.add_argument("--memory-scope", choices=("trial", "series"), default=None,
+                       help="episodic memory per trial (paper, default) or kept across "
+                       "the trials of a configuration/task/seed series")
+    group.add_argument("--only", metavar="LIST", default=None,
+                       help="run only some parts: comma-separated of table2 (Tables II, "
+                       "III), table5, ood, table4 (default: all)")
+    group.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    group.add_argument("--no-progress", action="store_true", help="no progress line")
+    group.add_argument("--quick", action="store_true",
+                       help="a short run: 1 seed x 5 trials per task (smoke test)")
+    group.add_argument("--from-records", metavar="DIR", default=None,
+                       help="re-tabulate the records of a previous run in DIR (no trials)")
+    group.add_argument("--profile", type=int, default=0, metavar="N",
+                       help="also profile N trials per task and configuration (seed 0)")
+    if not _has_option(parser, "--json"):
+        group.add_argument("--json", action="store_true",
+                           help="print machine-readable totals and tables")
+
+
+def _split(text: Optional[str]) -> Optional[List[str]]:
+    if text is None:
+        return None
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _config(args: argparse.Namespace):
+    from dataclasses import replace
+
+    from agentic_grasp.core.evaluation.sweep import SweepConfig
+
+    cfg = SweepConfig.from_config(args.config)
+    changes = {}
+    if args.configurations is not None:
+        changes["configurations"] = tuple(_split(args.configurations))
+    if args.tasks is not None:
+        changes["tasks"] = tuple(_split(args.tasks))
+    if args.seeds is not None:
+        changes["seeds"] = tuple(int(s) for s in _split(args.seeds))
+        changes["ood_seeds"] = changes["seeds"]
+    if args.trials is not None:
+        changes["trials_per_task"] = args.trials
+        changes["ood_trials_per_object"] = args.trials
+    if args.quick:
+        changes.update(seeds=(0,), ood_seeds=(0,), trials_per_task=5, ood_trials_per_object=5)
+    if args.workers is not None:
+        changes["workers"] = args.workers
+    if args.format is not None:
+        changes["records_format"] = args.format
+    if args.memory_scope is not None:
+        changes["memory_scope"] = args.memory_scope
+    return replace(cfg, **changes) if changes else cfg
+
+
+def run_paper(args: argparse.Namespace) -> int:
+    """Run the paper benchmark as selected by ``args``; 0 on success, 2 on a usage error."""
+    from agentic_grasp.core.errors import ConfigError
+    from agentic_grasp.core.evaluation.report import (PaperBenchOptions, load_records,
+                                                      run_paper_benchmark, tabulate,
+                                                      write_report_figures)
+    from agentic_grasp.core.evaluation.records import write_json
+
+    as_json = bool(getattr(args, "json", False))
+    try:
+        cfg = _config(args)
+    except (ConfigError, ValueError) as exc:
+        print(f"agentic-grasp bench: {exc}", file=sys.stderr)
+        return 2
+    parts = set(_split(args.only) or ["table2", "table5", "ood", "table4"])
+    unknown = parts - {"table2", "table5", "ood", "table4"}
+    if unknown:
+        print(f"agentic-grasp bench: --only: unknown part(s) {sorted(unknown)}",
+              file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    if args.from_records:
+        folder = Path(args.from_records)
+        records = load_records(folder)
+        if not records:
+            print(f"agentic-grasp bench: no records in {folder}", file=sys.stderr)
+            return 2
+        report = tabulate(records, cfg, retrieval="table4" in parts)
+        report["totals"] = {"records": {k: len(v) for k, v in records.items()}}
+        report["files"] = {}
+        if not args.no_figures:
+            report["files"] = write_report_figures(report["tables"], folder)
+        previous = folder / "tables.json"
+        totals = {}
+        if previous.is_file():          # keep the totals of the run that made the records
+            totals = json.loads(previous.read_text(encoding="utf-8")).get("totals", {})
+        report["files"]["tables"] = str(write_json({"tables": report["tables"],
+                                                    "totals": totals}, previous))
+    else:
+        options = PaperBenchOptions(
+            config=cfg, out_dir=Path(args.out) if args.out else None,
+            table_ii="table2" in parts, table_v="table5" in parts, ood="ood" in parts,
+            retrieval="table4" in parts, figures=not args.no_figures,
+            progress=not args.no_progress and not as_json)
+        try:
+            report = run_paper_benchmark(options)
+        except ConfigError as exc:
+            print(f"agentic-grasp bench: {exc}", file=sys.stderr)
+            return 2
+    if args.profile:
+        from agentic_grasp.core.evaluation.timing import format_profile, profile_trials
+
+        profile = profile_trials(cfg.configurations, cfg.task_list(), int(args.profile))
+        report["totals"]["profile"] = profile
+        report["text"] += "\n\n" + format_profile(profile)
+        if "tables" in report["files"]:             # keep the files in step with the print
+            write_json({"tables": report["tables"], "totals": report["totals"]},
+                       report["files"]["tables"])
+        if "report" in report["files"]:
+            Path(report["files"]["report"]).write_text(report["text"] + "\n", encoding="utf-8")
+    report["totals"]["total_wall_s"] = round(time.perf_counter() - start, 3)
+    if as_json:
+        print(json.dumps({"totals": report["totals"], "tables": report["tables"],
+                          "files": report["files"]}, indent=2, default=str))
+        return 0
+    print(report["text"])
+    sweep = report["totals"].get("table_ii_sweep")
+    if sweep:
+        print(f"\nTable II sweep: {sweep['trials']} trials in {sweep['wall_s']:.1f} s with "
+              f"{sweep['workers']} worker(s) ({sweep['trials_per_s']:.0f} trials/s, "
+              f"{sweep['mean_trial_wall_ms']:.1f} ms per trial)")
+    for name, path in report["files"].items():
+        print(f"wrote {name}: {path}")
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Stand-alone entry point (``python -m agentic_grasp.commands.bench_paper``)."""
+    parser = argparse.ArgumentParser(prog="agentic-grasp bench",
+                                     description=__doc__.splitlines()[0])
+    add_paper_arguments(parser)
+    return run_paper(parser.parse_args(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

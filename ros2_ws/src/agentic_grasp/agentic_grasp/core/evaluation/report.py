@@ -1,0 +1,197 @@
+"""The whole paper benchmark in one call: sweeps, tables, figures, files (paper Sec. V).
+
+:func:`run_paper_benchmark` runs
+
+1. the Table II sweep (every configuration x task x trial x seed of config/evaluation.yaml),
+   timed on its own: Tables II and III and the per-object SG numbers come from it;
+2. the extra Table V row(s) on the interactive tasks (configurations of
+   ``table_v_configurations`` the Table II sweep did not run, with the same trial seeds);
+3. the OOD study (config/ood/splits.yaml, full system);
+4. Table IV (retrieval, no trials);
+
+and writes into the output folder: ``records.jsonl`` (or .csv), ``table_v_records.*``,
+``ood_records.*``, ``tables.json`` (every table with its CIs and the paper's numbers),
+``report.txt`` (the printed tables) and the PNG figures. :func:`tabulate` recomputes every
+table from records already on disk.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from agentic_grasp.core import paths
+from agentic_grasp.core.evaluation import tables as T
+from agentic_grasp.core.evaluation.records import (TrialRecord, read_records, write_json,
+                                                   write_records)
+from agentic_grasp.core.evaluation.sweep import SweepConfig, run_sweep
+
+_LOG = logging.getLogger(__name__)
+
+RECORD_FILES = {"table_ii": "records", "table_v": "table_v_records", "ood": "ood_records"}
+
+
+@dataclass
+class PaperBenchOptions:
+    """What :func:`run_paper_benchmark` runs; ``config`` carries the protocol."""
+
+    config: SweepConfig = field(default_factory=SweepConfig)
+    out_dir: Optional[Path] = None
+    table_ii: bool = True
+    table_v: bool = True
+    ood: bool = True
+    retrieval: bool = True
+    figures: bool = True
+    progress: bool = True
+
+    def output_dir(self) -> Path:
+        out = Path(self.out_dir or self.config.output_dir)
+        if not out.is_absolute() and self.out_dir is None:
+            out = paths.data_root() / out          # config-relative default: <repo>/out/bench
+        return out
+
+
+def _records_path(out: Path, name: str, fmt: str) -> Path:
+    return out / f"{RECORD_FILES[name]}.{fmt}"
+
+
+def run_paper_benchmark(options: PaperBenchOptions) -> Dict[str, Any]:
+    """Run what ``options`` selects; returns {"tables", "totals", "files", "text"}."""
+    cfg = options.config
+    out = options.output_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    fmt = cfg.records_format
+    records: Dict[str, List[TrialRecord]] = {}
+    totals: Dict[str, Any] = {}
+    files: Dict[str, str] = {}
+    tasks = cfg.task_list()
+
+    if options.table_ii:
+        result = run_sweep(cfg.configurations, tasks, cfg.trials_per_task, cfg.seeds,
+                           cfg.workers, options.progress, start_method=cfg.start_method,
+                           memory_scope=cfg.memory_scope)
+        records["table_ii"] = result.records
+        totals["table_ii_sweep"] = result.totals()
+        files["records"] = str(write_records(result.records,
+                                             _records_path(out, "table_ii", fmt)))
+    if options.table_v:
+        from agentic_grasp.core.sim import load_task
+
+        it_tasks = [t for t in tasks if load_task(t).category == "IT"]
+        have = set(cfg.configurations) if options.table_ii else set()
+        extra = [c for c in cfg.table_v_configurations if c not in have]
+        if extra and it_tasks:
+            result = run_sweep(extra, it_tasks, cfg.trials_per_task, cfg.seeds, cfg.workers,
+                               options.progress, start_method=cfg.start_method,
+                               memory_scope=cfg.memory_scope)
+            records["table_v"] = result.records
+            totals["table_v_sweep"] = result.totals()
+            files["table_v_records"] = str(write_records(
+                result.records, _records_path(out, "table_v", fmt)))
+    ood_labels: Dict[str, str] = {}
+    if options.ood:
+        from agentic_grasp.core.evaluation.ood import (format_validation, load_splits,
+                                                       run_ood, validate_splits)
+
+        splits = load_splits(paths.config_dir() / cfg.ood_splits_file)
+        ood_labels = splits.labels()
+        validation = validate_splits(splits)
+        result = run_ood(splits, cfg.ood_trials_per_object, cfg.ood_seeds, cfg.workers,
+                         options.progress, start_method=cfg.start_method,
+                         memory_scope=cfg.memory_scope)
+        records["ood"] = result.records
+        totals["ood_sweep"] = result.totals()
+        totals["ood_objects"] = validation
+        totals["ood_validation_text"] = format_validation(validation)
+        files["ood_records"] = str(write_records(result.records,
+                                                 _records_path(out, "ood", fmt)))
+    report = tabulate(records, cfg, retrieval=options.retrieval, ood_labels=ood_labels)
+    if "ood_validation_text" in totals:
+        report["text"] += "\n\n" + totals.pop("ood_validation_text")
+    totals["memory_scope"] = cfg.memory_scope
+    report["totals"] = totals
+    if options.figures:
+        files.update(write_report_figures(report["tables"], out, ood_labels))
+    files["tables"] = str(write_json({"tables": report["tables"], "totals": totals},
+                                     out / "tables.json"))
+    (out / "report.txt").write_text(report["text"] + "\n", encoding="utf-8")
+    files["report"] = str(out / "report.txt")
+    report["files"] = files
+    return report
+
+
+def tabulate(records: Dict[str, Sequence[TrialRecord]], cfg: SweepConfig,
+             retrieval: bool = True, ood_labels: Optional[Dict[str, str]] = None
+             ) -> Dict[str, Any]:
+    """Every table from the records of each sweep (keys of :data:`RECORD_FILES`)."""
+    conf = cfg.confidence
+    tables: Dict[str, Any] = {}
+    text: List[str] = []
+    main = list(records.get("table_ii", []))
+    if main:
+        index = T.RecordIndex(main)
+        tables["table_ii"] = T.table_ii(index, cfg.configurations, conf)
+        tables["sg_objects"] = T.sg_objects(index, "full", conf)
+        tables["per_task"] = T.per_task(index, cfg.configurations, conf)
+        tables["table_iii"] = T.table_iii(index, ("no_recovery", "full"), conf)
+        tables["failure_types"] = T.failure_histogram(index)
+        tables["recovery_levels"] = T.level_histogram(index, "full")
+        text += [T.format_table_ii(tables["table_ii"], tables["sg_objects"]),
+                 T.format_per_task(tables["per_task"]),
+                 T.format_table_iii(tables["table_iii"]),
+                 T.format_histograms(tables["failure_types"], tables["recovery_levels"])]
+    v_records = main + list(records.get("table_v", []))
+    if v_records:
+        index = T.RecordIndex(v_records)
+        if index.tasks_of("IT") and any(c in index.configurations
+                                        for c in cfg.table_v_configurations):
+            tables["table_v"] = T.table_v(index, cfg.table_v_configurations, conf)
+            text.append(T.format_table_v(tables["table_v"]))
+    if records.get("ood"):
+        from agentic_grasp.core.evaluation.ood import SPLITS, load_splits
+
+        if not ood_labels:
+            ood_labels = load_splits(paths.config_dir() / cfg.ood_splits_file).labels()
+        index = T.RecordIndex(records["ood"])
+        conf_name = index.configurations[0]
+        tables["ood"] = T.ood_table(index, SPLITS, conf_name, conf)
+        tables["ood"]["labels"] = dict(ood_labels or {})
+        text.append(T.format_ood(tables["ood"], ood_labels))
+    if retrieval:
+        results, table_text = T.table_iv()
+        tables["table_iv"] = {mode: {k: v for k, v in m.items() if k != "per_query"}
+                              for mode, m in results["modes"].items()}
+        text.append(table_text)
+    return {"tables": tables, "text": "\n\n".join(t for t in text if t)}
+
+
+def write_report_figures(tables: Dict[str, Any], out: Path,
+                         ood_labels: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """The PNG figures of whatever tables were computed."""
+    from agentic_grasp.core.evaluation.figures import write_figures
+
+    if "per_task" not in tables:
+        if "ood" in tables:
+            from agentic_grasp.core.evaluation.figures import ood_success
+
+            return {"ood": str(ood_success(tables["ood"], out / "ood.png", ood_labels))}
+        return {}
+    return write_figures(out, tables["per_task"], tables["failure_types"],
+                         tables["recovery_levels"], tables.get("ood"), ood_labels)
+
+
+def load_records(out_dir: Path, fmt: str = "") -> Dict[str, List[TrialRecord]]:
+    """Records of a previous run found in ``out_dir`` (any of the sweeps)."""
+    found: Dict[str, List[TrialRecord]] = {}
+    for name, stem in RECORD_FILES.items():
+        for ext in ((fmt,) if fmt else ("jsonl", "csv")):
+            path = Path(out_dir) / f"{stem}.{ext}"
+            if path.is_file():
+                found[name] = read_records(path)
+                break
+    return found
+
+
+__all__ = ["PaperBenchOptions", "RECORD_FILES", "load_records", "run_paper_benchmark",
+           "tabulate", "write_report_figures"]

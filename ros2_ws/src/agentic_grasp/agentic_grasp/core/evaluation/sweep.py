@@ -1,0 +1,347 @@
+"""The benchmark sweep (paper Sec. V-A/B): configurations x tasks x trials x seeds, in process.
+
+Protocol (config/evaluation.yaml, defaults = the paper's): every Table II configuration x the
+12 tasks x 30 trials x 5 seeds = 7 x 360 x 5 = 12,600 trials. Each trial is one call of
+:func:`agentic_grasp.core.planner.episode.run_trial` (simulator + oracle perception +
+planner); nothing here decides an outcome.
+
+Pairing: the seed a trial runs with, :func:`trial_seed`, is derived from (base seed, task id,
+trial index) only, so trial k of task t under seed s sees the same scene jitter, the same
+execution noise draws and the same perception noise in every configuration: a difference
+between two configurations on a trial comes from what the configurations switch.
+
+Episodic memory (``memory_scope``): "trial" (the paper's 30 independent trials, default)
+gives every trial a fresh memory, so within-trial transfer is all it can do; "series" keeps
+one memory across the trials of a (configuration, task, seed) series, in trial order (the
+planner node's session memory). A series always runs in one worker, in order, so both scopes
+are reproducible for any number of workers.
+
+Parallelism: the work is cut into units of (configuration, task, seed) with their trials and
+handed to a ``multiprocessing`` pool. Each worker builds the simulator, the planner
+constants and the knowledge base with its HAA-RAG index once, in the pool initialiser, and
+reuses them for every trial (a trial only reloads its scene). Records are sorted into one
+deterministic order at the end, so 1 or N workers give identical records (wall times aside).
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import sys
+import time
+import zlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from agentic_grasp.core import paths
+from agentic_grasp.core.config import node_params
+from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.evaluation.records import TrialRecord, sort_records
+
+_LOG = logging.getLogger(__name__)
+
+NODE_NAME = "evaluation"
+#: Lifetime of the episodic memory in a sweep (module docstring).
+MEMORY_SCOPES = ("trial", "series")
+
+
+# ------------------------------------------------------------------ configuration
+@dataclass
+class SweepConfig:
+    """What to run (``evaluation: ros__parameters:`` of config/evaluation.yaml).
+
+    ``tasks`` empty = every scene of config/scenes/ (the 12 tasks); ``workers`` 0 = one per
+    CPU core; ``start_method`` "" = fork where available (workers inherit what the parent
+    already built), else spawn.
+    """
+
+    configurations: Tuple[str, ...] = ("full", "no_recovery", "no_episodic_memory",
+                                       "no_scene_graph", "heuristic", "no_haa_rag",
+                                       "vlm_only")
+    tasks: Tuple[str, ...] = ()
+    trials_per_task: int = 30
+    seeds: Tuple[int, ...] = (0, 1, 2, 3, 4)
+    workers: int = 0
+    start_method: str = ""
+    confidence: float = 0.95
+    output_dir: str = "out/bench"
+    records_format: str = "jsonl"
+    table_v_configurations: Tuple[str, ...] = ("no_scene_graph", "no_constraint_inference",
+                                               "full")
+    ood_splits_file: str = "ood/splits.yaml"
+    ood_trials_per_object: int = 30
+    ood_seeds: Tuple[int, ...] = (0, 1, 2, 3, 4)
+    memory_scope: str = "trial"
+
+    def __post_init__(self) -> None:
+        from agentic_grasp.core.planner.configurations import get_configuration
+
+        self.configurations = tuple(str(c) for c in self.configurations)
+        self.table_v_configurations = tuple(str(c) for c in self.table_v_configurations)
+        for name in self.configurations + self.table_v_configurations:
+            get_configuration(name)                 # ConfigError naming the valid ones
+        self.tasks = tuple(str(t) for t in self.tasks)
+        self.seeds = tuple(int(s) for s in self.seeds)
+        self.ood_seeds = tuple(int(s) for s in self.ood_seeds)
+        for name in ("trials_per_task", "ood_trials_per_object"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or int(value) != value or int(value) < 1:
+                raise ConfigError(f"evaluation.{name} must be an integer >= 1, got {value!r}")
+            setattr(self, name, int(value))
+        if int(self.workers) < 0:
+            raise ConfigError(f"evaluation.workers must be >= 0, got {self.workers}")
+        self.workers = int(self.workers)
+        if not self.seeds or not self.ood_seeds:
+            raise ConfigError("evaluation.seeds and evaluation.ood_seeds must not be empty")
+        if self.start_method not in ("", "fork", "spawn", "forkserver"):
+            raise ConfigError(f"evaluation.start_method: unknown {self.start_method!r}")
+        if not 0.0 < float(self.confidence) < 1.0:
+            raise ConfigError("evaluation.confidence must be in (0, 1)")
+        self.confidence = float(self.confidence)
+        if self.memory_scope not in MEMORY_SCOPES:
+            raise ConfigError(f"evaluation.memory_scope must be one of {MEMORY_SCOPES}, got "
+                              f"{self.memory_scope!r}")
+        if self.records_format not in ("jsonl", "csv"):
+            raise ConfigError("evaluation.records_format must be jsonl or csv")
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], source: str = "evaluation parameters"
+                    ) -> "SweepConfig":
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ConfigError(f"{source}: unknown evaluation parameter(s) {unknown}")
+        kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in params.items()}
+        try:
+            return cls(**kwargs)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+
+    @classmethod
+    def from_config(cls, path: Union[str, Path, None] = None) -> "SweepConfig":
+        """Read ``evaluation: ros__parameters:`` from config/evaluation.yaml (or ``path``)."""
+        file = Path(path) if path else paths.config_file(NODE_NAME)
+        return cls.from_params(node_params(NODE_NAME, file), str(file))
+
+    def task_list(self) -> List[str]:
+        from agentic_grasp.core.sim import list_tasks
+
+        return list(self.tasks) or list_tasks()
+
+
+# ------------------------------------------------------------------ seeds
+def task_key(task: str) -> str:
+    """The id a task is known by in seeds and records: a scene path's stem, or the id."""
+    text = str(task)
+    return Path(text).stem if text.endswith((".yaml", ".yml")) else text
+
+
+def trial_seed(seed: int, task: str, trial: int) -> int:
+    """The seed of trial ``trial`` of ``task`` in repetition ``seed`` (same for every
+    configuration). A stable hash (CRC-32 of the task id, not Python's salted ``hash``) so
+    every process and every run derives the same value."""
+    entropy = [int(seed), zlib.crc32(task_key(task).encode("utf-8")), int(trial)]
+    return int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint32)[0])
+
+
+# ------------------------------------------------------------------ work units
+@dataclass(frozen=True)
+class WorkUnit:
+    """The trials of one (configuration, task, seed); ``task`` is an id or a scene path."""
+
+    configuration: str
+    task: str
+    seed: int
+    trials: Tuple[int, ...]
+    split: str = ""
+    memory_scope: str = "trial"
+
+
+def make_units(configurations: Sequence[str], tasks: Sequence[str], trials: int,
+               seeds: Sequence[int], splits: Optional[Mapping[str, str]] = None,
+               memory_scope: str = "trial") -> List[WorkUnit]:
+    """Every (configuration, task, seed) unit with trials 0..trials-1."""
+    if memory_scope not in MEMORY_SCOPES:
+        raise ConfigError(f"memory_scope must be one of {MEMORY_SCOPES}, got {memory_scope!r}")
+    splits = splits or {}
+    return [WorkUnit(c, t, int(s), tuple(range(int(trials))), splits.get(t, ""),
+                     memory_scope)
+            for c in configurations for s in seeds for t in tasks]
+
+
+# ------------------------------------------------------------------ the worker
+class TrialRunner:
+    """Runs trials with resources built once: simulator, planner constants, HAA-RAG."""
+
+    def __init__(self) -> None:
+        from agentic_grasp.core.planner.configurations import PlannerConfig
+        from agentic_grasp.core.planner.episode import retriever_for
+        from agentic_grasp.core.sim import Simulator
+
+        # The sweep hands every trial its memory itself (run_unit): run_trial's process-wide
+        # session memory would depend on which worker ran which trials before.
+        self.planner_config = replace(PlannerConfig.from_config(), memory_scope="trial")
+        self.simulator = Simulator.from_config()
+        retriever_for(None)              # knowledge base + index, built once per process
+
+    def run(self, configuration: str, task: str, seed: int, trial: int,
+            split: str = "", memory: Any = None) -> TrialRecord:
+        """One trial; ``memory`` None = a fresh episodic memory (trial scope)."""
+        from agentic_grasp.core.planner.episode import run_trial
+
+        tseed = trial_seed(seed, task, trial)
+        result = run_trial(task, configuration, tseed, simulator=self.simulator,
+                           planner_config=self.planner_config, memory=memory)
+        return TrialRecord.from_result(result, seed, trial, tseed, split)
+
+    def run_unit(self, unit: WorkUnit) -> List[TrialRecord]:
+        """The unit's trials in order; with "series" memory one memory for all of them."""
+        memory = None
+        if unit.memory_scope == "series":
+            from agentic_grasp.core.planner.configurations import get_configuration
+            from agentic_grasp.core.planner.memory import EpisodicMemory
+
+            memory = EpisodicMemory(enabled=get_configuration(unit.configuration).memory)
+        return [self.run(unit.configuration, unit.task, unit.seed, k, unit.split, memory)
+                for k in sorted(unit.trials)]
+
+
+_RUNNER: Optional[TrialRunner] = None
+
+
+def _init_worker() -> None:
+    global _RUNNER
+    if _RUNNER is None:
+        _RUNNER = TrialRunner()
+
+
+def _run_unit(unit: WorkUnit) -> List[Dict[str, Any]]:
+    _init_worker()
+    return [r.to_dict() for r in _RUNNER.run_unit(unit)]
+
+
+# ------------------------------------------------------------------ progress
+class Progress:
+    """A one-line progress report on stderr (tqdm is not a dependency of the project)."""
+
+    def __init__(self, total: int, label: str = "trials", enabled: bool = True,
+                 stream: Any = None) -> None:
+        self.total, self.label, self.enabled = int(total), label, enabled
+        self.stream = stream or sys.stderr
+        self.done = 0
+        self.start = time.perf_counter()
+        self._last = 0.0
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def update(self, n: int) -> None:
+        self.done += int(n)
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        final = self.done >= self.total
+        every = 0.2 if self._tty else 10.0
+        if not final and now - self._last < every:
+            return
+        self._last = now
+        elapsed = now - self.start
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        eta = (self.total - self.done) / rate if rate > 0 else float("nan")
+        text = (f"[sweep] {self.done}/{self.total} {self.label} "
+                f"({100.0 * self.done / max(self.total, 1):.0f} %), {elapsed:.1f} s, "
+                f"{rate:.0f}/s, ETA {eta:.0f} s")
+        if self._tty:
+            self.stream.write("\r" + text + ("\n" if final else ""))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+# ------------------------------------------------------------------ the sweep
+@dataclass
+class SweepResult:
+    """Records in deterministic order plus how the sweep ran."""
+
+    records: List[TrialRecord]
+    wall_s: float
+    workers: int
+    n_units: int
+    trial_wall_s: float = 0.0               # sum of the trials' own wall times
+    setup_s: float = 0.0                    # building simulator, planner, HAA-RAG (in wall_s)
+
+    def totals(self) -> Dict[str, Any]:
+        n = len(self.records)
+        return {"trials": n, "wall_s": round(self.wall_s, 3), "workers": self.workers,
+                "units": self.n_units, "setup_s": round(self.setup_s, 3),
+                "trials_per_s": round(n / self.wall_s, 1)
+                if self.wall_s > 0 else None,
+                "mean_trial_wall_ms": round(1e3 * self.trial_wall_s / n, 3) if n else None}
+
+
+def resolve_workers(workers: Optional[int]) -> int:
+    """``workers`` or, for 0/None, the CPU cores this process may use."""
+    if workers:
+        return max(1, int(workers))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:              # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_units(units: Sequence[WorkUnit], workers: Optional[int] = None,
+              progress: bool = True, start_method: str = "",
+              on_records: Optional[Callable[[List[TrialRecord]], None]] = None
+              ) -> SweepResult:
+    """Run work units (in this process for 1 worker, else in a pool); sorted records."""
+    n_workers = min(resolve_workers(workers), max(1, len(units)))
+    total = sum(len(u.trials) for u in units)
+    bar = Progress(total, enabled=progress)
+    records: List[TrialRecord] = []
+    start = time.perf_counter()
+    setup = 0.0
+    if n_workers == 1:
+        _init_worker()
+        setup = time.perf_counter() - start
+        for unit in units:
+            batch = _RUNNER.run_unit(unit)
+            records.extend(batch)
+            if on_records:
+                on_records(batch)
+            bar.update(len(batch))
+    else:
+        method = start_method or ("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+        if method == "fork":
+            _init_worker()          # built once here; every forked worker inherits it
+            setup = time.perf_counter() - start
+        ctx = mp.get_context(method)
+        with ctx.Pool(n_workers, initializer=_init_worker) as pool:
+            for rows in pool.imap_unordered(_run_unit, units, chunksize=1):
+                batch = [TrialRecord.from_dict(r) for r in rows]
+                records.extend(batch)
+                if on_records:
+                    on_records(batch)
+                bar.update(len(batch))
+    wall = time.perf_counter() - start
+    order = list(dict.fromkeys(u.configuration for u in units))
+    records = sort_records(records, order)
+    return SweepResult(records, wall, n_workers, len(units),
+                       trial_wall_s=sum(r.wall_s for r in records), setup_s=setup)
+
+
+def run_sweep(configurations: Sequence[str], tasks: Sequence[str], trials: int,
+              seeds: Sequence[int], workers: Optional[int] = None, progress: bool = True,
+              splits: Optional[Mapping[str, str]] = None, start_method: str = "",
+              memory_scope: str = "trial") -> SweepResult:
+    """Every configuration x task x seed x trial (module docstring); sorted records."""
+    units = make_units(configurations, tasks, trials, seeds, splits, memory_scope)
+    _LOG.info("sweep: %d configurations x %d tasks x %d trials x %d seeds = %d trials",
+              len(configurations), len(tasks), trials, len(seeds),
+              sum(len(u.trials) for u in units))
+    return run_units(units, workers, progress, start_method)
+
+
+__all__ = ["MEMORY_SCOPES", "Progress", "SweepConfig", "SweepResult", "TrialRunner", "WorkUnit",
+           "make_units", "resolve_workers", "run_sweep", "run_units", "task_key",
+           "trial_seed"]
