@@ -57,6 +57,10 @@ def add_paper_arguments(parser: argparse.ArgumentParser) -> None:
                        help="re-tabulate the records of a previous run in DIR (no trials)")
     group.add_argument("--profile", type=int, default=0, metavar="N",
                        help="also profile N trials per task and configuration (seed 0)")
+    group.add_argument("--ros", action="store_true",
+                       help="run the Table II trials end to end through the ROS graph "
+                       "(all nodes as processes, one trial at a time: size it with "
+                       "--tasks/--trials/--seeds/--configurations)")
     if not _has_option(parser, "--json"):
         group.add_argument("--json", action="store_true",
                            help="print machine-readable totals and tables")
@@ -117,6 +121,8 @@ def run_paper(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     start = time.perf_counter()
+    if getattr(args, "ros", False):
+        return _run_ros(args, cfg, as_json, start)
     if args.from_records:
         folder = Path(args.from_records)
         records = load_records(folder)
@@ -169,6 +175,34 @@ def run_paper(args: argparse.Namespace) -> int:
               f"{sweep['mean_trial_wall_ms']:.1f} ms per trial)")
     for name, path in report["files"].items():
         print(f"wrote {name}: {path}")
+    return 0
+
+
+def _run_ros(args: argparse.Namespace, cfg, as_json: bool, start: float) -> int:
+    """Table II (and what derives from it) from trials run through the ROS graph."""
+    from agentic_grasp.benchmarks.ros_sweep import run_ros_sweep
+    from agentic_grasp.core.evaluation.records import write_records
+    from agentic_grasp.core.evaluation.report import tabulate
+
+    def progress(done: int, total: int) -> None:
+        if not as_json and not args.no_progress:
+            print(f"\r[ros] {done}/{total} trials", end="" if done < total else "\n",
+                  file=sys.stderr, flush=True)
+
+    records = run_ros_sweep(cfg.configurations, cfg.task_list(), cfg.trials_per_task,
+                            cfg.seeds, progress)
+    out = Path(args.out) if args.out else Path("out/bench_ros")
+    out.mkdir(parents=True, exist_ok=True)
+    path = write_records(records, out / f"table_ii_records.{cfg.records_format}")
+    report = tabulate({"table_ii": records}, cfg, retrieval=False)
+    wall = round(time.perf_counter() - start, 3)
+    if as_json:
+        print(json.dumps({"tables": report["tables"], "records": str(path),
+                          "trials": len(records), "total_wall_s": wall}, indent=2,
+                         default=str))
+        return 0
+    print(report["text"])
+    print(f"\n{len(records)} trials through the ROS graph in {wall:.1f} s; records: {path}")
     return 0
 
 
