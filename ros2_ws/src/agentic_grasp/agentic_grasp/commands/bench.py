@@ -8,11 +8,13 @@ import json
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", nargs="?", default="paper",
-                        choices=("paper", "sim", "retrieval", "scene-graph", "perception"),
+                        choices=("paper", "sim", "graph", "retrieval", "scene-graph",
+                                 "perception"),
                         help="paper (default): the paper's protocol, Tables II-V and the OOD "
                         "study beside the paper; sim: one simulated attempt in-process, and "
-                        "ExecuteGrasp through "
-                        "ROS beside the bare action round trip; retrieval: HAA-RAG at 10^3, "
+                        "ExecuteGrasp through ROS beside the bare action round trip; graph: one "
+                        "single-grasp trial through the whole graph beside the bare action "
+                        "round trip; retrieval: HAA-RAG at 10^3, "
                         "10^5, 10^6 entries beside a brute-force scan; scene-graph: graph + "
                         "constraints for 10 and 200 objects; perception: VLM client overhead "
                         "per call beside the bare HTTP round trip")
@@ -48,6 +50,15 @@ def _bench_sim(args) -> dict:
     return out
 
 
+def _bench_graph(args) -> dict:
+    from agentic_grasp.benchmarks.planner_bench import report, run
+
+    result = run(n=args.n or 50)
+    if not args.json:
+        print(report(result))
+    return result
+
+
 def _bench_retrieval(args) -> dict:
     from agentic_grasp.core.retrieval import format_scale_table, run_scale_bench
 
@@ -80,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         from agentic_grasp.commands.bench_paper import run_paper
 
         return run_paper(args)
-    result = {"sim": _bench_sim, "retrieval": _bench_retrieval,
+    result = {"sim": _bench_sim, "graph": _bench_graph, "retrieval": _bench_retrieval,
               "scene-graph": _bench_scene_graph, "perception": _bench_perception}[args.what](args)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
