@@ -21,6 +21,9 @@ COMMANDS = {
     "retrieve": ("retrieve", "ask HAA-RAG for grasp strategies (the retrieval node, or --local) "
                  "as JSON"),
     "kb": ("kb", "knowledge-base tools: validate"),
+    "replay": ("replay", "replay a recorded run's observations through the planner under a "
+               "configuration; report decisions and agreement"),
+    "bag": ("bag", "recorded runs: info"),
     "eval": ("evaluate", "evaluations against the paper's tables: retrieval (Table IV)"),
 }
 

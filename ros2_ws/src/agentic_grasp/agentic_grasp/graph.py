@@ -43,6 +43,13 @@ RECORD_TOPICS: List[str] = [
     "/scene_graph/markers", "/planner/attempts", "/planner/markers",
 ]
 
+#: ``agentic-grasp bringup --record DIR``: the recorder process (rosbags; the launch file runs
+#: ``ros2 bag record`` instead). Not in NODES: it has no console script and runs only when
+#: recording.
+RECORDER = NodeSpec("recorder", "recorder", "agentic_grasp.recording.recorder", "recorder.yaml",
+                    when=lambda a: bool(a.get("record")),
+                    overrides=lambda a: {"output": a.get("record", "")})
+
 DEFAULT_ARGS: Dict[str, str] = {"arm": "sim", "perception": "oracle",
                                 "vlm_url": "http://127.0.0.1:8000/v1", "params_file": ""}
 

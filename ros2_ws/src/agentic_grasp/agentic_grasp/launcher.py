@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from agentic_grasp.core import paths
-from agentic_grasp.graph import DEFAULT_ARGS, NodeSpec, selected_nodes
+from agentic_grasp.graph import DEFAULT_ARGS, RECORDER, NodeSpec, selected_nodes
 
 
 def _ros_value(value: object) -> str:
@@ -55,6 +55,11 @@ class Launcher:
         self._threads: List[threading.Thread] = []
 
     def start(self) -> None:
+        """Start the selected nodes, and the recorder first when ``record`` names a folder
+        (so the latched topics and the first messages land in the bag)."""
+        if self.args.get("record"):
+            self.args["record"] = str(Path(self.args["record"]).resolve())
+            self.start_node(RECORDER)
         for spec in selected_nodes(self.args):
             if self._only is None or spec.name in self._only:
                 self.start_node(spec)

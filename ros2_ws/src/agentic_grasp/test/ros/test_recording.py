@@ -1,0 +1,146 @@
+"""Recording a whole-graph run to rosbag2 and replaying it (agentic-grasp bringup --record).
+
+The graph runs as processes with the recorder beside them (Launcher with ``record``); one
+GraspObject goal (sg_cup seed 0: a failed first attempt, a corrected second that succeeds)
+is recorded, the graph stopped with SIGINT, and the bag read back with rosbags. The same bag
+is then replayed: the full configuration agrees with its own recording on every attempt, a
+configuration with another initial grasp diverges at once, and the report is deterministic.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from action_msgs.msg import GoalStatus
+
+from agentic_grasp.commands import grasp as grasp_cli
+from agentic_grasp.commands.grasp import PlannerClient
+from agentic_grasp.graph import RECORD_TOPICS
+from agentic_grasp_interfaces.srv import Perceive
+
+TYPES = {
+    "/camera/color/image_raw": "sensor_msgs/msg/Image",
+    "/perception/result": "agentic_grasp_interfaces/msg/PerceptionResult",
+    "/planner/attempts": "agentic_grasp_interfaces/msg/AttemptRecord",
+    "/sim/ground_truth": "agentic_grasp_interfaces/msg/SceneGraph",
+    "/scene_graph/graph": "agentic_grasp_interfaces/msg/SceneGraph",
+    "/grasp_object/_action/feedback":
+        "agentic_grasp_interfaces/action/GraspObject_FeedbackMessage",
+}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """(bag folder, goal id, result) of one recorded cup goal."""
+    from agentic_grasp.client import GraphClient
+    from agentic_grasp.launcher import Launcher
+
+    bag = tmp_path_factory.mktemp("bags") / "run1"
+    launcher = Launcher({"record": str(bag)})
+    launcher.start()
+    client = planner = None
+    try:
+        client = GraphClient("test_recording_client")
+        planner = PlannerClient(client)
+        assert planner.wait_for_server(60.0), "planner did not come up"
+        perceive = client.node.create_client(Perceive, "perceive")
+        # The processes start slowly on a busy 2-core machine: wait for perception itself.
+        assert perceive.wait_for_service(timeout_sec=60.0), "perception did not come up"
+        # Nothing is recorded before the recorder's subscriptions have matched the publishers
+        # (only the recorder subscribes to these): wait for discovery, not a fixed time.
+        import time
+
+        deadline = time.monotonic() + 60.0
+        watched = ("/perception/result", "/planner/attempts", "/scene_graph/graph")
+        while any(client.node.count_subscribers(t) < 1 for t in watched):
+            assert time.monotonic() < deadline, "the recorder did not subscribe in time"
+            time.sleep(0.1)
+        loaded = grasp_cli.load_scene(client, "sg_cup", 0, timeout_s=60.0)
+        grasp_cli.wait_until_perceived(client, perceive, loaded.object_ids, timeout_s=60.0)
+        handle = planner.send("pick up the ceramic cup", "", None, 10.0)
+        assert handle.accepted
+        status, result = planner.wait(handle, 90.0)
+        assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+        goal_id = bytes(handle.goal_id.uuid).hex()
+    finally:
+        if planner is not None:
+            planner.close()
+        if client is not None:
+            client.close()
+        codes = launcher.stop()
+    assert codes["recorder"] == 0, codes
+    return bag, goal_id, result
+
+
+def test_bag_holds_every_topic_readable_by_rosbags(recorded):
+    from agentic_grasp.recording.reader import bag_info, by_topic
+
+    bag, goal_id, result = recorded
+    assert (bag / "metadata.yaml").is_file()
+    info = bag_info(bag)
+    counts = {t["topic"]: t["count"] for t in info["topics"]}
+    types = {t["topic"]: t["type"] for t in info["topics"]}
+    for topic in RECORD_TOPICS + ["/grasp_object/_action/feedback"]:
+        assert counts.get(topic, 0) >= 1, (topic, counts)
+    for topic, msgtype in TYPES.items():
+        assert types[topic] == msgtype
+    msgs = by_topic(bag, list(TYPES))
+    attempts = [m for _, m in msgs["/planner/attempts"] if m.goal_id == goal_id]
+    assert [a.attempt for a in attempts] == [a.attempt for a in result.attempts] == [0, 1], \
+        (counts, [(a.goal_id, a.attempt, a.outcome.success) for _, a in
+                  msgs["/planner/attempts"]], result.message)
+    assert attempts[-1].outcome.success and not attempts[0].outcome.success
+    assert attempts[-1].grasp.gripper_width == pytest.approx(
+        result.attempts[-1].grasp.gripper_width)
+    image = msgs["/camera/color/image_raw"][-1][1]
+    assert (image.width, image.height, image.encoding) == (640, 480, "rgb8")
+    assert any(m.instruction == "pick up the ceramic cup"
+               for _, m in msgs["/perception/result"])
+    stages = [m.feedback.stage for _, m in msgs["/grasp_object/_action/feedback"]]
+    assert stages[-1] == "done"
+
+
+def test_replay_of_the_recording(recorded):
+    from agentic_grasp.recording.replay import replay_bag
+
+    bag, goal_id, _ = recorded
+    full = replay_bag(bag, "full")
+    assert [g["goal_id"] for g in full["goals"]] == [goal_id]
+    goal = full["goals"][0]
+    m = goal["metrics"]
+    assert full["agrees"], full          # the whole report: decisions, attempts, divergence
+    assert m["agreement"] == [True, True] and m["recorded_success"] and m["replay_success"]
+    decision = goal["decisions"][0]
+    assert decision["target_id"] == "cup_1" and decision["retrieved"]
+    assert decision["attempts"][0]["failure_type"] and decision["attempts"][0]["correction"]
+    assert replay_bag(bag, "full") == full                       # deterministic
+    other = replay_bag(bag, "heuristic")
+    div = other["goals"][0]["metrics"]["first_divergence"]
+    assert not other["agrees"] and div["attempt_index"] == 0 and div["diff"]
+    assert other["goals"][0]["metrics"]["agreement"] == [False]
+
+
+def test_sigint_stopped_recorder_leaves_a_readable_bag(tmp_path):
+    from agentic_grasp.recording.reader import bag_info
+
+    bag = tmp_path / "sigint"
+    proc = subprocess.Popen([sys.executable, "-m", "agentic_grasp.recording.recorder",
+                             "--ros-args", "-p", f"output:={bag}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=os.environ.copy())
+    try:
+        for line in proc.stdout:
+            if "recording" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    info = bag_info(bag)
+    assert {t["topic"] for t in info["topics"]} >= set(RECORD_TOPICS)
