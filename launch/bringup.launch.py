@@ -19,7 +19,8 @@ from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 
-from agentic_grasp.graph import DEFAULT_ARGS, RECORD_TOPICS, selected_nodes
+from agentic_grasp.graph import (DEFAULT_ARGS, RECORD_ACTION_TOPICS, RECORD_TOPICS,
+                                 selected_nodes)
 
 
 def _nodes(context, *_args, **_kwargs):
@@ -92,7 +93,8 @@ def generate_launch_description() -> LaunchDescription:
         OpaqueFunction(function=_nodes),
         OpaqueFunction(function=_mock_hardware,
                        condition=IfCondition(LaunchConfiguration("use_mock_hardware"))),
-        ExecuteProcess(cmd=["ros2", "bag", "record", "-o", record] + RECORD_TOPICS,
+        ExecuteProcess(cmd=["ros2", "bag", "record", "-o", record] + RECORD_TOPICS
+                       + RECORD_ACTION_TOPICS,
                        output="screen",
                        condition=IfCondition(PythonExpression(["'", record, "' != ''"]))),
     ])

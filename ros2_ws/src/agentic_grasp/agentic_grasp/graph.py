@@ -42,6 +42,9 @@ RECORD_TOPICS: List[str] = [
     "/joint_states", "/sim/ground_truth", "/perception/result", "/scene_graph/graph",
     "/scene_graph/markers", "/planner/attempts", "/planner/markers",
 ]
+#: The GraspObject action's feedback and status topics, recorded too (goal progress).
+RECORD_ACTION_TOPICS: List[str] = ["/grasp_object/_action/feedback",
+                                   "/grasp_object/_action/status"]
 
 #: ``agentic-grasp bringup --record DIR``: the recorder process (rosbags; the launch file runs
 #: ``ros2 bag record`` instead). Not in NODES: it has no console script and runs only when

@@ -26,13 +26,13 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.signals import SignalHandlerOptions
 from rosbags.rosbag2 import StoragePlugin, Writer
 
-from agentic_grasp.graph import RECORD_TOPICS
+from agentic_grasp.graph import RECORD_ACTION_TOPICS, RECORD_TOPICS
 from agentic_grasp.recording.typestore import connection_args
 
 NODE_NAME = "recorder"
 #: Hidden topics of the planner's GraspObject action: per-step feedback with the goal id
 #: (stages, thoughts, the final "done" message) and the goal status list.
-ACTION_TOPICS: List[str] = ["/grasp_object/_action/feedback", "/grasp_object/_action/status"]
+ACTION_TOPICS: List[str] = list(RECORD_ACTION_TOPICS)
 #: Message type of every recorded topic ("latched": published TRANSIENT_LOCAL).
 TOPIC_TYPES: Dict[str, Tuple[str, bool]] = {
     "/camera/color/image_raw": ("sensor_msgs/msg/Image", True),
