@@ -1,9 +1,8 @@
 """A do-nothing ExecuteGrasp server: the bare rclpy action round trip, for comparison."""
-import rclpy
 from rclpy.action import ActionServer
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
+from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp_interfaces.action import ExecuteGrasp
 
 
@@ -20,20 +19,8 @@ class BareActionServer(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = BareActionServer()
-        executor = MultiThreadedExecutor(num_threads=4)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.try_shutdown()
+    # The same executor as the executor node (4 threads), so only the work differs.
+    spin_node(BareActionServer, num_threads=4, args=args)
 
 
 if __name__ == "__main__":

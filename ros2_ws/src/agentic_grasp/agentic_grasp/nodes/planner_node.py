@@ -66,11 +66,9 @@ from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import Pose, Quaternion, Vector3
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
@@ -90,6 +88,7 @@ from agentic_grasp.core.planner import (CONFIGURATIONS, STATUS_BLOCKED, STATUS_C
                                         STATUS_NOT_PERCEIVED, EpisodicMemory, PlannerConfig,
                                         ReflectivePlanner, TaskOutcome, get_configuration)
 from agentic_grasp.core.types import GraspParameters
+from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare
 from agentic_grasp_interfaces.action import GraspObject
 from agentic_grasp_interfaces.msg import AttemptRecord
@@ -770,20 +769,7 @@ class PlannerNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = PlannerNode()
-        executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.try_shutdown()
+    spin_node(PlannerNode, num_threads=EXECUTOR_THREADS, args=args)
 
 
 if __name__ == "__main__":

@@ -161,7 +161,8 @@ class SimNode(Node):
         self._render(objects, version)
 
     def _republish(self) -> None:
-        if self._frame is None:
+        # Timers can still fire while Ctrl-C shuts the context down: publish nothing then.
+        if self._frame is None or not self.context.ok():
             return
         rgb, depth, info = self._frame
         stamp = self.get_clock().now().to_msg()
@@ -173,6 +174,8 @@ class SimNode(Node):
         self.pub_depth_info.publish(info)
 
     def _publish_joints(self) -> None:
+        if not self.context.ok():
+            return
         msg = JointState(header=self._header(""), name=JOINT_NAMES,
                          position=[float(v) for v in self._q] + [self._gripper] * 2)
         self.pub_joints.publish(msg)
