@@ -142,6 +142,23 @@ def load_scene(graph: Any, task: str, seed: int, timeout_s: float = 30.0,
     return loaded
 
 
+def _wait_for_oracle(graph: Any, object_ids: Any, timeout_s: float) -> None:
+    """With the oracle backend, wait until perception has taken the newly loaded scene (the
+    exact check); with the VLM each call costs seconds, so the settle time must do."""
+    from agentic_grasp_interfaces.srv import Perceive
+
+    client = graph.node.create_client(Perceive, "perceive")
+    try:
+        if not client.wait_for_service(timeout_sec=timeout_s):
+            return                      # the planner reports a missing perception node itself
+        probe = client.call_async(Perceive.Request(instruction="clear the table"))
+        graph.wait_future(probe, timeout_s)
+        if probe.done() and probe.result().result.backend == "oracle":
+            wait_until_perceived(graph, client, object_ids, timeout_s)
+    finally:
+        graph.node.destroy_client(client)
+
+
 def wait_until_perceived(graph: Any, perceive_client: Any, object_ids: Any,
                          timeout_s: float = 10.0) -> None:
     """Block until the perception node's answer lists exactly ``object_ids``.
@@ -256,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
             if args.task:
                 loaded = load_scene(graph, args.task, args.seed, args.server_timeout,
                                     settle_s=SCENE_SETTLE_S)
+                _wait_for_oracle(graph, loaded.object_ids, args.server_timeout)
                 if not args.json:
                     print(f"loaded {loaded.task_id} (seed {args.seed}): objects "
                           f"{', '.join(loaded.object_ids)}", flush=True)
