@@ -18,7 +18,7 @@ from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ValidationError
 from agentic_grasp.core.types import (
     AffordanceDescriptor, AffordanceType, AttemptOutcome, GraspParameters, GraspType,
-    ObjectInstance, ObjectState, Phase, Shape)
+    ObjectInstance, ObjectState, Phase, Shape, event_from_text, event_to_text)
 from agentic_grasp_interfaces.msg import (
     AffordanceDescriptor as AffordanceMsg, GraspOutcome as GraspOutcomeMsg,
     GraspParameters as GraspMsg, ObjectObservation as ObjectMsg)
@@ -138,8 +138,7 @@ def outcome_to_msg(outcome: AttemptOutcome) -> GraspOutcomeMsg:
     return GraspOutcomeMsg(
         success=bool(outcome.success), quality=float(outcome.quality),
         phi=[float(v) for v in outcome.phi],
-        events=[":".join(p for p in (e.kind, e.phase.value, e.other_id) if p)
-                for e in outcome.events],
+        events=[event_to_text(e) for e in outcome.events],
         phase_reached=outcome.phase_reached.value,
         measurement_names=names,
         measurement_values=[float(outcome.measurements[n]) for n in names],
@@ -147,15 +146,7 @@ def outcome_to_msg(outcome: AttemptOutcome) -> GraspOutcomeMsg:
 
 
 def outcome_from_msg(msg: GraspOutcomeMsg) -> AttemptOutcome:
-    from agentic_grasp.core.types import PhysicalEvent  # local: only used here
-
-    events = []
-    for text in msg.events:
-        parts = text.split(":")
-        phase = Phase(parts[1]) if len(parts) > 1 and parts[1] in Phase._value2member_map_ \
-            else Phase.APPROACH
-        events.append(PhysicalEvent(kind=parts[0], phase=phase,
-                                    other_id=parts[2] if len(parts) > 2 else ""))
+    events = [event_from_text(text) for text in msg.events]
     return AttemptOutcome(
         success=msg.success, quality=msg.quality, phi=np.asarray(msg.phi, dtype=float),
         events=events,

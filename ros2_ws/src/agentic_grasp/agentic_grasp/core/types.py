@@ -323,6 +323,19 @@ class PhysicalEvent:
     other_id: str = ""
 
 
+def event_to_text(event: PhysicalEvent) -> str:
+    """``kind:phase[:other_id]``: how events travel in GraspOutcome.events."""
+    return ":".join(p for p in (event.kind, event.phase.value, event.other_id) if p)
+
+
+def event_from_text(text: str) -> PhysicalEvent:
+    """Inverse of :func:`event_to_text` (an unknown phase reads as approach)."""
+    parts = text.split(":")
+    phase = Phase(parts[1]) if len(parts) > 1 and parts[1] in Phase._value2member_map_ \
+        else Phase.APPROACH
+    return PhysicalEvent(kind=parts[0], phase=phase, other_id=parts[2] if len(parts) > 2 else "")
+
+
 @dataclass
 class AttemptOutcome:
     """Observation (y, Q, phi) of one executed grasp plus the measured physical quantities."""

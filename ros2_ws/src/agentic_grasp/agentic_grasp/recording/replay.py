@@ -33,7 +33,7 @@ from agentic_grasp.core.planner.planner import scene_graph_constraints
 from agentic_grasp.core.scene_graph import SceneGraphConfig
 from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, AttemptOutcome,
                                       GraspParameters, GraspType, ObjectState, Phase,
-                                      PhysicalEvent)
+                                      event_from_text)
 
 _LOG = logging.getLogger(__name__)
 
@@ -102,13 +102,7 @@ def grasp(msg: Any) -> GraspParameters:
 
 
 def outcome(msg: Any) -> AttemptOutcome:
-    events = []
-    for text in msg.events:
-        parts = text.split(":")
-        phase = Phase(parts[1]) if len(parts) > 1 and parts[1] in Phase._value2member_map_ \
-            else Phase.APPROACH
-        events.append(PhysicalEvent(kind=parts[0], phase=phase,
-                                    other_id=parts[2] if len(parts) > 2 else ""))
+    events = [event_from_text(text) for text in msg.events]
     return AttemptOutcome(
         success=bool(msg.success), quality=float(msg.quality),
         phi=np.asarray(msg.phi, dtype=float), events=events,
