@@ -14,15 +14,11 @@ import argparse
 import json
 import subprocess
 import sys
-import threading
 from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
-import rclpy
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
-from rclpy.parameter_client import AsyncParameterClient
 
 from agentic_grasp.commands import retrieve as retrieve_command
 from agentic_grasp.conversions import rgb_to_msg
@@ -33,11 +29,11 @@ from agentic_grasp.core.render import render_object_crop
 from agentic_grasp.core.retrieval import (HAARAG, DescriptorEmbedder, RetrievalConfig,
                                           build_retriever)
 from agentic_grasp.core.sim.objects import load_catalogue
+from agentic_grasp.testing.node_harness import NodeHarness, wait_future
 from agentic_grasp.nodes.retrieval_node import DESCRIPTIONS, RetrievalNode, flatten
 from agentic_grasp_interfaces.msg import AffordanceDescriptor as AffordanceMsg
 from agentic_grasp_interfaces.srv import RetrieveStrategies
 
-TIMEOUT_S = 10.0
 CUP = {"type": "Graspable_Handle", "material": "ceramic", "fragility": 0.3, "region": "handle"}
 WINE_GLASS = {"type": "Fragile", "material": "glass", "fragility": 0.9, "region": "stem"}
 BOWL = {"type": "Graspable_Edge", "material": "ceramic", "fragility": 0.3, "region": "rim"}
@@ -45,43 +41,15 @@ BOWL = {"type": "Graspable_Edge", "material": "ceramic", "fragility": 0.3, "regi
 
 # ---- harness ---------------------------------------------------------------------------------
 
-def wait_future(future, timeout: float = TIMEOUT_S):
-    done = threading.Event()
-    future.add_done_callback(lambda _: done.set())
-    assert done.wait(timeout), f"no answer within {timeout} s"
-    return future.result()
-
-
-class Harness:
-    """The node under test plus a client node, spun together on a background thread."""
+class Harness(NodeHarness):
+    """The retrieval node plus a client node, spun together on a background thread."""
 
     def __init__(self) -> None:
-        self.node = RetrievalNode()
-        self.client_node = rclpy.create_node("retrieval_test_client")
-        self.executor = MultiThreadedExecutor(num_threads=3)
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.client_node)
-        self.cli = self.client_node.create_client(RetrieveStrategies, "retrieve_strategies")
-        self.params = AsyncParameterClient(self.client_node, "retrieval")
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
-        if not self.cli.wait_for_service(timeout_sec=TIMEOUT_S):
-            self.close()
-            raise RuntimeError("retrieve_strategies did not appear over DDS")
+        super().__init__(RetrievalNode(), "retrieval_test_client", RetrieveStrategies,
+                         "retrieve_strategies")
 
     def call(self, request: RetrieveStrategies.Request) -> RetrieveStrategies.Response:
         return wait_future(self.cli.call_async(request))
-
-    def set_params(self, **values):
-        params = [Parameter(k, value=v) for k, v in values.items()]
-        assert self.params.wait_for_services(timeout_sec=TIMEOUT_S)
-        return wait_future(self.params.set_parameters(params)).results
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.thread.join(timeout=TIMEOUT_S)
-        self.node.destroy_node()
-        self.client_node.destroy_node()
 
 
 @pytest.fixture(scope="module")

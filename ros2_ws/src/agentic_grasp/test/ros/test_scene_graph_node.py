@@ -20,11 +20,8 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 import pytest
-import rclpy
 import yaml
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
-from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -38,11 +35,11 @@ from agentic_grasp.core.scene_graph import SceneGraphConfig, build_scene_graph
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, ObjectState, Shape
 from agentic_grasp.nodes import scene_graph_node
 from agentic_grasp.nodes.scene_graph_node import CONFIG_DESCRIPTIONS, SceneGraphNode
+from agentic_grasp.testing.node_harness import TIMEOUT_S, NodeHarness, wait_future
 from agentic_grasp_interfaces.msg import SceneGraph as SceneGraphMsg
 from agentic_grasp_interfaces.srv import InferConstraints
 
 CAMERA = (1.15, 0.0, 0.75)
-TIMEOUT_S = 10.0
 #: Subscriber QoS: every message of the run, including the latched one present at start.
 INBOX_QOS = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST,
                        reliability=ReliabilityPolicy.RELIABLE,
@@ -114,39 +111,24 @@ class Inbox:
                 self._cond.wait(remaining)
 
 
-def wait_future(future, timeout: float = TIMEOUT_S):
-    done = threading.Event()
-    future.add_done_callback(lambda _: done.set())
-    assert done.wait(timeout), f"no answer within {timeout} s"
-    return future.result()
-
-
 def stamp_of(msg) -> int:
     header = msg.markers[0].header if isinstance(msg, MarkerArray) else msg.header
     return header.stamp.sec
 
 
-class Harness:
-    """The node under test plus a client node, spun together on a background thread."""
+class Harness(NodeHarness):
+    """The scene-graph node plus a client node, spun together on a background thread."""
 
     def __init__(self) -> None:
-        self.node = SceneGraphNode()
-        self.client_node = rclpy.create_node("scene_graph_test_client")
-        self.executor = MultiThreadedExecutor(num_threads=3)
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.client_node)
+        super().__init__(SceneGraphNode(), "scene_graph_test_client", InferConstraints,
+                         "infer_constraints")
+
+    def setup(self) -> None:
         self.markers, self.graphs = Inbox(), Inbox()
         self.client_node.create_subscription(MarkerArray, "scene_graph/markers",
                                              self.markers.put, INBOX_QOS)
         self.client_node.create_subscription(SceneGraphMsg, "scene_graph/graph",
                                              self.graphs.put, INBOX_QOS)
-        self.cli = self.client_node.create_client(InferConstraints, "infer_constraints")
-        self.params = AsyncParameterClient(self.client_node, "scene_graph")
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
-        if not self.cli.wait_for_service(timeout_sec=TIMEOUT_S):
-            self.close()
-            raise RuntimeError("infer_constraints did not appear over DDS")
 
     def call(self, objects: Sequence, target: str, frame: str = "world",
              mutate: Optional[Callable] = None):
@@ -162,16 +144,6 @@ class Harness:
         request.scene.objects = msgs
         return wait_future(self.cli.call_async(request)), stamp
 
-    def set_params(self, **values):
-        params = [Parameter(k, value=v) for k, v in values.items()]
-        assert self.params.wait_for_services(timeout_sec=TIMEOUT_S)
-        return wait_future(self.params.set_parameters(params)).results
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.thread.join(timeout=TIMEOUT_S)
-        self.node.destroy_node()
-        self.client_node.destroy_node()
 
 
 @pytest.fixture(scope="module")
