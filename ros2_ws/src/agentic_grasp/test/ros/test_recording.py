@@ -12,6 +12,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -52,8 +54,6 @@ def recorded(tmp_path_factory):
         assert perceive.wait_for_service(timeout_sec=60.0), "perception did not come up"
         # Nothing is recorded before the recorder's subscriptions have matched the publishers
         # (only the recorder subscribes to these): wait for discovery, not a fixed time.
-        import time
-
         deadline = time.monotonic() + 60.0
         watched = ("/perception/result", "/planner/attempts", "/scene_graph/graph")
         while any(client.node.count_subscribers(t) < 1 for t in watched):
@@ -66,6 +66,24 @@ def recorded(tmp_path_factory):
         status, result = planner.wait(handle, 90.0)
         assert status == GoalStatus.STATUS_SUCCEEDED, result.message
         goal_id = bytes(handle.goal_id.uuid).hex()
+        # Camera frames (about 1 MB each) are re-sent at 2 Hz; on a loaded machine they can
+        # still be in flight when the goal ends. Wait until two fresh colour frames have
+        # reached this client before stopping, so the recorder has had them as well.
+        from sensor_msgs.msg import Image
+
+        from agentic_grasp import qos
+
+        frames = []
+        fresh = threading.Event()
+
+        def on_frame(_msg):
+            frames.append(time.monotonic())
+            if len(frames) >= 2:
+                fresh.set()
+
+        client.node.create_subscription(Image, "/camera/color/image_raw", on_frame,
+                                        qos.LATCHED)
+        assert fresh.wait(15.0), "no fresh camera frames after the goal"
     finally:
         if planner is not None:
             planner.close()
