@@ -53,14 +53,18 @@ class ExecutorNode(Node):
         self.get_logger().info(f"executor ready (arm backend: {self.backend.name})")
 
     def _on_goal(self, _goal) -> GoalResponse:
-        if self._busy.locked():
+        # Taken here, at acceptance, and released when the goal's execution ends: checking
+        # only in the execute callback left a window in which a second goal was accepted.
+        if not self._busy.acquire(blocking=False):
             self.get_logger().warning("rejecting ExecuteGrasp goal: another grasp is running")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
     def _execute(self, goal_handle):
-        with self._busy:
+        try:
             result = self._run(goal_handle)
+        finally:
+            self._busy.release()
         msg = ExecuteGrasp.Result(error_code=int(result.error), message=result.message)
         if result.outcome is not None:
             msg.outcome = outcome_to_msg(result.outcome)

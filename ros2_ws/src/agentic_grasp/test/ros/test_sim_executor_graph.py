@@ -153,16 +153,25 @@ def test_joint_states_follow_the_arm(sim_graph):
         got.set()
 
     sub = client.node.create_subscription(JointState, "joint_states", on_joints, 10)
+
+    def wait_for(condition, timeout_s=5.0):
+        # joint_states streams at 20 Hz; a message sent before the last change may still
+        # arrive first, so wait for the expected state rather than take the first message.
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            got.clear()
+            if got.wait(0.5) and condition():
+                return True
+        return False
+
     try:
-        assert got.wait(5.0)
+        assert wait_for(lambda: np.allclose(latest["q"], Q_READY)), latest
         assert latest["names"][:7] == [f"fer_joint{i}" for i in range(1, 8)]
-        assert np.allclose(latest["q"], Q_READY)
         client.execute_grasp("banana_1", grasp)
-        got.clear()
-        assert got.wait(5.0)
-        got.clear()
-        assert got.wait(5.0)
-        tcp = PandaKinematics().fk(np.array(latest["q"]))[:3, 3]
-        assert np.linalg.norm(tcp - grasp.position) < 1e-3
+        kin = PandaKinematics()
+        assert wait_for(lambda: np.linalg.norm(
+            kin.fk(np.array(latest["q"]))[:3, 3] - grasp.position) < 1e-3), latest
     finally:
         client.node.destroy_subscription(sub)
