@@ -93,8 +93,22 @@ def generate_launch_description() -> LaunchDescription:
         OpaqueFunction(function=_nodes),
         OpaqueFunction(function=_mock_hardware,
                        condition=IfCondition(LaunchConfiguration("use_mock_hardware"))),
-        ExecuteProcess(cmd=["ros2", "bag", "record", "-o", record] + RECORD_TOPICS
-                       + RECORD_ACTION_TOPICS,
-                       output="screen",
+        ExecuteProcess(cmd=record_command(record), output="screen",
                        condition=IfCondition(PythonExpression(["'", record, "' != ''"]))),
     ])
+
+
+def record_command(output) -> list:
+    """``ros2 bag record`` of the graph's topics, the GraspObject action topics included.
+
+    Checked against rosbag2 jazzy (0.26.x): hidden topics (a name part starting with "_", as
+    in /grasp_object/_action/feedback) are dropped even when listed unless
+    --include-hidden-topics is given (rosbag2_transport/src/rosbag2_transport/
+    topic_filter.cpp:56-66, 188-192); positional topics are deprecated in favour of --topics
+    (ros2bag/ros2bag/verb/record.py:63-69), which takes the rest of the line (nargs='+'), so
+    it comes last. -s mcap: Jazzy's default storage (rosbag2_storage/src/rosbag2_storage/
+    default_storage_id.cpp:21), named so a changed default cannot change the bag format, and
+    what ``agentic-grasp bringup --record`` writes.
+    """
+    return (["ros2", "bag", "record", "-s", "mcap", "--include-hidden-topics", "-o", output,
+             "--topics"] + RECORD_TOPICS + RECORD_ACTION_TOPICS)
