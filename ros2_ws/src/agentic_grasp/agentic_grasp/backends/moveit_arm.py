@@ -15,10 +15,23 @@ LIFT      lift-off segment, width check (slip), rest of the lift, width check (d
 A cancel stops the trajectory (TrajectoryExecutionManager.stop_execution) and cancels a
 running gripper goal; the fingers are opened only when nothing can be in the hand.
 
+Checked against the upstream sources (moveit2 2.12.4, franka_ros2 v3.4.0); the line
+references are in moveit_translation.py and config/moveit/*.yaml:
+- Pilz Cartesian limits come from this package (franka_fr3_moveit_config has none, and
+  MoveItConfigsBuilder.to_moveit_configs() fails without them once Pilz is enabled);
+- every plan starts from the current state with its velocities zeroed (Pilz rejects any
+  start velocity >= 1e-8 rad/s), passed with ``set_start_state(robot_state=...)``;
+- with ``cartesian_method: service`` the scene also goes to move_group
+  (/apply_planning_scene), whose /compute_cartesian_path checks its own scene;
+- a MoveItPy start-up failure (no complete joint state in time) is reported and retried
+  instead of ending the executor;
+- ``close()`` (called by the executor node's destroy_node) shuts MoveItPy down and deletes
+  it while the process is still intact (moveit2#3721: a segfault while deleting MoveItCpp).
+
 APIs used (names as documented upstream; see docker/ros/README.md for the sources):
 ``moveit.planning.MoveItPy(node_name, config_dict)``, ``.get_planning_component``,
 ``.get_planning_scene_monitor``, ``.get_trajectory_execution_manager``, ``.execute``;
-``PlanningComponent.set_start_state_to_current_state / set_goal_state(pose_stamped_msg,
+``PlanningComponent.set_start_state(robot_state) / set_goal_state(pose_stamped_msg,
 pose_link) / plan(single_plan_parameters)``; ``PlanRequestParameters(moveit_py, namespace)``;
 ``PlanningSceneMonitor.read_write() -> scene.apply_collision_object``;
 ``moveit.core.robot_trajectory.RobotTrajectory.set_robot_trajectory_msg``;
@@ -27,6 +40,7 @@ pose_link) / plan(single_plan_parameters)``; ``PlanRequestParameters(moveit_py, 
 """
 from __future__ import annotations
 
+import copy
 import math
 import threading
 import time
@@ -42,11 +56,12 @@ from sensor_msgs.msg import JointState
 
 from agentic_grasp import qos
 from agentic_grasp.backends.moveit_translation import (
-    MOVEIT_CONFIG_PARTS, SOLID_BOX, SOLID_CYLINDER, SOLID_SPHERE, AttemptObservation,
-    CollisionObjectSpec, MoveItBackendConfig, Pose, cancel_plan, combine_moveit_params,
-    dropoff_pose, finger_width, gripper_grasp_goal, gripper_open_goal, is_system_error,
-    moveit_error_name, outcome_from_observation, plan_grasp_motion, resolve_path,
-    scene_collision_objects)
+    COLLISION_ADD, MOVEIT_CONFIG_PARTS, SOLID_BOX, SOLID_CYLINDER, SOLID_SPHERE,
+    AttemptObservation, CollisionObjectSpec, MoveItBackendConfig, Pose, cancel_plan,
+    cartesian_limits_from_yaml, combine_moveit_params, dropoff_pose, finger_width,
+    gripper_grasp_goal, gripper_open_goal, is_system_error, moveit_error_name,
+    outcome_from_observation, plan_grasp_motion, resolve_path, rest_start_velocities,
+    scene_collision_objects, scene_diff, start_with_retries)
 from agentic_grasp.conversions import object_from_msg
 from agentic_grasp.core.arm import PHASES, ArmBackend, ArmError, ArmResult
 from agentic_grasp.core.config import load_yaml
@@ -61,7 +76,7 @@ try:  # MoveIt 2's Python bindings: ros-jazzy-moveit-py and ros-jazzy-moveit-con
     from moveit.planning import MoveItPy, PlanRequestParameters
     from moveit_configs_utils import MoveItConfigsBuilder
     from moveit_msgs.msg import CollisionObject
-    from moveit_msgs.srv import GetCartesianPath
+    from moveit_msgs.srv import ApplyPlanningScene, GetCartesianPath
     from shape_msgs.msg import SolidPrimitive
 except ImportError as exc:  # pragma: no cover - exercised where MoveIt is absent
     raise ImportError(
@@ -215,7 +230,12 @@ class MoveItArmBackend(ArmBackend):
         except ValidationError as exc:
             raise ConfigError(str(exc)) from exc
         self._log = node.get_logger()
-        self._moveit = MoveItPy(node_name=self.cfg.node_name, config_dict=self._moveit_params())
+        self._closed = False
+        params = self._moveit_params()
+        self._moveit = start_with_retries(lambda: self._start_moveit(params),
+                                          int(self.cfg.startup_attempts),
+                                          float(self.cfg.startup_retry_s),
+                                          self._report_start_failure)
         self._arm = self._moveit.get_planning_component(self.cfg.planning_group)
         self._psm = self._moveit.get_planning_scene_monitor()
         tem_getter = (getattr(self._moveit, "get_trajectory_execution_manager", None)
@@ -226,6 +246,10 @@ class MoveItArmBackend(ArmBackend):
         self._cartesian = (node.create_client(GetCartesianPath, self.cfg.cartesian_service,
                                               callback_group=group)
                            if self.cfg.cartesian_method == "service" else None)
+        self._apply_scene = (node.create_client(ApplyPlanningScene,
+                                                self.cfg.apply_planning_scene_service,
+                                                callback_group=group)
+                             if self.cfg.cartesian_method == "service" else None)
         self._width_lock = threading.Condition()
         self._width: Tuple[float, float] = (math.nan, 0.0)     # (width m, monotonic time)
         self._objects: List[ObjectInstance] = []
@@ -240,6 +264,37 @@ class MoveItArmBackend(ArmBackend):
                        f"{self.cfg.ik_link}, gripper {self.cfg.gripper_interface}")
 
     # ------------------------------------------------------------------ set-up
+    def _start_moveit(self, params: dict):
+        """One attempt: wait for the robot's joint states, then build MoveItPy.
+
+        Waiting here first keeps a missing driver from costing a MoveItPy attempt: a failed
+        MoveItCpp constructor leaves the rclcpp node and executor thread MoveItPy made
+        behind (moveit_py/src/moveit/moveit_ros/moveit_cpp/moveit_cpp.cpp:124-142, 2.12.4), and it
+        holds the GIL for the whole wait_for_initial_state_timeout."""
+        from rclpy.wait_for_message import wait_for_message
+
+        topic = self.cfg.joint_state_topic
+        received, _ = wait_for_message(JointState, self._node, topic,
+                                       qos_profile=qos_profile_sensor_data,
+                                       time_to_wait=float(self.cfg.startup_retry_s))
+        if not received:
+            raise RuntimeError(f"no JointState on {topic} within {self.cfg.startup_retry_s:g} s "
+                               "(is the robot driver / joint_state_broadcaster running?)")
+        kwargs = {}
+        if topic.strip("/") != "joint_states":      # MoveItCpp's fixed topic, moveit_cpp.hpp:61
+            kwargs["remappings"] = {"joint_states": topic}
+        return MoveItPy(node_name=self.cfg.node_name, config_dict=params, **kwargs)
+
+    def _report_start_failure(self, attempt: int, exc: BaseException) -> None:
+        hint = ""
+        if "planning scene monitor" in str(exc):
+            hint = (" (MoveItCpp received no complete robot state on "
+                    f"{self.cfg.joint_state_topic} within wait_for_initial_state_timeout, "
+                    "config/moveit/moveit_py.yaml; every joint of the robot model needs one)")
+        limit = f"/{self.cfg.startup_attempts}" if self.cfg.startup_attempts else ""
+        self._log.error(f"MoveIt backend not started, attempt {attempt}{limit}: {exc}{hint}; "
+                        f"retrying in {self.cfg.startup_retry_s:g} s")
+
     def _moveit_params(self) -> dict:
         """MoveItConfigsBuilder for the robot, then config/moveit/moveit_py.yaml on top.
 
@@ -260,6 +315,12 @@ class MoveItArmBackend(ArmBackend):
         builder.trajectory_execution(file_path=path(cfg.controllers_file))
         builder.planning_pipelines(default_planning_pipeline="ompl",
                                    pipelines=["ompl", "pilz_industrial_motion_planner"])
+        # With Pilz enabled, to_moveit_configs() loads <config pkg>/config/
+        # pilz_cartesian_limits.yaml unless a file is given (moveit_configs_builder.py:530-532);
+        # franka_fr3_moveit_config has none, so this package ships one.
+        limits_file = path(cfg.pilz_cartesian_limits_file)
+        cartesian_limits_from_yaml(load_yaml(limits_file), cfg)
+        builder.pilz_cartesian_limits(file_path=limits_file)
         configs = builder.to_moveit_configs()
         parts = [getattr(configs, name, None) for name in MOVEIT_CONFIG_PARTS]
         return combine_moveit_params([p for p in parts if isinstance(p, dict) and p],
@@ -289,17 +350,56 @@ class MoveItArmBackend(ArmBackend):
             return self._width[0] if self._width[1] > since else math.nan
 
     # ------------------------------------------------------------------ motion
-    def _update_scene(self, target_id: str) -> None:
+    def _update_scene(self, target_id: str, is_cancelled) -> None:
+        """Table and perceived neighbours into MoveItPy's scene (OMPL and Pilz plan there)
+        and, for cartesian_method service, into move_group's (its Cartesian service checks
+        collisions against its own scene only)."""
         specs = scene_collision_objects(self._objects, target_id, self.cfg)
-        with self._psm.read_write() as scene:
-            for old in self._scene_ids:
-                gone = CollisionObject(id=old, operation=CollisionObject.REMOVE)
+        messages = []
+        for operation, object_id, spec in scene_diff(self._scene_ids, specs):
+            if operation == COLLISION_ADD:
+                messages.append(_collision_msg(spec, CollisionObject.ADD))
+            else:
+                gone = CollisionObject(id=object_id, operation=CollisionObject.REMOVE)
                 gone.header.frame_id = self.cfg.planning_frame
-                scene.apply_collision_object(gone)
-            for spec in specs:
-                scene.apply_collision_object(_collision_msg(spec, CollisionObject.ADD))
+                messages.append(gone)
+        with self._psm.read_write() as scene:
+            for message in messages:
+                scene.apply_collision_object(message)
             scene.current_state.update()
         self._scene_ids = [s.id for s in specs]
+        if self._apply_scene is not None:
+            self._send_scene_to_move_group(messages, is_cancelled)
+
+    def _send_scene_to_move_group(self, messages, is_cancelled) -> None:
+        service = self.cfg.apply_planning_scene_service
+        request = ApplyPlanningScene.Request()
+        request.scene.is_diff = True
+        request.scene.world.collision_objects = list(messages)
+        if not self._apply_scene.wait_for_service(timeout_sec=2.0):
+            raise ConnectionError(f"{service} is not available (is move_group running?); "
+                                  "/compute_cartesian_path would not see the table")
+        state, response = _wait(self._apply_scene.call_async(request),
+                                self.cfg.action_timeout_s, is_cancelled)
+        if state == "canceled":
+            raise _Canceled()
+        if state == "timeout":
+            raise TimeoutError(f"{service} did not answer")
+        if not response.success:
+            raise RuntimeError(f"move_group did not apply the planning scene ({service})")
+
+    def _start_state(self):
+        """The current state with zero velocities: Pilz refuses a start state that moves
+        (see rest_start_velocities); every plan starts after the last motion ended."""
+        with self._psm.read_only() as scene:
+            state = copy.copy(scene.current_state)
+        velocities, fastest = rest_start_velocities(state.joint_velocities)
+        if fastest > self.cfg.at_rest_velocity_radps:
+            self._log.warning(f"planning from a moving arm: a joint moves at {fastest:.3f} "
+                              f"rad/s (> {self.cfg.at_rest_velocity_radps:g}); the plan starts "
+                              "from its position at rest")
+        state.joint_velocities = velocities
+        return state
 
     def _execute(self, trajectory, is_cancelled) -> str:
         """Run a trajectory; "" on success, else the ExecutionStatus text. A cancel stops it."""
@@ -329,7 +429,7 @@ class MoveItArmBackend(ArmBackend):
         goal = PoseStamped()
         goal.header.frame_id = self.cfg.planning_frame
         goal.pose = _pose_msg(pose)
-        self._arm.set_start_state_to_current_state()
+        self._arm.set_start_state(robot_state=self._start_state())
         self._arm.set_goal_state(pose_stamped_msg=goal, pose_link=self.cfg.ik_link)
         params = PlanRequestParameters(self._moveit, request)
         if scaling is not None:
@@ -469,7 +569,7 @@ class MoveItArmBackend(ArmBackend):
         if target is None:
             self._log.warning(f"target {target_id!r} is not in the last perception result "
                               f"({sorted(known)}); grasping without its width or scene")
-        self._update_scene(target_id)
+        self._update_scene(target_id, is_cancelled)
         motion = plan_grasp_motion(grasp, self.cfg)
         count = len(PHASES)
 
@@ -534,10 +634,27 @@ class MoveItArmBackend(ArmBackend):
                          outcome)
 
     def close(self) -> None:
+        """Release the clients, then shut MoveItPy down and delete it now, while rclpy and
+        the interpreter are intact, rather than whenever Python collects it at exit.
+
+        MoveItPy.shutdown() only calls rclcpp::shutdown() (moveit_py/src/moveit/moveit_ros/
+        moveit_cpp/moveit_cpp.cpp:176-177); the object's deleter then cancels its executor and
+        deletes MoveItCpp (lines 136-142). moveit2#3721 (open, Jazzy 2.12.4): that deletion
+        can segfault even after shutdown(). A crash after "deleting MoveItCpp" in the log is
+        that bug, not this backend."""
+        if self._closed:
+            return
+        self._closed = True
         self._gripper.destroy()
-        if self._cartesian is not None:
-            self._node.destroy_client(self._cartesian)
-        self._moveit.shutdown()
+        for client in (self._cartesian, self._apply_scene):
+            if client is not None:
+                self._node.destroy_client(client)
+        moveit, self._moveit = self._moveit, None
+        self._arm = self._psm = self._tem = None      # they keep MoveItCpp alive
+        moveit.shutdown()
+        self._log.info("MoveItPy shut down; deleting MoveItCpp")
+        del moveit
+        self._log.info("MoveIt backend closed")
 
 
 __all__ = ["MoveItArmBackend"]

@@ -192,6 +192,18 @@ class MoveItBackendConfig:
         "moveit_simple_controller_manager keys)"))
     moveit_py_file: str = field(default="moveit/moveit_py.yaml", metadata=_d(
         "MoveItPy options (scene monitor, pipelines, plan requests), under config/"))
+    pilz_cartesian_limits_file: str = field(
+        default="package://agentic_grasp/config/moveit/pilz_cartesian_limits.yaml",
+        metadata=_d("Pilz Cartesian limits (MoveItConfigsBuilder.pilz_cartesian_limits); "
+                    "franka_fr3_moveit_config ships none, so this package does"))
+    # --- start-up
+    joint_state_topic: str = field(default="/joint_states", metadata=_d(
+        "JointState topic of the whole robot that MoveItPy's state monitor reads (a value "
+        "other than /joint_states is passed to MoveItPy as a remapping of joint_states)"))
+    startup_retry_s: float = field(default=5.0, metadata=_d(
+        "Wait between attempts to start MoveItPy when no complete joint state came (s)"))
+    startup_attempts: int = field(default=0, metadata=_d(
+        "Attempts to start MoveItPy before the executor gives up (0: keep trying)"))
     # --- planning
     planning_group: str = field(default="panda_arm", metadata=_d("Planning group of the arm"))
     planning_frame: str = field(default="panda_link0", metadata=_d(
@@ -212,6 +224,14 @@ class MoveItBackendConfig:
         "Plan-request namespace for Pilz LIN segments"))
     cartesian_service: str = field(default="/compute_cartesian_path", metadata=_d(
         "moveit_msgs/srv/GetCartesianPath service of move_group"))
+    apply_planning_scene_service: str = field(default="/apply_planning_scene", metadata=_d(
+        "moveit_msgs/srv/ApplyPlanningScene service of move_group: with cartesian_method "
+        "service the table and neighbours are sent there too, since move_group checks "
+        "/compute_cartesian_path against its own scene"))
+    at_rest_velocity_radps: float = field(default=0.01, metadata=_d(
+        "Largest measured joint speed still taken as an arm at rest when a plan starts; "
+        "Pilz refuses any start velocity >= 1e-8, so the start state's velocities are "
+        "zeroed and a faster arm is reported (rad/s)"))
     cartesian_max_step_m: float = field(default=0.005, metadata=_d(
         "Interpolation step of /compute_cartesian_path (m)"))
     min_cartesian_fraction: float = field(default=0.98, metadata=_d(
@@ -267,9 +287,12 @@ class MoveItBackendConfig:
     def __post_init__(self) -> None:
         for name in ("cartesian_max_step_m", "waypoint_spacing_m", "max_trans_vel_mps",
                      "lift_height_m", "gripper_open_speed_mps", "gripper_close_speed_mps",
-                     "gripper_max_speed_mps", "action_timeout_s"):
+                     "gripper_max_speed_mps", "action_timeout_s", "startup_retry_s",
+                     "at_rest_velocity_radps"):
             if not float(getattr(self, name)) > 0.0:
                 raise ConfigError(f"moveit.{name} must be > 0, got {getattr(self, name)}")
+        if int(self.startup_attempts) < 0:
+            raise ConfigError("moveit.startup_attempts must be >= 0 (0: keep trying)")
         if not 0.0 < self.transit_velocity_scaling <= 1.0:
             raise ConfigError("moveit.transit_velocity_scaling must be in (0, 1]")
         if not 0.0 < self.min_cartesian_fraction <= 1.0:
@@ -667,6 +690,100 @@ def cancel_plan(holding: bool, gripper_goal_active: bool) -> CancelPlan:
                       open_gripper=not holding and not gripper_goal_active)
 
 
+# ---------------------------------------------------------------------------- start state
+def rest_start_velocities(measured: Mapping[str, float]) -> Tuple[Dict[str, float], float]:
+    """Velocities for a plan's start state: all zero, and the largest measured |v|.
+
+    Pilz refuses a start state with any group joint at |v| >= 1e-8 rad/s
+    (moveit2 2.12.4 pilz_industrial_motion_planner/src/trajectory_generator.cpp:147-151,
+    ``VELOCITY_TOLERANCE`` in trajectory_generator.hpp:275; error INVALID_ROBOT_STATE, -17),
+    and ``set_start_state_to_current_state()`` plans from the measured velocities
+    (moveit_cpp/src/planning_component.cpp:341-347 copies the current RobotState), which
+    are sensor noise, not 0, on an arm at rest. Every plan here starts after the previous
+    motion finished, so the arm is at rest: the caller zeroes the velocities and reports
+    the measured maximum when it exceeds ``at_rest_velocity_radps``.
+    """
+    values = [abs(float(v)) for v in measured.values() if not math.isnan(float(v))]
+    return dict.fromkeys(measured, 0.0), (max(values) if values else 0.0)
+
+
+# ---------------------------------------------------------------------------- scene sync
+#: moveit_msgs/msg/CollisionObject operation constants.
+COLLISION_ADD, COLLISION_REMOVE = 0, 1
+
+
+def scene_diff(previous_ids: Sequence[str], specs: Sequence[CollisionObjectSpec]
+               ) -> List[Tuple[int, str, Optional[CollisionObjectSpec]]]:
+    """(operation, id, spec) that turn the last scene into ``specs``.
+
+    Objects no longer perceived are removed; every current one is ADDed, which replaces an
+    object of the same id (PlanningScene::processCollisionObjectAdd). The same list goes to
+    MoveItPy's own monitor and, for ``cartesian_method: service``, to move_group's
+    /apply_planning_scene (a default move_group capability, move_group.cpp:64-76):
+    move_group's /compute_cartesian_path checks collisions against its own scene
+    (cartesian_path_service_capability.cpp:158-171), which never sees MoveItPy's.
+    """
+    current = {s.id for s in specs}
+    ops: List[Tuple[int, str, Optional[CollisionObjectSpec]]] = [
+        (COLLISION_REMOVE, old, None) for old in previous_ids if old not in current]
+    ops += [(COLLISION_ADD, s.id, s) for s in specs]
+    return ops
+
+
+# ---------------------------------------------------------------------------- start-up
+def start_with_retries(start: Callable[[], Any], attempts: int, retry_s: float,
+                       on_failure: Callable[[int, BaseException], None],
+                       sleep: Callable[[float], None] = None) -> Any:
+    """Call ``start()`` until it returns; a RuntimeError is reported and retried.
+
+    MoveItCpp throws std::runtime_error("Unable to configure planning scene monitor") when
+    no complete joint state arrives within wait_for_initial_state_timeout
+    (moveit_ros/planning/moveit_cpp/src/moveit_cpp.cpp:56-60, 117-121); pybind11 raises it
+    as RuntimeError. Uncaught, it ended the executor process. ``attempts`` 0 means keep
+    trying (a robot driver may come up after the graph); otherwise the last error is
+    raised as a ConfigError after ``attempts`` tries.
+    """
+    import time
+
+    sleep = sleep or time.sleep
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return start()
+        except RuntimeError as exc:
+            on_failure(attempt, exc)
+            if attempts and attempt >= attempts:
+                raise ConfigError(f"MoveItPy did not start after {attempt} attempt(s): "
+                                  f"{exc}") from exc
+            sleep(retry_s)
+
+
+def cartesian_limits_from_yaml(data: Any, cfg: MoveItBackendConfig) -> Dict[str, float]:
+    """Check a Pilz Cartesian limits file (the ``cartesian_limits`` mapping) and return it.
+
+    Pilz reads ``robot_description_planning.cartesian_limits.{max_trans_vel, max_trans_acc,
+    max_trans_dec, max_rot_vel}``; MoveItConfigsBuilder.pilz_cartesian_limits() wraps the
+    file in ``robot_description_planning`` (moveit_configs_builder.py:483-504). The
+    backend's velocity scaling divides grasp.speed by ``max_trans_vel_mps``, so both must
+    agree.
+    """
+    try:
+        limits = {k: float(v) for k, v in dict(data["cartesian_limits"]).items()}
+        needed = ("max_trans_vel", "max_trans_acc", "max_trans_dec", "max_rot_vel")
+        values = [limits[k] for k in needed]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"Pilz Cartesian limits: missing or malformed field ({exc})") from None
+    vel, acc, dec, rot = values
+    if not (vel > 0.0 and acc > 0.0 and dec < 0.0 and rot > 0.0):
+        raise ConfigError("Pilz Cartesian limits: max_trans_vel, max_trans_acc, max_rot_vel "
+                          "must be > 0 and max_trans_dec < 0")
+    if not math.isclose(vel, cfg.max_trans_vel_mps, rel_tol=1e-9):
+        raise ConfigError(f"Pilz cartesian_limits.max_trans_vel {vel} differs from "
+                          f"moveit.max_trans_vel_mps {cfg.max_trans_vel_mps}")
+    return limits
+
+
 # ---------------------------------------------------------------------------- params
 def merge_params(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> Dict[str, Any]:
     """Deep merge of two parameter trees (overlay wins; dicts merge, anything else replaces).
@@ -704,7 +821,7 @@ def unwrap_repeated_keys(params: Mapping[str, Any]) -> Dict[str, Any]:
 MOVEIT_CONFIG_PARTS = ("robot_description", "robot_description_semantic",
                        "robot_description_kinematics", "planning_pipelines",
                        "trajectory_execution", "planning_scene_monitor", "joint_limits",
-                       "moveit_cpp", "pilz_cartesian_limits", "cartesian_limits")
+                       "moveit_cpp", "pilz_cartesian_limits")
 
 
 def combine_moveit_params(parts: Sequence[Mapping[str, Any]],
@@ -756,7 +873,9 @@ def camera_extrinsics_from_dict(data: Mapping[str, Any]) -> CameraExtrinsics:
 
 
 __all__ = [
-    "AttemptObservation", "CameraExtrinsics", "CancelPlan", "CollisionObjectSpec",
+    "AttemptObservation", "COLLISION_ADD", "COLLISION_REMOVE", "CameraExtrinsics",
+    "CancelPlan", "CollisionObjectSpec", "cartesian_limits_from_yaml", "rest_start_velocities",
+    "scene_diff", "start_with_retries",
     "GraspMotion", "GripperGraspGoal", "GripperMoveGoal", "MOVEIT_CONFIG_PARTS",
     "MOVEIT_ERROR_CODES", "MoveItBackendConfig", "Pose", "SOLID_BOX", "SOLID_CYLINDER",
     "SOLID_SPHERE", "TABLE_ID", "camera_extrinsics_from_dict", "cancel_plan",

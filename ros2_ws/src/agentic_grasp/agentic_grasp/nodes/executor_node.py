@@ -52,6 +52,17 @@ class ExecutorNode(Node):
             callback_group=ReentrantCallbackGroup(), result_timeout=int(result_timeout))
         self.get_logger().info(f"executor ready (arm backend: {self.backend.name})")
 
+    def destroy_node(self) -> None:
+        """Close the backend first (the MoveIt backend shuts MoveItPy down explicitly; left
+        to garbage collection at exit it can crash, moveit2#3721), then the node."""
+        try:
+            backend = getattr(self, "backend", None)
+            if backend is not None:
+                backend.close()
+        except Exception as exc:  # noqa: BLE001 - the node must still be destroyed
+            self.get_logger().error(f"closing the arm backend failed: {exc!r}")
+        super().destroy_node()
+
     def _on_goal(self, _goal) -> GoalResponse:
         # Taken here, at acceptance, and released when the goal's execution ends: checking
         # only in the execute callback left a window in which a second goal was accepted.

@@ -312,7 +312,8 @@ def test_executor_yaml_moveit_section_builds_a_valid_config():
 @pytest.mark.parametrize("change", [
     {"cartesian_method": "rrt"}, {"gripper_interface": "robotiq"}, {"lift_height_m": 0.0},
     {"liftoff_height_m": 0.2}, {"transit_velocity_scaling": 1.5}, {"table_size": [0.6, 0.8]},
-    {"urdf_mappings": ["no-separator"]}])
+    {"urdf_mappings": ["no-separator"]}, {"startup_attempts": -1}, {"startup_retry_s": 0.0},
+    {"at_rest_velocity_radps": 0.0}])
 def test_bad_moveit_config_is_rejected(change):
     with pytest.raises(ConfigError):
         cfg = mt.MoveItBackendConfig.from_dict(change)
@@ -335,11 +336,19 @@ def test_resolve_path_forms():
         mt.resolve_path("package://nopath", "/pkg", shares.__getitem__)
 
 
+def _shipped_pilz_limits():
+    spec = CFG.pilz_cartesian_limits_file
+    assert spec.startswith("package://agentic_grasp/config/")
+    path = mt.resolve_path(spec, "/unused", lambda _pkg: str(paths.data_root()))
+    assert os.path.isfile(path), path
+    return yaml.safe_load(open(path).read())
+
+
 def test_moveit_params_keep_joint_and_cartesian_limits_and_overlay_wins():
     joint_limits = {"robot_description_planning": {"robot_description_planning": {
         "joint_limits": {"panda_joint1": {"max_acceleration": 3.75}}}}}
-    builder_cartesian = {"robot_description_planning": {"cartesian_limits": {
-        "max_trans_vel": 2.0}}}
+    # What MoveItConfigsBuilder.pilz_cartesian_limits(file_path=shipped file) holds.
+    builder_cartesian = {"robot_description_planning": _shipped_pilz_limits()}
     pipelines = {"planning_pipelines": ["ompl"], "ompl": {"planning_plugins": ["x"],
                                                          "planner_configs": {"A": 1}}}
     overlay = yaml.safe_load((paths.config_dir() / "moveit" / "moveit_py.yaml").read_text())
@@ -347,6 +356,7 @@ def test_moveit_params_keep_joint_and_cartesian_limits_and_overlay_wins():
     planning = params["robot_description_planning"]
     assert planning["joint_limits"]["panda_joint1"]["max_acceleration"] == 3.75
     assert planning["cartesian_limits"]["max_trans_vel"] == CFG.max_trans_vel_mps
+    assert planning["cartesian_limits"]["max_trans_dec"] < 0.0
     assert params["planning_pipelines"] == {"pipeline_names": ["ompl",
                                                                "pilz_industrial_motion_planner"]}
     assert params["ompl"]["planner_configs"] == {"A": 1}            # kept from the package
@@ -355,6 +365,94 @@ def test_moveit_params_keep_joint_and_cartesian_limits_and_overlay_wins():
         assert params[ns]["plan_request_params"]["planning_pipeline"] in \
             params["planning_pipelines"]["pipeline_names"]
     assert params[CFG.cartesian_request]["plan_request_params"]["planner_id"] == "LIN"
+
+
+def test_pilz_limits_are_shipped_here_checked_and_the_only_copy():
+    """franka_fr3_moveit_config has no pilz_cartesian_limits.yaml (no franka_ros2 tag up to
+    v3.4.0), and MoveItConfigsBuilder raises without one once Pilz is enabled: the backend
+    passes this package's file for every robot."""
+    limits = mt.cartesian_limits_from_yaml(_shipped_pilz_limits(), CFG)
+    assert limits["max_trans_vel"] == CFG.max_trans_vel_mps
+    fr3 = yaml.safe_load((paths.config_dir() / "moveit" / "executor_fr3.yaml").read_text())
+    fr3_cfg = mt.MoveItBackendConfig.from_dict(fr3["executor"]["ros__parameters"]["moveit"])
+    assert fr3_cfg.pilz_cartesian_limits_file == CFG.pilz_cartesian_limits_file
+    assert not fr3_cfg.pilz_cartesian_limits_file.startswith("config/")   # not the FR3 package
+    overlay = yaml.safe_load((paths.config_dir() / "moveit" / "moveit_py.yaml").read_text())
+    assert "robot_description_planning" not in overlay              # one source of the limits
+    with pytest.raises(ConfigError, match="differs"):
+        mt.cartesian_limits_from_yaml(_shipped_pilz_limits(),
+                                      dataclasses.replace(CFG, max_trans_vel_mps=0.5))
+    with pytest.raises(ConfigError, match="missing or malformed"):
+        mt.cartesian_limits_from_yaml({"cartesian_limits": {"max_trans_vel": 1.0}}, CFG)
+    with pytest.raises(ConfigError, match="max_trans_dec < 0"):
+        mt.cartesian_limits_from_yaml({"cartesian_limits": {
+            "max_trans_vel": 1.0, "max_trans_acc": 2.0, "max_trans_dec": 5.0,
+            "max_rot_vel": 1.0}}, CFG)
+
+
+def test_scene_monitor_options_hold_only_keys_jazzy_reads():
+    """PlanningSceneMonitorOptions::load (moveit_cpp.hpp:69-75, 2.12.4) reads three keys; the
+    topics are constants, so a topic key here would be silently ignored."""
+    overlay = yaml.safe_load((paths.config_dir() / "moveit" / "moveit_py.yaml").read_text())
+    options = overlay["planning_scene_monitor_options"]
+    assert set(options) <= {"name", "robot_description", "wait_for_initial_state_timeout"}
+    assert options["wait_for_initial_state_timeout"] > 0.0
+
+
+def test_start_state_velocities_are_zeroed_and_the_fastest_joint_reported():
+    measured = {"panda_joint1": 3e-4, "panda_joint2": -0.02, "panda_finger_joint1": math.nan}
+    zeroed, fastest = mt.rest_start_velocities(measured)
+    assert zeroed == dict.fromkeys(measured, 0.0)
+    # Pilz accepts only |v| < 1e-8 for every group joint (trajectory_generator.cpp:147-151).
+    assert all(abs(v) < 1e-8 for v in zeroed.values())
+    assert fastest == pytest.approx(0.02)
+    assert mt.rest_start_velocities({}) == ({}, 0.0)
+
+
+def test_scene_diff_removes_vanished_objects_and_adds_every_current_one():
+    table = mt.table_collision_object(CFG)
+    cup = mt.object_collision_object(_obj("cup_1", Shape.CYLINDER), CFG)
+    ops = mt.scene_diff(["table", "cup_1", "box_9"], [table, cup])
+    assert (mt.COLLISION_REMOVE, "box_9", None) in ops
+    assert [o for o in ops if o[0] == mt.COLLISION_REMOVE] == [(mt.COLLISION_REMOVE, "box_9", None)]
+    assert [(o[1], o[2]) for o in ops if o[0] == mt.COLLISION_ADD] == [("table", table),
+                                                                      ("cup_1", cup)]
+    assert mt.scene_diff([], []) == []
+    # moveit_msgs/msg/CollisionObject: ADD = 0, REMOVE = 1.
+    assert (mt.COLLISION_ADD, mt.COLLISION_REMOVE) == (0, 1)
+
+
+def test_moveit_start_is_retried_after_a_runtime_error_and_reported():
+    calls, reports, sleeps = [], [], []
+
+    def start():
+        calls.append(1)
+        if len(calls) < 3:
+            raise RuntimeError("Unable to configure planning scene monitor")
+        return "moveit"
+
+    result = mt.start_with_retries(start, attempts=0, retry_s=5.0,
+                                   on_failure=lambda n, e: reports.append((n, str(e))),
+                                   sleep=sleeps.append)
+    assert result == "moveit" and len(calls) == 3
+    assert reports == [(1, "Unable to configure planning scene monitor"),
+                       (2, "Unable to configure planning scene monitor")]
+    assert sleeps == [5.0, 5.0]
+
+
+def test_moveit_start_gives_up_after_the_configured_attempts():
+    reports = []
+
+    def start():
+        raise RuntimeError("no JointState on /joint_states within 5 s")
+
+    with pytest.raises(ConfigError, match="after 2 attempt"):
+        mt.start_with_retries(start, attempts=2, retry_s=0.0,
+                              on_failure=lambda n, e: reports.append(n), sleep=lambda _s: None)
+    assert reports == [1, 2]
+    with pytest.raises(KeyError):                   # not a start-up failure: not retried
+        mt.start_with_retries(lambda: {}["x"], attempts=0, retry_s=0.0,
+                              on_failure=lambda n, e: None, sleep=lambda _s: None)
 
 
 def test_camera_extrinsics_file_matches_the_simulated_camera():
