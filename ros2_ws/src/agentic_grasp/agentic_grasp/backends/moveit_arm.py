@@ -374,7 +374,10 @@ class MoveItArmBackend(ArmBackend):
     def _send_scene_to_move_group(self, messages, is_cancelled) -> None:
         service = self.cfg.apply_planning_scene_service
         request = ApplyPlanningScene.Request()
+        # As PlanningSceneInterface::applyCollisionObjects builds it (moveit2 2.12.4
+        # planning_scene_interface.cpp:371-378): a diff that leaves the robot state alone.
         request.scene.is_diff = True
+        request.scene.robot_state.is_diff = True
         request.scene.world.collision_objects = list(messages)
         if not self._apply_scene.wait_for_service(timeout_sec=2.0):
             raise ConnectionError(f"{service} is not available (is move_group running?); "

@@ -51,7 +51,8 @@ class SolidPrimitive:
 class ApplyPlanningScene:
     class Request:
         def __init__(self):
-            self.scene = _Msg(is_diff=False, world=_Msg(collision_objects=[]))
+            self.scene = _Msg(is_diff=False, robot_state=_Msg(is_diff=False),
+                              world=_Msg(collision_objects=[]))
 
 
 class GetCartesianPath:
@@ -281,7 +282,7 @@ def test_service_mode_sends_the_same_scene_to_move_group(moveit_arm):
     applied = backend._psm.scene.applied
     assert [(m.id, m.operation) for m in applied] == [("gone_1", 1), ("table", 0), ("cup_1", 0)]
     (request,) = backend._apply_scene.requests
-    assert request.scene.is_diff is True
+    assert request.scene.is_diff is True and request.scene.robot_state.is_diff is True
     assert request.scene.world.collision_objects == applied          # same objects, same order
     assert backend._scene_ids == ["table", "cup_1"]
 
