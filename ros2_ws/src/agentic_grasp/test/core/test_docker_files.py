@@ -8,13 +8,15 @@ import re
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 import yaml
 
-from agentic_grasp.core import paths
-
-DOCKER = paths.data_root() / "docker"
+# docker/ is not installed with the package (share/agentic_grasp holds config, kb_data and
+# launch only), so it is found from this file: <repo>/ros2_ws/src/agentic_grasp/test/core/,
+# the same layout the ROS image copies to /opt/agentic_grasp.
+DOCKER = Path(__file__).resolve().parents[5] / "docker"
 
 
 def _dockerfile_args():
