@@ -56,10 +56,12 @@ from sensor_msgs.msg import JointState
 
 from agentic_grasp import qos
 from agentic_grasp.backends.moveit_translation import (
-    COLLISION_ADD, MOVEIT_CONFIG_PARTS, SOLID_BOX, SOLID_CYLINDER, SOLID_SPHERE,
-    AttemptObservation, CollisionObjectSpec, MoveItBackendConfig, Pose, cancel_plan,
+    COLLISION_ADD, MOVEIT_CONFIG_PARTS, PSM_START_FAILURE, SOLID_BOX, SOLID_CYLINDER, SOLID_SPHERE,
+    AttemptObservation, CollisionObjectSpec, JointStatesMissing, MoveItBackendConfig, Pose,
+    cancel_plan,
     cartesian_limits_from_yaml, combine_moveit_params, dropoff_pose, finger_width,
-    gripper_grasp_goal, gripper_open_goal, is_system_error, moveit_error_name,
+    gripper_grasp_goal, gripper_open_goal, is_system_error, is_transient_start_failure,
+    moveit_error_name,
     outcome_from_observation, plan_grasp_motion, resolve_path, rest_start_velocities,
     scene_collision_objects, scene_diff, start_with_retries)
 from agentic_grasp.conversions import object_from_msg
@@ -278,8 +280,9 @@ class MoveItArmBackend(ArmBackend):
                                        qos_profile=qos_profile_sensor_data,
                                        time_to_wait=float(self.cfg.startup_retry_s))
         if not received:
-            raise RuntimeError(f"no JointState on {topic} within {self.cfg.startup_retry_s:g} s "
-                               "(is the robot driver / joint_state_broadcaster running?)")
+            raise JointStatesMissing(f"no JointState on {topic} within "
+                                     f"{self.cfg.startup_retry_s:g} s (is the robot driver / "
+                                     "joint_state_broadcaster running?)")
         kwargs = {}
         if topic.strip("/") != "joint_states":      # MoveItCpp's fixed topic, moveit_cpp.hpp:61
             kwargs["remappings"] = {"joint_states": topic}
@@ -287,13 +290,15 @@ class MoveItArmBackend(ArmBackend):
 
     def _report_start_failure(self, attempt: int, exc: BaseException) -> None:
         hint = ""
-        if "planning scene monitor" in str(exc):
+        if PSM_START_FAILURE in str(exc):
             hint = (" (MoveItCpp received no complete robot state on "
                     f"{self.cfg.joint_state_topic} within wait_for_initial_state_timeout, "
                     "config/moveit/moveit_py.yaml; every joint of the robot model needs one)")
         limit = f"/{self.cfg.startup_attempts}" if self.cfg.startup_attempts else ""
+        then = (f"retrying in {self.cfg.startup_retry_s:g} s" if is_transient_start_failure(exc)
+                else "not retried: a configuration error")
         self._log.error(f"MoveIt backend not started, attempt {attempt}{limit}: {exc}{hint}; "
-                        f"retrying in {self.cfg.startup_retry_s:g} s")
+                        f"{then}")
 
     def _moveit_params(self) -> dict:
         """MoveItConfigsBuilder for the robot, then config/moveit/moveit_py.yaml on top.

@@ -731,17 +731,35 @@ def scene_diff(previous_ids: Sequence[str], specs: Sequence[CollisionObjectSpec]
 
 
 # ---------------------------------------------------------------------------- start-up
+#: MoveItCpp's message when no complete robot state came in time (moveit2 2.12.4
+#: moveit_ros/planning/moveit_cpp/src/moveit_cpp.cpp:58).
+PSM_START_FAILURE = "Unable to configure planning scene monitor"
+
+
+class JointStatesMissing(RuntimeError):
+    """No JointState arrived on the robot's joint state topic in time."""
+
+
+def is_transient_start_failure(exc: BaseException) -> bool:
+    """A start-up failure that waiting can cure: no joint states yet, or not all joints."""
+    return isinstance(exc, JointStatesMissing) or PSM_START_FAILURE in str(exc)
+
+
 def start_with_retries(start: Callable[[], Any], attempts: int, retry_s: float,
                        on_failure: Callable[[int, BaseException], None],
-                       sleep: Callable[[float], None] = None) -> Any:
-    """Call ``start()`` until it returns; a RuntimeError is reported and retried.
+                       sleep: Callable[[float], None] = None,
+                       retryable: Callable[[BaseException], bool] = is_transient_start_failure
+                       ) -> Any:
+    """Call ``start()`` until it returns; a transient RuntimeError is reported and retried.
 
     MoveItCpp throws std::runtime_error("Unable to configure planning scene monitor") when
     no complete joint state arrives within wait_for_initial_state_timeout
     (moveit_ros/planning/moveit_cpp/src/moveit_cpp.cpp:56-60, 117-121); pybind11 raises it
     as RuntimeError. Uncaught, it ended the executor process. ``attempts`` 0 means keep
     trying (a robot driver may come up after the graph); otherwise the last error is
-    raised as a ConfigError after ``attempts`` tries.
+    raised as a ConfigError after ``attempts`` tries. Any other RuntimeError (a robot model
+    that cannot be built, no planning pipeline) is a configuration error: reported once and
+    raised as a ConfigError at once.
     """
     import time
 
@@ -753,6 +771,8 @@ def start_with_retries(start: Callable[[], Any], attempts: int, retry_s: float,
             return start()
         except RuntimeError as exc:
             on_failure(attempt, exc)
+            if not retryable(exc):
+                raise ConfigError(f"MoveItPy cannot start: {exc}") from exc
             if attempts and attempt >= attempts:
                 raise ConfigError(f"MoveItPy did not start after {attempt} attempt(s): "
                                   f"{exc}") from exc
@@ -874,7 +894,8 @@ def camera_extrinsics_from_dict(data: Mapping[str, Any]) -> CameraExtrinsics:
 
 __all__ = [
     "AttemptObservation", "COLLISION_ADD", "COLLISION_REMOVE", "CameraExtrinsics",
-    "CancelPlan", "CollisionObjectSpec", "cartesian_limits_from_yaml", "rest_start_velocities",
+    "CancelPlan", "CollisionObjectSpec", "JointStatesMissing", "PSM_START_FAILURE",
+    "cartesian_limits_from_yaml", "is_transient_start_failure", "rest_start_velocities",
     "scene_diff", "start_with_retries",
     "GraspMotion", "GripperGraspGoal", "GripperMoveGoal", "MOVEIT_CONFIG_PARTS",
     "MOVEIT_ERROR_CODES", "MoveItBackendConfig", "Pose", "SOLID_BOX", "SOLID_CYLINDER",

@@ -336,7 +336,7 @@ def test_start_waits_for_joint_states_and_remaps_only_another_topic(moveit_arm, 
                         lambda msg_type, node, topic, **kw: (seen.append(topic) or (False, None)))
     backend = _backend(moveit_arm, joint_state_topic="/franka/joint_states", startup_retry_s=0.5)
     backend._node = object()
-    with pytest.raises(RuntimeError, match="no JointState on /franka/joint_states"):
+    with pytest.raises(mt.JointStatesMissing, match="no JointState on /franka/joint_states"):
         backend._start_moveit({"p": 1})
     monkeypatch.setattr(wfm, "wait_for_message", lambda *a, **kw: (True, object()))
     moveit = backend._start_moveit({"p": 1})
@@ -349,9 +349,11 @@ def test_start_waits_for_joint_states_and_remaps_only_another_topic(moveit_arm, 
 def test_startup_failure_message_names_the_joint_state_cause(moveit_arm):
     backend = _backend(moveit_arm)
     backend._report_start_failure(2, RuntimeError("Unable to configure planning scene monitor"))
-    (kind, text), = backend._log.lines
+    (kind, text), = list(backend._log.lines)
     assert kind == "error" and "attempt 2" in text and "/joint_states" in text
     assert "wait_for_initial_state_timeout" in text and "retrying in 5 s" in text
+    backend._report_start_failure(1, RuntimeError("Unable to construct robot model"))
+    assert backend._log.lines[-1][1].endswith("not retried: a configuration error")
 
 
 def test_builder_gets_this_packages_pilz_limits(moveit_arm, monkeypatch, tmp_path):

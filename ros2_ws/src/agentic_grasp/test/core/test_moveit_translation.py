@@ -444,7 +444,7 @@ def test_moveit_start_gives_up_after_the_configured_attempts():
     reports = []
 
     def start():
-        raise RuntimeError("no JointState on /joint_states within 5 s")
+        raise mt.JointStatesMissing("no JointState on /joint_states within 5 s")
 
     with pytest.raises(ConfigError, match="after 2 attempt"):
         mt.start_with_retries(start, attempts=2, retry_s=0.0,
@@ -453,6 +453,20 @@ def test_moveit_start_gives_up_after_the_configured_attempts():
     with pytest.raises(KeyError):                   # not a start-up failure: not retried
         mt.start_with_retries(lambda: {}["x"], attempts=0, retry_s=0.0,
                               on_failure=lambda n, e: None, sleep=lambda _s: None)
+
+
+def test_a_moveit_configuration_error_is_not_retried():
+    reports = []
+
+    def start():
+        raise RuntimeError("Unable to construct robot model. Please make sure all needed "
+                           "information is on the parameter server.")
+
+    with pytest.raises(ConfigError, match="cannot start: Unable to construct robot model"):
+        mt.start_with_retries(start, attempts=0, retry_s=0.0,
+                              on_failure=lambda n, e: reports.append(n), sleep=lambda _s: None)
+    assert reports == [1]
+    assert mt.is_transient_start_failure(RuntimeError(mt.PSM_START_FAILURE))
 
 
 def test_camera_extrinsics_file_matches_the_simulated_camera():
