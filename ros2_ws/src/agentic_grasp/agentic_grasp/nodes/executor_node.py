@@ -9,7 +9,7 @@ from rclpy.node import Node
 
 from agentic_grasp.conversions import grasp_from_msg, outcome_to_msg
 from agentic_grasp.core.arm import ArmBackend, ArmError, ArmResult, ExecutorLimits, check_request
-from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare, declare_dataclass
 from agentic_grasp_interfaces.action import ExecuteGrasp
@@ -111,7 +111,9 @@ class ExecutorNode(Node):
 
 
 def main(args=None) -> None:
-    spin_node(ExecutorNode, num_threads=4, args=args)
+    # A ConfigError (e.g. MoveIt backend: bad moveit.* parameters, Pilz limits that disagree,
+    # a robot model MoveItCpp cannot build) ends the process with a FATAL line and status 1.
+    spin_node(ExecutorNode, num_threads=4, args=args, fatal=(ConfigError,))
 
 
 if __name__ == "__main__":
