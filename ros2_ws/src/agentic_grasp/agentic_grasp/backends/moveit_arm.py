@@ -283,7 +283,11 @@ class MoveItArmBackend(ArmBackend):
             raise JointStatesMissing(f"no JointState on {topic} within "
                                      f"{self.cfg.startup_retry_s:g} s (is the robot driver / "
                                      "joint_state_broadcaster running?)")
-        kwargs = {}
+        # No planning scene service: MoveItPy would serve get_planning_scene in the root
+        # namespace (moveit_py .../moveit_cpp.cpp:144-146; the monitor's private node shares
+        # the node's namespace, planning_scene_monitor.cpp:116-119), the name move_group's
+        # default GetPlanningSceneService capability serves; RViz would ask either one.
+        kwargs = {"provide_planning_service": False}
         if topic.strip("/") != "joint_states":      # MoveItCpp's fixed topic, moveit_cpp.hpp:61
             kwargs["remappings"] = {"joint_states": topic}
         return MoveItPy(node_name=self.cfg.node_name, config_dict=params, **kwargs)

@@ -340,10 +340,12 @@ def test_start_waits_for_joint_states_and_remaps_only_another_topic(moveit_arm, 
         backend._start_moveit({"p": 1})
     monkeypatch.setattr(wfm, "wait_for_message", lambda *a, **kw: (True, object()))
     moveit = backend._start_moveit({"p": 1})
-    assert moveit.kwargs == {"remappings": {"joint_states": "/franka/joint_states"}}
+    # No second /get_planning_scene server beside move_group's.
+    assert moveit.kwargs == {"provide_planning_service": False,
+                             "remappings": {"joint_states": "/franka/joint_states"}}
     assert moveit.config_dict == {"p": 1}
     backend.cfg = mt.MoveItBackendConfig()           # /joint_states: MoveItCpp's own topic
-    assert backend._start_moveit({}).kwargs == {}
+    assert backend._start_moveit({}).kwargs == {"provide_planning_service": False}
 
 
 def test_startup_failure_message_names_the_joint_state_cause(moveit_arm):
