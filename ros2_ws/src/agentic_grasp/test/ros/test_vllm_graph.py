@@ -8,6 +8,7 @@ perception or target error. Nothing may hang, crash, or succeed by accident.
 """
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from action_msgs.msg import GoalStatus
 
 from agentic_grasp_interfaces.action import GraspObject
+from agentic_grasp_interfaces.msg import PerceptionResult
 from agentic_grasp_interfaces.srv import Perceive
 
 pytestmark = pytest.mark.vllm
@@ -25,6 +27,29 @@ Result = GraspObject.Result
 #: planner's perceive timeout must exceed so the outcome is perception's own error.
 VLM_TIMEOUT_S = 60.0
 PERCEIVE_S = 2 * VLM_TIMEOUT_S + 30.0
+#: Tries of the goal test whose perception never reached the VLM (colour and depth frames
+#: out of sync while a loaded machine publishes them late): those say nothing about vLLM.
+GOAL_TRIES = 3
+
+
+class Results:
+    """Every ``perception/result`` the perception node publishes."""
+
+    def __init__(self, node) -> None:
+        from agentic_grasp import qos
+
+        self._lock = threading.Lock()
+        self.items = []
+        node.create_subscription(PerceptionResult, "perception/result", self._on,
+                                 qos.LATCHED)
+
+    def _on(self, msg) -> None:
+        with self._lock:
+            self.items.append(msg)
+
+    def since(self, count: int):
+        with self._lock:
+            return list(self.items[count:])
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +66,7 @@ def vlm_graph(vllm_server):
     client = planner = None
     try:
         client = GraphClient("test_vllm_client")
+        client.results = Results(client.node)
         planner = PlannerClient(client)
         assert planner.wait_for_server(60.0), "planner did not come up"
         client.load_scene("sg_cup", 0, timeout_s=60.0)
@@ -81,17 +107,29 @@ def test_the_perception_node_answers_over_dds_from_real_vllm(vlm_graph):
 
 
 def test_a_goal_with_vlm_perception_ends_with_a_clear_perception_or_target_error(vlm_graph):
-    launcher, _, planner = vlm_graph
-    start = time.monotonic()
-    handle = planner.send("pick up the ceramic cup", "", None, 30.0)
-    assert handle.accepted
-    status, result = planner.wait(handle, 3 * PERCEIVE_S)
-    elapsed = time.monotonic() - start
-    print(f"\n[vllm] goal: status {status}, error_code {result.error_code}, "
-          f"{elapsed:.1f} s: {result.message}")
-    assert status == GoalStatus.STATUS_ABORTED and not result.success, result.message
-    assert result.error_code in (Result.ERROR_PERCEPTION_FAILED,
-                                 Result.ERROR_TARGET_NOT_FOUND), result
-    assert result.message and not result.grasped_ids
-    assert "timed out" not in result.message and "did not answer" not in result.message
-    assert not launcher.dead(), launcher.dead()
+    launcher, client, planner = vlm_graph
+    for attempt in range(1, GOAL_TRIES + 1):
+        seen = len(client.results.items)
+        start = time.monotonic()
+        handle = planner.send("pick up the ceramic cup", "", None, 30.0)
+        assert handle.accepted
+        status, result = planner.wait(handle, 3 * PERCEIVE_S)
+        elapsed = time.monotonic() - start
+        print(f"\n[vllm] goal (try {attempt}): status {status}, error_code "
+              f"{result.error_code}, {elapsed:.1f} s: {result.message}")
+        # Whatever perception said, nothing may succeed by accident or hang.
+        assert status == GoalStatus.STATUS_ABORTED and not result.success, result.message
+        assert result.error_code in (Result.ERROR_PERCEPTION_FAILED,
+                                     Result.ERROR_TARGET_NOT_FOUND), result
+        assert result.message and not result.grasped_ids
+        assert "timed out" not in result.message and "did not answer" not in result.message
+        assert not launcher.dead(), launcher.dead()
+        time.sleep(0.5)             # the last perception/result may trail the goal's result
+        asked = [r for r in client.results.since(seen) if r.backend == "vlm" and r.requests]
+        if asked:
+            break
+        assert "no depth image within" in result.message, result.message
+    assert asked, "the goal's perception never reached the VLM"
+    last = asked[-1]
+    assert last.error or not last.target_found, "a random model must not find the target"
+    assert last.error.split(":")[0] in result.message or not last.target_found
