@@ -5,7 +5,7 @@ main venv does not carry)::
 
     .venv-vllm/bin/python agentic_grasp/testing/tiny_qwen3vl.py OUT_DIR
 
-It writes a Hugging Face folder: config.json + safetensors weights (about 1 M parameters),
+It writes a Hugging Face folder: config.json + safetensors weights (516,608 parameters),
 a byte-level BPE tokenizer trained here, a Qwen-style chat template and a Qwen3VLProcessor
 (Qwen2-VL image processor, patch 16, merge 2, plus the Qwen3-VL video processor), so that
 ``AutoProcessor.from_pretrained(OUT_DIR)`` and vLLM both load it. No weights are
