@@ -57,6 +57,8 @@ FINGER_THICKNESS = 0.012
 FINGER_LENGTH = 0.055
 PAD_BEYOND_TCP = 0.010
 PANEL_WIDTH = 420
+#: Relations that hold both ways: one label per pair.
+SYMMETRIC = frozenset({"Adjacent_To", "Near", "Far_From", "Touching"})
 _FONT = 0            # cv2.FONT_HERSHEY_SIMPLEX
 _BGR = {"ok": (60, 200, 60), "fail": (60, 60, 230), "object": (235, 200, 60),
         "target": (0, 160, 255), "relation": (200, 200, 200), "approach": (80, 230, 120),
@@ -348,8 +350,8 @@ def draw_scene(view: AttemptView) -> np.ndarray:
         if relation == "Far_From" or subject not in points or obj not in points:
             continue
         key = tuple(sorted((subject, obj)))
-        pairs.setdefault(key, []).append(f"{subject} {relation} {obj}" if len(pairs) > 6
-                                         else relation if key[0] == subject
+        symmetric = relation in SYMMETRIC
+        pairs.setdefault(key, []).append(relation if symmetric or key[0] == subject
                                          else f"{relation} (of {obj})")
     for (a, b), labels in sorted(pairs.items()):
         pa, pb = zoom(points[a]), zoom(points[b])
