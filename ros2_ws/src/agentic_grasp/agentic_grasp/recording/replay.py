@@ -9,6 +9,10 @@ outcomes in order while the planned grasp matches the recorded one within
 :data:`TOLERANCES`; a grasp that differs is a *divergence*: nothing can be observed for it, so
 the replay stops there (the arm answers CANCELED, which ends the task) and reports the diff.
 
+Each goal runs under the configuration of its goal log (``/planner/goal_log``) unless one is
+given for all; its recorded result (the goal log's, else the last attempt's) is reported
+beside the replayed one. A bag without a goal log replays under ``full`` with a warning.
+
 Output: per goal the decisions (retrieved strategy ids, constraints, initial grasp source and
 g0, every attempt's grasp and correction) and the metrics (recorded success, per attempt
 whether the replayed decision agrees with the recorded one, the first divergence). Nothing
@@ -33,7 +37,7 @@ from agentic_grasp.core.planner.planner import scene_graph_constraints
 from agentic_grasp.core.scene_graph import SceneGraphConfig
 from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, AttemptOutcome,
                                       GraspParameters, GraspType, ObjectState, Phase,
-                                      PhysicalEvent, event_from_text)
+                                      PhysicalEvent, Shape, event_from_text)
 
 _LOG = logging.getLogger(__name__)
 
@@ -80,8 +84,16 @@ def perceived_object(msg: Any) -> PerceivedObject:
         bbox=None, position=_xyz(msg.pose.position),
         size=size if np.all(np.isfinite(size)) and np.all(size > 0.0) else None,
         state=_STATES[int(msg.state)], fragility=_f32(msg.fragility), affordance=affordance,
-        confidence=float(msg.confidence), name=msg.name, shape=None,
+        confidence=float(msg.confidence), name=msg.name, shape=_shape(msg),
         yaw=_yaw(msg.pose.orientation))
+
+
+def _shape(msg: Any) -> Optional[Shape]:
+    """The observation's shape when its layout has a textual ``shape`` field (bags recorded
+    before it have none: None, the planner's category guess, as the node does)."""
+    value = getattr(msg, "shape", "")
+    return Shape(value) if isinstance(value, str) and value in Shape._value2member_map_ \
+        else None
 
 
 def perception_result(msg: Any) -> PerceptionResult:
