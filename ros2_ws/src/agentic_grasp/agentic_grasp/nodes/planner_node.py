@@ -640,9 +640,11 @@ class PlannerNode(Node):
         return Header(stamp=self.get_clock().now().to_msg(), frame_id=self.settings.world_frame)
 
     def _run_goal(self, goal_handle, signal: GoalSignal) -> GraspObject.Result:
+        """Run the goal, publish its GoalLog, then end it (so a client holding the result
+        knows the log is out)."""
         start_stamp = self.get_clock().now().to_msg()
         request = goal_handle.request
-        result = self._run_goal_inner(goal_handle, signal)
+        result, finished = self._run_goal_inner(goal_handle, signal)
         configuration = validate_goal(request.instruction, request.configuration,
                                       self.planner_config.configuration,
                                       self.settings.max_instruction_chars)[1]
@@ -650,9 +652,13 @@ class PlannerNode(Node):
             bytes(goal_handle.goal_id.uuid).hex(), request.instruction.strip(),
             request.configuration, configuration or request.configuration, start_stamp,
             self.get_clock().now().to_msg(), result))
+        if not finished and self.context.ok():
+            self._finish(goal_handle, result)
         return result
 
-    def _run_goal_inner(self, goal_handle, signal: GoalSignal) -> GraspObject.Result:
+    def _run_goal_inner(self, goal_handle, signal: GoalSignal
+                        ) -> Tuple[GraspObject.Result, bool]:
+        """(result, whether the goal was already ended: a refused goal is aborted here)."""
         started = time.perf_counter()
         request = goal_handle.request
         goal_id = bytes(goal_handle.goal_id.uuid).hex()
@@ -663,7 +669,8 @@ class PlannerNode(Node):
             self.get_logger().warning(f"goal {goal_id[:8]} refused: {reason}")
             goal_handle.publish_feedback(GraspObject.Feedback(stage="done", thought=reason))
             goal_handle.abort()
-            return Result(success=False, error_code=Result.ERROR_INVALID_GOAL, message=reason)
+            return Result(success=False, error_code=Result.ERROR_INVALID_GOAL,
+                          message=reason), True
         instruction = request.instruction.strip()
         self.get_logger().info(f"goal {goal_id[:8]}: {instruction!r} ({configuration})")
         session = GoalSession(goal_id, self._guarded(goal_handle.publish_feedback),
@@ -721,9 +728,7 @@ class PlannerNode(Node):
                         grasped_ids=list(task.grasped if task is not None else session.grasped),
                         attempts=session.records,
                         total_time_s=time.perf_counter() - started)
-        if self.context.ok():
-            self._finish(goal_handle, result)
-        return result
+        return result, False
 
     def _guarded(self, publish: Callable[..., None]) -> Callable[..., None]:
         """``publish``, silent once the node shuts down under a running goal."""

@@ -188,7 +188,7 @@ def goal_views(path: Union[str, Path], goal: Optional[str] = None
         if goal and not gid.startswith(goal):
             continue
         log = logs.get(gid)
-        since = spans.get(gid, [recs[0][0] - 10**12])[0] if gid in spans else -1
+        since = spans[gid][0] if gid in spans else -1     # no feedback: the whole bag
         if log is not None:
             result = ("succeeded" if log.success else f"failed (error {log.error_code})") + \
                 f": {log.message}"
