@@ -24,6 +24,8 @@ COMMANDS = {
     "replay": ("replay", "replay a recorded run's observations through the planner under a "
                "configuration; report decisions and agreement"),
     "bag": ("bag", "recorded runs: info"),
+    "show": ("show", "pictures of what the robot saw and decided: one PNG per attempt and a "
+             "contact sheet per goal, from a bag or the live graph"),
     "eval": ("evaluate", "evaluations against the paper's tables: retrieval (Table IV)"),
 }
 

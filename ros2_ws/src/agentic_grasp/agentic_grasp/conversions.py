@@ -18,7 +18,7 @@ from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ValidationError
 from agentic_grasp.core.types import (
     AffordanceDescriptor, AffordanceType, AttemptOutcome, GraspParameters, GraspType,
-    ObjectInstance, ObjectState, Phase, Shape, event_from_text, event_to_text)
+    ObjectInstance, ObjectState, Phase, PhysicalEvent, Shape, event_from_text, event_to_text)
 from agentic_grasp_interfaces.msg import (
     AffordanceDescriptor as AffordanceMsg, GraspOutcome as GraspOutcomeMsg,
     GraspParameters as GraspMsg, ObjectObservation as ObjectMsg)
@@ -139,14 +139,31 @@ def outcome_to_msg(outcome: AttemptOutcome) -> GraspOutcomeMsg:
         success=bool(outcome.success), quality=float(outcome.quality),
         phi=[float(v) for v in outcome.phi],
         events=[event_to_text(e) for e in outcome.events],
+        event_details=[event_to_msg(e) for e in outcome.events],
         phase_reached=outcome.phase_reached.value,
         measurement_names=names,
         measurement_values=[float(outcome.measurements[n]) for n in names],
         duration_s=float(outcome.duration_s))
 
 
+def event_to_msg(event: PhysicalEvent) -> Any:
+    from agentic_grasp_interfaces.msg import GraspEvent
+
+    return GraspEvent(kind=event.kind, phase=event.phase.value, other_id=event.other_id,
+                      detail=event.detail)
+
+
+def event_from_msg(msg: Any) -> PhysicalEvent:
+    """Inverse of :func:`event_to_msg` (an unknown phase reads as approach, as in text)."""
+    phase = Phase(msg.phase) if msg.phase in Phase._value2member_map_ else Phase.APPROACH
+    return PhysicalEvent(kind=msg.kind, phase=phase, detail=msg.detail, other_id=msg.other_id)
+
+
 def outcome_from_msg(msg: GraspOutcomeMsg) -> AttemptOutcome:
-    events = [event_from_text(text) for text in msg.events]
+    """The details win when present; a message from an older sender has only the texts."""
+    events = ([event_from_msg(e) for e in msg.event_details]
+              if len(msg.event_details) == len(msg.events) and len(msg.events)
+              else [event_from_text(text) for text in msg.events])
     return AttemptOutcome(
         success=msg.success, quality=msg.quality, phi=np.asarray(msg.phi, dtype=float),
         events=events,

@@ -40,7 +40,7 @@ NODES: List[NodeSpec] = [
 RECORD_TOPICS: List[str] = [
     "/camera/color/image_raw", "/camera/depth/image_raw", "/camera/color/camera_info",
     "/joint_states", "/sim/ground_truth", "/perception/result", "/scene_graph/graph",
-    "/scene_graph/markers", "/planner/attempts", "/planner/markers",
+    "/scene_graph/markers", "/planner/attempts", "/planner/markers", "/planner/goal_log",
 ]
 #: The GraspObject action's feedback and status topics, recorded too (goal progress).
 RECORD_ACTION_TOPICS: List[str] = ["/grasp_object/_action/feedback",
@@ -51,7 +51,8 @@ RECORD_ACTION_TOPICS: List[str] = ["/grasp_object/_action/feedback",
 #: recording.
 RECORDER = NodeSpec("recorder", "recorder", "agentic_grasp.recording.recorder", "recorder.yaml",
                     when=lambda a: bool(a.get("record")),
-                    overrides=lambda a: {"output": a.get("record", "")})
+                    overrides=lambda a: {"output": a.get("record", ""),
+                                         "storage": a.get("record_storage") or "mcap"})
 
 DEFAULT_ARGS: Dict[str, str] = {"arm": "sim", "perception": "oracle",
                                 "vlm_url": "http://127.0.0.1:8000/v1", "params_file": ""}

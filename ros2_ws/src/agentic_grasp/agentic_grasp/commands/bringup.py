@@ -15,6 +15,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="extra ROS params file applied after config/<node>.yaml")
     parser.add_argument("--record", default="",
                         help="record the run's topics to this rosbag2 folder")
+    parser.add_argument("--record-storage", choices=("mcap", "sqlite3"), default="mcap",
+                        help="storage of the recorded bag (default mcap, as rosbag2 on "
+                             "Jazzy)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
     launcher = Launcher({"arm": args.arm, "perception": args.perception,
                          "vlm_url": args.vlm_url, "params_file": args.params_file,
-                         "record": args.record})
+                         "record": args.record, "record_storage": args.record_storage})
     launcher.start()
     print(f"[bringup] started: {', '.join(launcher.procs)} (Ctrl-C to stop)", flush=True)
     return launcher.wait_forever()

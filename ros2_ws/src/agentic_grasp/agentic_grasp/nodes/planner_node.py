@@ -40,7 +40,9 @@ dependency inserts a prerequisite), target, attempt index r, retry level, and fo
 Algorithm 1 at ``plan``, the motion phase at ``execute``, the evidence at ``reflect``.
 
 Topics: ``planner/attempts`` (AttemptRecord, reliable, every attempt as it ends, with the
-GraspOutcome exactly as the executor returned it) and ``planner/markers`` (MarkerArray,
+GraspOutcome exactly as the executor returned it), ``planner/goal_log`` (GoalLog, one per
+goal when it ends: instruction, configuration, stamps, result; latched with a history, see
+agentic_grasp.goal_log) and ``planner/markers`` (MarkerArray,
 latched: the grasp about to be executed: approach arrow from the pre-grasp pose, the two
 fingers at the commanded opening, a label with grasp type, force and width).
 
@@ -73,7 +75,7 @@ from rclpy.node import Node
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
-from agentic_grasp import qos
+from agentic_grasp import goal_log, qos
 from agentic_grasp.backends.dependencies import (DependencyError, DependencyTimeout,
                                                  GoalCanceled, GoalSignal)
 from agentic_grasp.backends.executor_arm import ExecutorArmBackend
@@ -91,7 +93,7 @@ from agentic_grasp.core.types import GraspParameters
 from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare
 from agentic_grasp_interfaces.action import GraspObject
-from agentic_grasp_interfaces.msg import AttemptRecord
+from agentic_grasp_interfaces.msg import AttemptRecord, GoalLog
 
 NODE_NAME = "planner"
 ACTION = "grasp_object"
@@ -533,6 +535,7 @@ class PlannerNode(Node):
         self.pub_attempts = self.create_publisher(AttemptRecord, ATTEMPTS_TOPIC,
                                                   qos.RELIABLE_STREAM)
         self.pub_markers = self.create_publisher(MarkerArray, MARKERS_TOPIC, qos.LATCHED)
+        self.pub_goal_log = self.create_publisher(GoalLog, goal_log.TOPIC, goal_log.QOS)
         self._memories: Dict[str, EpisodicMemory] = {}
         self._lock = threading.Lock()
         self._busy = False
@@ -637,6 +640,25 @@ class PlannerNode(Node):
         return Header(stamp=self.get_clock().now().to_msg(), frame_id=self.settings.world_frame)
 
     def _run_goal(self, goal_handle, signal: GoalSignal) -> GraspObject.Result:
+        """Run the goal, publish its GoalLog, then end it (so a client holding the result
+        knows the log is out)."""
+        start_stamp = self.get_clock().now().to_msg()
+        request = goal_handle.request
+        result, finished = self._run_goal_inner(goal_handle, signal)
+        configuration = validate_goal(request.instruction, request.configuration,
+                                      self.planner_config.configuration,
+                                      self.settings.max_instruction_chars)[1]
+        self._guarded(self.pub_goal_log.publish)(goal_log.goal_log_msg(
+            bytes(goal_handle.goal_id.uuid).hex(), request.instruction.strip(),
+            request.configuration, configuration or request.configuration, start_stamp,
+            self.get_clock().now().to_msg(), result))
+        if not finished and self.context.ok():
+            self._finish(goal_handle, result)
+        return result
+
+    def _run_goal_inner(self, goal_handle, signal: GoalSignal
+                        ) -> Tuple[GraspObject.Result, bool]:
+        """(result, whether the goal was already ended: a refused goal is aborted here)."""
         started = time.perf_counter()
         request = goal_handle.request
         goal_id = bytes(goal_handle.goal_id.uuid).hex()
@@ -647,7 +669,8 @@ class PlannerNode(Node):
             self.get_logger().warning(f"goal {goal_id[:8]} refused: {reason}")
             goal_handle.publish_feedback(GraspObject.Feedback(stage="done", thought=reason))
             goal_handle.abort()
-            return Result(success=False, error_code=Result.ERROR_INVALID_GOAL, message=reason)
+            return Result(success=False, error_code=Result.ERROR_INVALID_GOAL,
+                          message=reason), True
         instruction = request.instruction.strip()
         self.get_logger().info(f"goal {goal_id[:8]}: {instruction!r} ({configuration})")
         session = GoalSession(goal_id, self._guarded(goal_handle.publish_feedback),
@@ -705,9 +728,7 @@ class PlannerNode(Node):
                         grasped_ids=list(task.grasped if task is not None else session.grasped),
                         attempts=session.records,
                         total_time_s=time.perf_counter() - started)
-        if self.context.ok():
-            self._finish(goal_handle, result)
-        return result
+        return result, False
 
     def _guarded(self, publish: Callable[..., None]) -> Callable[..., None]:
         """``publish``, silent once the node shuts down under a running goal."""

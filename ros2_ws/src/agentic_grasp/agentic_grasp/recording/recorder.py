@@ -2,15 +2,19 @@
 
 The stand-in for ``ros2 bag record`` on machines with rclpy from PyPI and no rosbag2:
 raw subscriptions hand over the CDR bytes unchanged and rosbags writes them into a standard
-rosbag2 folder (sqlite3 storage, metadata.yaml version 9), which ``ros2 bag info/play``
-read on a ROS 2 install and :mod:`agentic_grasp.commands.bag` reads here.
+rosbag2 folder (metadata.yaml version 9) in MCAP storage, the rosbag2 default on Jazzy,
+with each topic's full ``ros2msg`` definition embedded as its schema (so Foxglove, the
+``mcap`` CLI and PyPI's ``mcap-ros2-support`` decode our own types without a ROS install),
+or in sqlite3 storage (parameter ``storage``). ``ros2 bag info/play`` read both on a ROS 2
+install; :mod:`agentic_grasp.commands.bag` reads them here.
 
 QoS per topic matches the publisher (a TRANSIENT_LOCAL subscription to a VOLATILE publisher
 would get nothing): latched topics are subscribed TRANSIENT_LOCAL so the last message before
 the recorder started is kept too. SIGINT and SIGTERM end the spin loop and the bag is closed
 (metadata.yaml written) before the process exits.
 
-Run: ``python -m agentic_grasp.recording.recorder --ros-args -p output:=DIR``.
+Run: ``python -m agentic_grasp.recording.recorder --ros-args -p output:=DIR
+[-p storage:=mcap|sqlite3]``.
 """
 from __future__ import annotations
 
@@ -45,12 +49,16 @@ TOPIC_TYPES: Dict[str, Tuple[str, bool]] = {
     "/scene_graph/markers": ("visualization_msgs/msg/MarkerArray", True),
     "/planner/attempts": ("agentic_grasp_interfaces/msg/AttemptRecord", False),
     "/planner/markers": ("visualization_msgs/msg/MarkerArray", True),
+    "/planner/goal_log": ("agentic_grasp_interfaces/msg/GoalLog", True),
     "/grasp_object/_action/feedback":
         ("agentic_grasp_interfaces/action/GraspObject_FeedbackMessage", False),
     "/grasp_object/_action/status": ("action_msgs/msg/GoalStatusArray", True),
 }
 #: Queue depth of every subscription (camera frames come in bursts per scene load).
 DEPTH = 50
+#: The storage plugins the recorder writes (rosbag2 names).
+STORAGE_PLUGINS: Dict[str, StoragePlugin] = {"mcap": StoragePlugin.MCAP,
+                                             "sqlite3": StoragePlugin.SQLITE3}
 
 
 def recorded_topics() -> List[str]:
@@ -79,19 +87,26 @@ def _qos(latched: bool) -> QoSProfile:
 class BagRecorder(Node):
     """Subscribes raw to the recorded topics and writes every message as it arrives."""
 
-    def __init__(self, output: Optional[str] = None, **node_kwargs) -> None:
+    def __init__(self, output: Optional[str] = None, storage: Optional[str] = None,
+                 **node_kwargs) -> None:
         super().__init__(NODE_NAME, **node_kwargs)
         out = output if output is not None else \
             self.declare_parameter("output", "").get_parameter_value().string_value
+        storage = storage if storage is not None else self.declare_parameter(
+            "storage", "mcap").get_parameter_value().string_value
         if not out:
             raise ValueError("recorder: parameter 'output' (the bag folder) is empty")
+        if storage not in STORAGE_PLUGINS:
+            raise ValueError(f"recorder: storage {storage!r} is not one of "
+                             f"{', '.join(STORAGE_PLUGINS)}")
+        self.storage = storage
         self.path = Path(out).resolve()
         if self.path.exists():
             raise FileExistsError(f"recorder: {self.path} exists; rosbag2 writes a new folder")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._writer: Optional[Writer] = Writer(self.path, version=9,
-                                                storage_plugin=StoragePlugin.SQLITE3)
+                                                storage_plugin=STORAGE_PLUGINS[storage])
         self._writer.open()
         self.counts: Dict[str, int] = {}
         self._subs = []
@@ -110,7 +125,8 @@ class BagRecorder(Node):
                 _python_type(ros_type), topic,
                 lambda data, _t=topic, _c=conn: self._write(_t, _c, data), _qos(latched),
                 raw=True))
-        self.get_logger().info(f"recording {len(self._subs)} topics to {self.path}")
+        self.get_logger().info(f"recording {len(self._subs)} topics to {self.path} "
+                               f"({storage})")
 
     def _write(self, topic: str, conn, data: bytes) -> None:
         stamp = self.get_clock().now().nanoseconds

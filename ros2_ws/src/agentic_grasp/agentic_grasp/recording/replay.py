@@ -9,6 +9,10 @@ outcomes in order while the planned grasp matches the recorded one within
 :data:`TOLERANCES`; a grasp that differs is a *divergence*: nothing can be observed for it, so
 the replay stops there (the arm answers CANCELED, which ends the task) and reports the diff.
 
+Each goal runs under the configuration of its goal log (``/planner/goal_log``) unless one is
+given for all; its recorded result (the goal log's, else the last attempt's) is reported
+beside the replayed one. A bag without a goal log replays under ``full`` with a warning.
+
 Output: per goal the decisions (retrieved strategy ids, constraints, initial grasp source and
 g0, every attempt's grasp and correction) and the metrics (recorded success, per attempt
 whether the replayed decision agrees with the recorded one, the first divergence). Nothing
@@ -33,13 +37,14 @@ from agentic_grasp.core.planner.planner import scene_graph_constraints
 from agentic_grasp.core.scene_graph import SceneGraphConfig
 from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, AttemptOutcome,
                                       GraspParameters, GraspType, ObjectState, Phase,
-                                      event_from_text)
+                                      PhysicalEvent, Shape, event_from_text)
 
 _LOG = logging.getLogger(__name__)
 
 PERCEPTION_TOPIC = "/perception/result"
 ATTEMPTS_TOPIC = "/planner/attempts"
 FEEDBACK_TOPIC = "/grasp_object/_action/feedback"
+GOAL_LOG_TOPIC = "/planner/goal_log"
 #: Largest differences for which a planned grasp counts as the recorded one. Recorded values
 #: pass through float32 message fields and the planner reruns the same arithmetic, so an
 #: unchanged planner agrees to ~1e-7; the tolerances only absorb that.
@@ -79,8 +84,16 @@ def perceived_object(msg: Any) -> PerceivedObject:
         bbox=None, position=_xyz(msg.pose.position),
         size=size if np.all(np.isfinite(size)) and np.all(size > 0.0) else None,
         state=_STATES[int(msg.state)], fragility=_f32(msg.fragility), affordance=affordance,
-        confidence=float(msg.confidence), name=msg.name, shape=None,
+        confidence=float(msg.confidence), name=msg.name, shape=_shape(msg),
         yaw=_yaw(msg.pose.orientation))
+
+
+def _shape(msg: Any) -> Optional[Shape]:
+    """The observation's shape when its layout has a textual ``shape`` field (bags recorded
+    before it have none: None, the planner's category guess, as the node does)."""
+    value = getattr(msg, "shape", "")
+    return Shape(value) if isinstance(value, str) and value in Shape._value2member_map_ \
+        else None
 
 
 def perception_result(msg: Any) -> PerceptionResult:
@@ -102,7 +115,13 @@ def grasp(msg: Any) -> GraspParameters:
 
 
 def outcome(msg: Any) -> AttemptOutcome:
-    events = [event_from_text(text) for text in msg.events]
+    """Events with their details where the bag has them (recorded after GraspEvent)."""
+    details = list(getattr(msg, "event_details", []) or [])
+    if details and len(details) == len(msg.events):
+        events = [PhysicalEvent(d.kind, Phase(d.phase) if d.phase in Phase._value2member_map_
+                                else Phase.APPROACH, d.detail, d.other_id) for d in details]
+    else:
+        events = [event_from_text(text) for text in msg.events]
     return AttemptOutcome(
         success=bool(msg.success), quality=float(msg.quality),
         phi=np.asarray(msg.phi, dtype=float), events=events,
@@ -219,48 +238,103 @@ class RecordedGoal:
     instruction: str
     perceptions: List[Tuple[str, Any]]
     attempts: List[Any]
+    #: The goal's GoalLog (configuration and result), None when the bag has none for it.
+    log: Any = None
 
 
-def recorded_goals(path: Union[str, Path]) -> List[RecordedGoal]:
-    """The GraspObject goals of a bag with their perception answers and attempts.
+@dataclasses.dataclass
+class RecordedSession:
+    """What replay reads from a bag: its goals, and whether the bag was read to its end."""
 
-    Goals are told apart by the goal id of the attempt records and of the action feedback;
-    a perception answer belongs to the goal whose feedback time span holds it (a bag without
-    feedback is one goal). The instruction is that of the goal's first perception answer.
+    goals: List[RecordedGoal]
+    stopped: str = ""                       # "" or where a damaged bag stops
+    warnings: List[str] = dataclasses.field(default_factory=list)
+
+
+def _stamp_ns(t: Any) -> int:
+    return int(t.sec) * 1_000_000_000 + int(t.nanosec)
+
+
+def read_session(path: Union[str, Path]) -> RecordedSession:
+    """The GraspObject goals of a bag with their perception answers, attempts and goal log.
+
+    Goals are told apart by the goal id of the attempt records, of the action feedback and
+    of the goal log; a perception answer belongs to the goal whose time span holds it (the
+    feedback's first to last message, widened by the goal log's start and end stamps when
+    the bag has them; a bag without either is one goal). The instruction is the goal log's,
+    else that of the goal's first perception answer. A goal log whose goal left nothing else
+    in the bag (a goal before the recorder started, replayed to it by the latched topic) is
+    not a recorded goal. A damaged bag gives the goals of its readable part.
     """
-    from agentic_grasp.recording.reader import by_topic
+    from agentic_grasp.recording.reader import BagReader
 
-    topics = by_topic(path, [PERCEPTION_TOPIC, ATTEMPTS_TOPIC, FEEDBACK_TOPIC])
+    reader = BagReader(path)
+    topics = reader.by_topic([PERCEPTION_TOPIC, ATTEMPTS_TOPIC, FEEDBACK_TOPIC,
+                              GOAL_LOG_TOPIC])
+    warnings = [f"{topic}: {why}" for topic, why in sorted(reader.undecodable.items())]
+    logs: Dict[str, Any] = {}
+    for _, log in topics.get(GOAL_LOG_TOPIC, []):
+        logs[log.goal_id] = log
     spans: Dict[str, List[int]] = {}
-    for stamp, fb in topics.get(FEEDBACK_TOPIC, []):
-        gid = bytes(np.asarray(fb.goal_id.uuid, dtype=np.uint8)).hex()
+
+    def widen(gid: str, stamp: int) -> None:
         span = spans.setdefault(gid, [stamp, stamp])
         span[0], span[1] = min(span[0], stamp), max(span[1], stamp)
+
+    for stamp, fb in topics.get(FEEDBACK_TOPIC, []):
+        widen(bytes(np.asarray(fb.goal_id.uuid, dtype=np.uint8)).hex(), stamp)
     attempts: Dict[str, List[Any]] = {}
-    order: List[str] = []
     for _, rec in topics.get(ATTEMPTS_TOPIC, []):
-        if rec.goal_id not in attempts:
-            order.append(rec.goal_id)
         attempts.setdefault(rec.goal_id, []).append(rec)
-    for gid in sorted(spans, key=lambda g: spans[g][0]):
-        if gid not in attempts:
-            order.append(gid)
-    order.sort(key=lambda g: spans.get(g, [0, 0])[0])
+    present = set(spans) | set(attempts)
+    for gid in present & set(logs):
+        widen(gid, _stamp_ns(logs[gid].start_stamp))
+        widen(gid, _stamp_ns(logs[gid].end_stamp))
+    first_attempt = {gid: i for i, gid in enumerate(dict.fromkeys(
+        rec.goal_id for _, rec in topics.get(ATTEMPTS_TOPIC, [])))}
+    order = sorted(present, key=lambda g: (spans.get(g, [0, 0])[0], first_attempt.get(g, 0)))
     perceptions = topics.get(PERCEPTION_TOPIC, [])
     goals = []
     for gid in order:
         span = spans.get(gid)
         mine = [(m.instruction, m) for stamp, m in perceptions
                 if span is None or span[0] <= stamp <= span[1]]
-        instruction = mine[0][0] if mine else ""
-        goals.append(RecordedGoal(gid, instruction, mine, attempts.get(gid, [])))
-    return goals
+        log = logs.get(gid)
+        instruction = log.instruction if log is not None else mine[0][0] if mine else ""
+        goals.append(RecordedGoal(gid, instruction, mine, attempts.get(gid, []), log))
+    if goals and not topics.get(GOAL_LOG_TOPIC):
+        warnings.append(f"the bag has no goal log ({GOAL_LOG_TOPIC}): configurations are "
+                        "assumed, recorded results are taken from the last attempt")
+    elif any(g.log is None for g in goals):
+        warnings.append("goals without a goal log: " + ", ".join(
+            g.goal_id[:8] for g in goals if g.log is None))
+    return RecordedSession(goals, reader.state.stopped, warnings)
+
+
+def recorded_goals(path: Union[str, Path]) -> List[RecordedGoal]:
+    """The goals of :func:`read_session` (the readable part of a damaged bag)."""
+    return read_session(path).goals
 
 
 # ---- the replay ----------------------------------------------------------------------------
 
 def _constraints_report(goal: Any) -> List[str]:
     return [] if goal.constraints is None else list(goal.constraints.explanations())
+
+
+def recorded_result(recorded: RecordedGoal) -> Dict[str, Any]:
+    """The goal's result as recorded: the goal log's, else what its attempts say."""
+    log = recorded.log
+    if log is not None:
+        return {"source": "goal_log", "success": bool(log.success),
+                "error_code": int(log.error_code), "message": str(log.message),
+                "grasped_ids": list(log.grasped_ids), "attempt_count": int(log.attempt_count)}
+    ran = [a for a in recorded.attempts if a.outcome.phase_reached]
+    grasped = list(dict.fromkeys(a.target_id for a in ran if a.outcome.success))
+    last = recorded.attempts[-1] if recorded.attempts else None
+    return {"source": "attempts", "success": bool(last is not None and last.outcome.success),
+            "error_code": None, "message": "", "grasped_ids": grasped,
+            "attempt_count": len(recorded.attempts)}
 
 
 def replay_goal(recorded: RecordedGoal, configuration: str, memory: EpisodicMemory,
@@ -287,34 +361,74 @@ def replay_goal(recorded: RecordedGoal, configuration: str, memory: EpisodicMemo
                           "correction": None if a.correction is None else a.correction.text}
                          for a in sub.attempts if a.arm_error != ArmError.CANCELED]})
     agreement = [entry["agree"] for entry in arm.log]
-    recorded_success = bool(recorded.attempts) and bool(recorded.attempts[-1].outcome.success)
+    recorded_res = recorded_result(recorded)
     missing = arm.remaining if arm.divergence is None else 0
+    replayed_res = {"success": bool(task.success) and arm.divergence is None,
+                    "message": task.message if arm.divergence is None else
+                    "stopped at the first divergence (no outcome can be observed for it)",
+                    "grasped_ids": list(task.grasped),
+                    "attempt_count": sum(len(d["attempts"]) for d in decisions)}
+    same_result = all(recorded_res[k] == replayed_res[k]
+                      for k in ("success", "grasped_ids", "attempt_count"))
     return {"goal_id": recorded.goal_id, "instruction": recorded.instruction,
             "configuration": configuration, "decisions": decisions,
+            "recorded": recorded_res, "replayed": replayed_res,
             "metrics": {"recorded_attempts": len(recorded.attempts),
-                        "recorded_success": recorded_success,
+                        "recorded_success": recorded_res["success"],
                         "replayed_attempts": sum(agreement),
                         "agreement": agreement,
                         "agrees": arm.divergence is None and missing == 0,
+                        "result_agrees": same_result,
                         "unreplayed_recorded_attempts": missing,
-                        "replay_success": bool(task.success) and arm.divergence is None,
+                        "replay_success": replayed_res["success"],
                         "first_divergence": arm.divergence}}
 
 
-def replay_bag(path: Union[str, Path], configuration: str = "full",
+def goal_configuration(recorded: RecordedGoal, override: Optional[str]) -> Tuple[str, str]:
+    """(configuration, where it came from): the override, else the goal log's, else full."""
+    if override:
+        return override, "override"
+    if recorded.log is not None and recorded.log.configuration:
+        return str(recorded.log.configuration), "goal_log"
+    return "full", "assumed (no goal log)"
+
+
+def replay_bag(path: Union[str, Path], configuration: Optional[str] = None,
                retriever: Any = None, config: Optional[PlannerConfig] = None
                ) -> Dict[str, Any]:
-    """Every goal of the bag replayed in order, one episodic memory for the session (the
-    planner node's default memory lifetime)."""
-    get_configuration(configuration)                 # ConfigError on an unknown name
-    config = config if config is not None else PlannerConfig.from_config()
-    if retriever is None and get_configuration(configuration).retrieval:
-        from agentic_grasp.core.retrieval import build_retriever
+    """Every goal of the bag replayed in order, under each goal's logged configuration or
+    ``configuration`` for all; one episodic memory per configuration for the session (the
+    planner node's default memory lifetime).
 
-        retriever = build_retriever()
+    ``complete`` is False when the bag stops early (``stopped`` says where): the goals of
+    the readable part are replayed, a goal cut off mid-way then disagrees.
+    """
+    if configuration:
+        get_configuration(configuration)            # ConfigError on an unknown name
+    config = config if config is not None else PlannerConfig.from_config()
+    session = read_session(path)
     constraint_fn = scene_graph_constraints(SceneGraphConfig.from_config(), Camera().position)
-    memory = EpisodicMemory(enabled=get_configuration(configuration).memory)
-    goals = [replay_goal(g, configuration, memory, retriever, config, constraint_fn)
-             for g in recorded_goals(path)]
-    return {"bag": str(path), "configuration": configuration, "goals": goals,
+    memories: Dict[str, EpisodicMemory] = {}
+    warnings = list(session.warnings)
+    goals = []
+    for recorded in session.goals:
+        name, source = goal_configuration(recorded, configuration)
+        try:
+            conf = get_configuration(name)
+        except Exception as exc:  # noqa: BLE001 - ConfigError: a log from another release
+            warnings.append(f"goal {recorded.goal_id[:8]}: {exc}; not replayed")
+            continue
+        if retriever is None and conf.retrieval:
+            from agentic_grasp.core.retrieval import build_retriever
+
+            retriever = build_retriever()
+        memory = memories.setdefault(name, EpisodicMemory(enabled=conf.memory))
+        report = replay_goal(recorded, name, memory, retriever, config, constraint_fn)
+        report["configuration_source"] = source
+        goals.append(report)
+    for w in warnings:
+        _LOG.warning("replay of %s: %s", path, w)
+    return {"bag": str(path), "configuration": configuration or "from goal log",
+            "goals": goals, "warnings": warnings,
+            "complete": not session.stopped, "stopped": session.stopped,
             "agrees": all(g["metrics"]["agrees"] for g in goals) and bool(goals)}

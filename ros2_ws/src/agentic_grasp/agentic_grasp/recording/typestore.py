@@ -96,7 +96,7 @@ def typestore() -> Typestore:
     return store
 
 
-def connection_args(msgtype: str) -> Dict[str, str]:
+def connection_args(msgtype: str, store: Optional[Typestore] = None) -> Dict[str, str]:
     """``msgdef`` and ``rihs01`` for rosbags' Writer.add_connection.
 
     rosbags cannot print the definition of a type that nests an action part
@@ -104,7 +104,7 @@ def connection_args(msgtype: str) -> Dict[str, str]:
     concatenated rosbag2 layout: the top-level fields, then each nested type after a line of
     80 ``=`` and ``MSG: name``.
     """
-    store = typestore()
+    store = store if store is not None else typestore()
     rihs01 = store.hash_rihs01(msgtype)
     try:
         msgdef, _ = store.generate_msgdef(msgtype, ros_version=2)

@@ -31,16 +31,16 @@ ATTEMPT = "agentic_grasp_interfaces/msg/AttemptRecord"
 _GRASP_CODES = {"power": 0, "pinch": 1, "side": 2}
 
 
-def new(msgtype: str, /, **values):
+def new(msgtype: str, /, _store=None, **values):
     """A rosbags message of type ``msgtype``: ``values``, defaults for the other fields."""
-    store = typestore()
+    store = _store if _store is not None else typestore()
     kwargs = {}
     for field, node in store.fielddefs[msgtype][1]:
-        kwargs[field] = values[field] if field in values else _default(node)
+        kwargs[field] = values[field] if field in values else _default(node, store)
     return store.types[msgtype](**kwargs)
 
 
-def _default(node):
+def _default(node, store=None):
     kind, detail = node
     kind = int(getattr(kind, "value", kind))
     if kind == 1:
@@ -48,13 +48,13 @@ def _default(node):
         return "" if typ == "string" else False if typ == "bool" else \
             0.0 if typ.startswith("float") else 0
     if kind == 2:
-        return new(detail)
+        return new(detail, _store=store)
     inner, size = detail
     if int(getattr(inner[0], "value", inner[0])) == 1 and inner[1][0] != "string":
         dtype = {"bool": np.bool_, "byte": np.uint8, "char": np.uint8}.get(inner[1][0],
                                                                              inner[1][0])
         return np.zeros(size if kind == 3 else 0, dtype=dtype)
-    return [_default(inner) for _ in range(size if kind == 3 else 0)]
+    return [_default(inner, store) for _ in range(size if kind == 3 else 0)]
 
 
 def _vec(name: str, xyz) -> object:
@@ -124,8 +124,8 @@ def _outcome_msg(o):
 
 
 @pytest.fixture(scope="module")
-def bag(tmp_path_factory):
-    """A one-goal session of the full configuration, recorded as the graph would."""
+def session():
+    """(perception answers, grasps, outcomes) of one goal of the full configuration."""
     config = PlannerConfig.from_config()
     from agentic_grasp.core.retrieval import build_retriever
 
@@ -143,24 +143,83 @@ def bag(tmp_path_factory):
     arm = ScriptedArm()
     task = planner.run_task("pick up the ceramic cup", perceive, arm, EpisodicMemory())
     assert task.success and len(arm.grasps) == 2
-    path = tmp_path_factory.mktemp("replay") / "session"
-    store = typestore()
-    writer = Writer(path, version=9, storage_plugin=StoragePlugin.SQLITE3)
+    return answers, arm.grasps, arm.outcomes
+
+
+GOAL_ID = "ab" * 16
+GOAL_LOG = "agentic_grasp_interfaces/msg/GoalLog"
+IMAGE = "sensor_msgs/msg/Image"
+
+
+def _time(ns):
+    return new("builtin_interfaces/msg/Time", sec=ns // 10**9, nanosec=ns % 10**9)
+
+
+def write_session(path, session, storage=StoragePlugin.SQLITE3, log_configuration=None,
+                  frames=0, store=None):
+    """The session as the graph records it: perception answers (each after ``frames``
+    camera frames of 640x480 rgb8, 0.9 MB each, so an MCAP has several chunks), the attempt
+    records and, when ``log_configuration`` is given, the goal log."""
+    store = store if store is not None else typestore()
+    answers, grasps, outcomes = session
+    writer = Writer(path, version=9, storage_plugin=storage)
     writer.open()
-    conns = {t: writer.add_connection(topic, t, **connection_args(t))
-             for topic, t in (("/perception/result", PERCEPTION),
-                              ("/planner/attempts", ATTEMPT))}
+    types = [("/perception/result", PERCEPTION), ("/planner/attempts", ATTEMPT),
+             ("/camera/color/image_raw", IMAGE), ("/planner/goal_log", GOAL_LOG)]
+    conns = {t: writer.add_connection(topic, t, **connection_args(t, store))
+             for topic, t in types}
     stamp = 1_000
+    rgb = np.zeros((480, 640, 3), np.uint8)
+    rgb[200:300, 250:400] = (200, 180, 150)
     for msg in answers:
-        writer.write(conns[PERCEPTION], stamp, store.serialize_cdr(msg, PERCEPTION))
+        for _ in range(frames):
+            img = new(IMAGE, _store=store, height=480, width=640, encoding="rgb8",
+                      step=640 * 3, data=rgb.reshape(-1).copy())
+            writer.write(conns[IMAGE], stamp, store.serialize_cdr(img, IMAGE))
+            stamp += 1_000
+        writer.write(conns[PERCEPTION], stamp,
+                     store.serialize_cdr(_convert(msg, store), PERCEPTION))
         stamp += 1_000
-    for k, (g, o) in enumerate(zip(arm.grasps, arm.outcomes)):
-        rec = new(ATTEMPT, goal_id="ab" * 16, target_id="cup_1", attempt=k,
-                  grasp=_grasp_msg(g), outcome=_outcome_msg(o))
+    for k, (g, o) in enumerate(zip(grasps, outcomes)):
+        rec = new(ATTEMPT, _store=store, goal_id=GOAL_ID, target_id="cup_1", attempt=k,
+                  grasp=_convert(_grasp_msg(g), store),
+                  outcome=_convert(_outcome_msg(o), store))
         writer.write(conns[ATTEMPT], stamp, store.serialize_cdr(rec, ATTEMPT))
         stamp += 1_000
+    if log_configuration is not None:
+        log = new(GOAL_LOG, version=1, goal_id=GOAL_ID, instruction="pick up the ceramic cup",
+                  requested_configuration="", configuration=log_configuration,
+                  start_stamp=_time(500), end_stamp=_time(stamp), success=True,
+                  message="all 1 target(s) grasped", grasped_ids=["cup_1"], attempt_count=2)
+        writer.write(conns[GOAL_LOG], stamp, store.serialize_cdr(log, GOAL_LOG))
     writer.close()
     return path
+
+
+def _convert(msg, store):
+    """``msg`` (of today's typestore) as a message of ``store`` (an older layout): the
+    fields ``store`` knows, recursively."""
+    if store is typestore():
+        return msg
+    import dataclasses
+
+    name = msg.__msgtype__
+    values = {}
+    for field, node in store.fielddefs[name][1]:
+        value = getattr(msg, field)
+        if dataclasses.is_dataclass(value):
+            value = _convert(value, store)
+        elif isinstance(value, list) and value and dataclasses.is_dataclass(value[0]):
+            value = [_convert(v, store) for v in value]
+        values[field] = value
+    return store.types[name](**values)
+
+
+@pytest.fixture(scope="module")
+def bag(tmp_path_factory, session):
+    """A one-goal session of the full configuration, recorded as the graph would (sqlite3,
+    no goal log: a bag of the release before the goal log)."""
+    return write_session(tmp_path_factory.mktemp("replay") / "session", session)
 
 
 def test_full_configuration_agrees_with_its_recording(bag):
@@ -201,3 +260,166 @@ def test_grasp_diff_tolerances():
     assert replay.grasp_diff(g, g.copy(wrist_yaw=np.pi)) == {}     # symmetric gripper
     diff = replay.grasp_diff(g, g.copy(width=0.06, grasp_type=GraspType.PINCH))
     assert set(diff) == {"width_m", "grasp_type"}
+
+
+# ---- goal log, MCAP, damaged and old bags ----------------------------------------------------
+
+def test_configuration_and_recorded_result_come_from_the_goal_log(tmp_path, session):
+    path = write_session(tmp_path / "mcap", session, StoragePlugin.MCAP, "full")
+    report = replay.replay_bag(path)
+    goal, = report["goals"]
+    assert goal["configuration"] == "full" and goal["configuration_source"] == "goal_log"
+    assert report["warnings"] == [] and report["complete"] and report["agrees"]
+    assert goal["recorded"] == {"source": "goal_log", "success": True, "error_code": 0,
+                                "message": "all 1 target(s) grasped",
+                                "grasped_ids": ["cup_1"], "attempt_count": 2}
+    assert goal["replayed"]["success"] and goal["replayed"]["grasped_ids"] == ["cup_1"]
+    assert goal["replayed"]["attempt_count"] == 2 and goal["metrics"]["result_agrees"]
+
+
+def test_the_logged_configuration_is_the_one_replayed_and_the_override_wins(tmp_path,
+                                                                          session):
+    path = write_session(tmp_path / "mcap", session, StoragePlugin.MCAP, "heuristic")
+    logged = replay.replay_bag(path)
+    goal, = logged["goals"]
+    assert goal["configuration"] == "heuristic" and not logged["agrees"]
+    assert not goal["metrics"]["result_agrees"] and goal["metrics"]["agreement"] == [False]
+    override = replay.replay_bag(path, "full")
+    assert override["goals"][0]["configuration_source"] == "override" and override["agrees"]
+
+
+def test_a_bag_without_goal_log_replays_with_a_warning(bag):
+    report = replay.replay_bag(bag)
+    goal, = report["goals"]
+    assert report["agrees"] and goal["configuration_source"].startswith("assumed")
+    assert any("no goal log" in w for w in report["warnings"])
+    assert goal["recorded"]["source"] == "attempts" and goal["metrics"]["result_agrees"]
+
+
+def test_a_third_party_reader_decodes_every_topic_from_the_embedded_schemas(tmp_path,
+                                                                          session):
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    path = write_session(tmp_path / "mcap", session, StoragePlugin.MCAP, "full", frames=1)
+    seen = {}
+    with (path / "mcap.mcap").open("rb") as stream:
+        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+        for schema, channel, _, decoded in reader.iter_decoded_messages():
+            assert schema.encoding == "ros2msg"
+            seen.setdefault(channel.topic, decoded)
+    assert set(seen) == {"/perception/result", "/planner/attempts", "/camera/color/image_raw",
+                         "/planner/goal_log"}
+    assert seen["/planner/goal_log"].configuration == "full"
+    assert seen["/perception/result"].objects[0].id == "cup_1"
+    assert seen["/planner/attempts"].grasp.gripper_width > 0.0
+
+
+def _cut(path, fraction):
+    """A copy of the bag's storage file cut at ``fraction`` of its size, with no
+    metadata.yaml: what a SIGKILLed recorder leaves."""
+    src = next(p for p in path.iterdir() if p.suffix in (".mcap", ".db3"))
+    out = path.parent / f"{path.name}_cut"
+    out.mkdir()
+    data = src.read_bytes()
+    (out / f"{out.name}{src.suffix}").write_bytes(data[:int(len(data) * fraction)])
+    return out, len(data)
+
+
+def test_a_bag_cut_mid_file_reads_up_to_the_cut(tmp_path, session):
+    from agentic_grasp.recording.reader import bag_info
+
+    path = write_session(tmp_path / "mcap", session, StoragePlugin.MCAP, "full", frames=2)
+    whole = bag_info(path)
+    assert whole["complete"] and whole["stopped"] == "" and whole["closed"]
+    cut, size = _cut(path, 0.6)
+    info = bag_info(cut)
+    counts = {t["topic"]: t["count"] for t in info["topics"]}
+    assert not info["complete"] and not info["closed"]
+    assert "unreadable from byte" in info["stopped"] and "truncated" in info["stopped"]
+    assert 0 < info["message_count"] < whole["message_count"]
+    assert counts["/camera/color/image_raw"] >= 1 and counts["/planner/goal_log"] == 0
+    report = replay.replay_bag(cut)
+    assert not report["complete"] and report["stopped"] == info["stopped"]
+
+
+def _cli(argv, capsys):
+    from agentic_grasp import cli
+
+    code = cli.main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("storage", [StoragePlugin.MCAP, StoragePlugin.SQLITE3])
+def test_cli_on_a_cut_bag_says_where_it_stops_and_exits_non_zero(tmp_path, session, storage,
+                                                                  capsys):
+    path = write_session(tmp_path / "bag", session, storage, "full", frames=2)
+    code, out, err = _cli(["bag", "info", str(path)], capsys)
+    assert code == 0 and ("mcap" if storage == StoragePlugin.MCAP else "sqlite3") in out
+    cut, _ = _cut(path, 0.5)
+    for argv in (["bag", "info", str(cut)], ["replay", str(cut)],
+                 ["show", str(cut), "--out", str(tmp_path / "pics")]):
+        code, out, err = _cli(argv, capsys)
+        assert code == 1, (argv, out, err)
+        assert "damaged" in err and "Traceback" not in out + err, (argv, err)
+    code, _, err = _cli(["bag", "info", str(tmp_path / "nothing")], capsys)
+    assert code == 2 and "no such bag" in err
+
+
+def test_a_bag_of_the_older_outcome_layout_still_reads(tmp_path, session):
+    """GraspOutcome before event_details: decoded with the bag's own definitions."""
+    import shutil
+
+    from rosbags.typesys import Stores, get_typestore
+
+    from agentic_grasp.recording.typestore import interface_types, interfaces_dir
+
+    old_root = tmp_path / "interfaces"
+    shutil.copytree(interfaces_dir(), old_root)
+    msg = old_root / "msg" / "GraspOutcome.msg"
+    msg.write_text("\n".join(line for line in msg.read_text().splitlines()
+                             if "event_details" not in line) + "\n")
+    old = get_typestore(Stores.ROS2_JAZZY)
+    old.register(interface_types(old_root))
+    assert "event_details" not in dict(old.fielddefs[
+        "agentic_grasp_interfaces/msg/GraspOutcome"][1])
+    path = write_session(tmp_path / "old", session, StoragePlugin.SQLITE3, "full", store=old)
+    report = replay.replay_bag(path)
+    assert report["agrees"] and report["warnings"] == [], report["warnings"]
+    from agentic_grasp.recording.reader import by_topic
+
+    rec = by_topic(path, ["/planner/attempts"])["/planner/attempts"][0][1]
+    assert not hasattr(rec.outcome, "event_details") and list(rec.outcome.events) == \
+        ["slip:lift"]
+
+
+def test_show_draws_one_picture_per_attempt_and_a_sheet(tmp_path, session, capsys):
+    import cv2
+
+    path = write_session(tmp_path / "mcap", session, StoragePlugin.MCAP, "full", frames=1)
+    out = tmp_path / "pics"
+    code, stdout, err = _cli(["show", str(path), "--out", str(out)], capsys)
+    assert code == 0, err
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [f"{GOAL_ID[:8]}_attempt0.png", f"{GOAL_ID[:8]}_attempt1.png",
+                     f"{GOAL_ID[:8]}_sheet.png"]
+    first = cv2.imread(str(out / names[0]))
+    assert first.shape == (480, 640 + 420, 3)
+    # The camera frame is drawn (its lit rectangle shows through), not the blank stand-in.
+    assert first[:, :640].max() >= 150
+
+
+def test_show_draws_the_grasp_where_it_projects():
+    """The closing axis of a top-down grasp at the image centre's world point lands there."""
+    from agentic_grasp.recording import show
+
+    cam = Camera()
+    centre = cam.backproject(cam.cx, cam.cy, 1.0)
+    lines = show.gripper_lines(centre, np.array([0.0, 0.0, -1.0]), 0.04, 0.0, 0.1)
+    uv, _ = cam.project(lines["closing_axis"])
+    assert np.allclose(uv.mean(axis=0), [cam.cx, cam.cy], atol=0.5)
+    # The fingers are 40 mm + 2 x 12 mm apart along world y at ~1 m: about 35 px.
+    fl, _ = cam.project(lines["finger_left"])
+    fr, _ = cam.project(lines["finger_right"])
+    assert 25.0 < abs(fl[:, 0].mean() - fr[:, 0].mean()) < 45.0

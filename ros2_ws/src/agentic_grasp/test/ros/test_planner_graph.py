@@ -23,7 +23,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from agentic_grasp.commands import grasp as grasp_cli
 from agentic_grasp.commands.grasp import PlannerClient
 from agentic_grasp_interfaces.action import GraspObject
-from agentic_grasp_interfaces.msg import AttemptRecord
+from agentic_grasp_interfaces.msg import AttemptRecord, GoalLog
 from agentic_grasp_interfaces.srv import Perceive
 
 Result = GraspObject.Result
@@ -76,12 +76,16 @@ class PlannerGraph:
         self.attempts = []
         self.markers = []
         self.feedback = {}
+        self.goal_logs = {}
         self._lock = threading.Lock()
         self._news = threading.Condition(self._lock)
         node = self.client.node
         node.create_subscription(AttemptRecord, "planner/attempts", self._on_attempt,
                                  qos.RELIABLE_STREAM)
         node.create_subscription(MarkerArray, "planner/markers", self._on_markers, qos.LATCHED)
+        from agentic_grasp import goal_log
+
+        node.create_subscription(GoalLog, goal_log.TOPIC, self._on_goal_log, goal_log.QOS)
         node.create_subscription(GraspObject.Impl.FeedbackMessage,
                                  "grasp_object/_action/feedback", self._on_feedback,
                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
@@ -115,6 +119,17 @@ class PlannerGraph:
     def _on_markers(self, msg) -> None:
         with self._news:
             self.markers.append(msg)
+
+    def _on_goal_log(self, msg) -> None:
+        with self._news:
+            self.goal_logs[msg.goal_id] = msg
+            self._news.notify_all()
+
+    def goal_log(self, goal_id: str, timeout_s: float = 5.0):
+        """The GoalLog of ``goal_id`` (None when it did not arrive)."""
+        with self._news:
+            self._news.wait_for(lambda: goal_id in self.goal_logs, timeout_s)
+            return self.goal_logs.get(goal_id)
 
     def _on_feedback(self, msg) -> None:
         with self._news:
@@ -203,6 +218,15 @@ def test_banana_is_grasped_through_the_planner(graph):
     types = [m.type for m in graph.markers[-1].markers if m.action == Marker.ADD]
     assert types == [Marker.ARROW, Marker.CUBE, Marker.CUBE, Marker.TEXT_VIEW_FACING]
     assert "banana_1" not in graph.truth_ids(until=lambda ids: "banana_1" not in ids)
+    # One GoalLog for the goal: what it was asked, what ran, how it ended.
+    log = graph.goal_log(goal_id)
+    assert (log.instruction, log.requested_configuration, log.configuration) == \
+        ("pick up the banana", "", "full")
+    assert (log.success, log.error_code, log.message, list(log.grasped_ids),
+            log.attempt_count) == (True, Result.ERROR_NONE, result.message, ["banana_1"],
+                                   len(result.attempts))
+    assert (log.end_stamp.sec, log.end_stamp.nanosec) > \
+        (log.start_stamp.sec, log.start_stamp.nanosec)
 
 
 def test_first_attempt_fails_and_reflection_recovers(graph):
@@ -282,9 +306,13 @@ def test_a_second_goal_while_busy_is_rejected(graph):
 ])
 def test_malformed_goals_are_accepted_and_aborted_with_the_reason(graph, instruction,
                                                                   configuration, reason):
-    status, result, feedback, _ = graph.grasp(instruction, configuration, timeout_s=10.0)
+    status, result, feedback, goal_id = graph.grasp(instruction, configuration,
+                                                    timeout_s=10.0)
     assert status == GoalStatus.STATUS_ABORTED
     assert result.error_code == Result.ERROR_INVALID_GOAL
+    log = graph.goal_log(goal_id)        # refused goals are logged too
+    assert (log.success, log.error_code, log.message, log.requested_configuration) == \
+        (False, Result.ERROR_INVALID_GOAL, result.message, configuration)
     assert reason in result.message
     assert len(result.attempts) == 0
     assert [fb.stage for fb in feedback] == ["done"] and reason in feedback[0].thought

@@ -2,9 +2,12 @@
 
 The graph runs as processes with the recorder beside them (Launcher with ``record``); one
 GraspObject goal (sg_cup seed 0: a failed first attempt, a corrected second that succeeds)
-is recorded, the graph stopped with SIGINT, and the bag read back with rosbags. The same bag
-is then replayed: the full configuration agrees with its own recording on every attempt, a
-configuration with another initial grasp diverges at once, and the report is deterministic.
+is recorded (MCAP, the default), the graph stopped with SIGINT, and the bag read back with
+rosbags and with a third-party reader (PyPI's mcap + mcap-ros2-support, from the embedded
+schemas). The same bag is then replayed: the goal log gives the configuration, the
+replayed result matches the recorded one, a configuration with another initial grasp
+diverges at once, and the report is deterministic. ``show --live`` runs beside the goal
+and draws it; ``show BAG`` draws the recording.
 """
 from __future__ import annotations
 
@@ -32,19 +35,22 @@ TYPES = {
     "/scene_graph/graph": "agentic_grasp_interfaces/msg/SceneGraph",
     "/grasp_object/_action/feedback":
         "agentic_grasp_interfaces/action/GraspObject_FeedbackMessage",
+    "/planner/goal_log": "agentic_grasp_interfaces/msg/GoalLog",
 }
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    """(bag folder, goal id, result) of one recorded cup goal."""
+    """(bag folder, goal id, result, live show's (exit code, output, folder)) of one
+    recorded cup goal."""
     from agentic_grasp.client import GraphClient
     from agentic_grasp.launcher import Launcher
 
     bag = tmp_path_factory.mktemp("bags") / "run1"
+    live_out = tmp_path_factory.mktemp("live")
     launcher = Launcher({"record": str(bag)})
     launcher.start()
-    client = planner = None
+    client = planner = live = None
     try:
         client = GraphClient("test_recording_client")
         planner = PlannerClient(client)
@@ -58,6 +64,15 @@ def recorded(tmp_path_factory):
         watched = ("/perception/result", "/planner/attempts", "/scene_graph/graph")
         while any(client.node.count_subscribers(t) < 1 for t in watched):
             assert time.monotonic() < deadline, "the recorder did not subscribe in time"
+            time.sleep(0.1)
+        # show --live beside the recorder: attached (two subscribers) before the goal.
+        live = subprocess.Popen([sys.executable, "-m", "agentic_grasp.cli", "show", "--live",
+                                 "--out", str(live_out), "--timeout", "120"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=os.environ.copy())
+        while any(client.node.count_subscribers(t) < 2 for t in watched):
+            assert time.monotonic() < deadline + 60.0, "show --live did not attach in time"
+            assert live.poll() is None, live.stdout.read()
             time.sleep(0.1)
         loaded = grasp_cli.load_scene(client, "sg_cup", 0, timeout_s=60.0)
         grasp_cli.wait_until_perceived(client, perceive, loaded.object_ids, timeout_s=60.0)
@@ -84,22 +99,27 @@ def recorded(tmp_path_factory):
         client.node.create_subscription(Image, "/camera/color/image_raw", on_frame,
                                         qos.LATCHED)
         assert fresh.wait(15.0), "no fresh camera frames after the goal"
+        live_result = (live.wait(timeout=60), live.stdout.read(), live_out)
     finally:
+        if live is not None and live.poll() is None:
+            live.kill()
+            live.wait()
         if planner is not None:
             planner.close()
         if client is not None:
             client.close()
         codes = launcher.stop()
     assert codes["recorder"] == 0, codes
-    return bag, goal_id, result
+    return bag, goal_id, result, live_result
 
 
 def test_bag_holds_every_topic_readable_by_rosbags(recorded):
     from agentic_grasp.recording.reader import bag_info, by_topic
 
-    bag, goal_id, result = recorded
+    bag, goal_id, result, _ = recorded
     assert (bag / "metadata.yaml").is_file()
     info = bag_info(bag)
+    assert info["storage"] == "mcap" and info["complete"], info
     counts = {t["topic"]: t["count"] for t in info["topics"]}
     types = {t["topic"]: t["type"] for t in info["topics"]}
     for topic in RECORD_TOPICS + ["/grasp_object/_action/feedback"]:
@@ -120,12 +140,77 @@ def test_bag_holds_every_topic_readable_by_rosbags(recorded):
                for _, m in msgs["/perception/result"])
     stages = [m.feedback.stage for _, m in msgs["/grasp_object/_action/feedback"]]
     assert stages[-1] == "done"
+    log, = [m for _, m in msgs["/planner/goal_log"] if m.goal_id == goal_id]
+    assert (log.instruction, log.configuration, log.success, list(log.grasped_ids),
+            log.attempt_count) == ("pick up the ceramic cup", "full", True, ["cup_1"], 2)
+    assert log.end_stamp.sec * 10**9 + log.end_stamp.nanosec > \
+        log.start_stamp.sec * 10**9 + log.start_stamp.nanosec
+    details = attempts[0].outcome.event_details
+    assert [f"{e.kind}:{e.phase}" for e in details] == \
+        [t.rsplit(":", 1)[0] if t.count(":") > 1 else t for t in attempts[0].outcome.events]
+    assert all(e.detail for e in details)
+
+
+def test_a_third_party_mcap_reader_decodes_every_topic(recorded):
+    """PyPI's mcap + mcap-ros2-support decode each recorded topic from the bag's embedded
+    ros2msg schemas (no typestore of ours, no ROS install).
+
+    One workaround, for mcap-ros2-support only: its vendored rosidl parser refuses the type
+    name ``GraspObject_FeedbackMessage`` (no "_" allowed in a message name), which is the name
+    ROS 2 itself gives the hidden action feedback topic (``ros2 topic info`` says the same);
+    that schema is decoded by the same library's dynamic decoder under the name without
+    underscores, its text otherwise unchanged.
+    """
+    from mcap.reader import make_reader
+    from mcap_ros2._dynamic import generate_dynamic
+    from mcap_ros2.decoder import DecoderFactory
+
+    bag, goal_id, _, _ = recorded
+    factory = DecoderFactory()
+    decoded = {}
+    with (bag / f"{bag.name}.mcap").open("rb") as stream:
+        reader = make_reader(stream)
+        for schema, channel, message in reader.iter_messages():
+            assert schema.encoding == "ros2msg" and schema.data, channel.topic
+            if channel.topic in decoded:
+                continue
+            if schema.name.endswith("_FeedbackMessage"):
+                name = schema.name.replace("_Feedback", "Feedback")
+                text = schema.data.decode().replace("_Feedback", "Feedback")
+                decoded[channel.topic] = generate_dynamic(name, text)[name](message.data)
+            else:
+                decoder = factory.decoder_for(channel.message_encoding, schema)
+                decoded[channel.topic] = decoder(message.data)
+    assert set(decoded) >= set(RECORD_TOPICS) | {"/grasp_object/_action/feedback"}
+    assert decoded["/camera/color/image_raw"].encoding == "rgb8"
+    assert decoded["/perception/result"].objects[0].category
+    assert decoded["/planner/goal_log"].goal_id == goal_id
+    assert decoded["/planner/attempts"].grasp.gripper_width > 0.0
+    assert decoded["/grasp_object/_action/feedback"].feedback.stage
+
+
+def test_show_draws_the_recorded_and_the_live_goal(recorded, tmp_path):
+    from agentic_grasp.recording.show import write_pictures
+
+    bag, goal_id, result, (live_code, live_output, live_out) = recorded
+    report = write_pictures(bag, tmp_path)
+    names = sorted(os.path.basename(p) for p in report["written"])
+    assert names == [f"{goal_id[:8]}_attempt0.png", f"{goal_id[:8]}_attempt1.png",
+                     f"{goal_id[:8]}_sheet.png"], report
+    assert report["complete"] and report["warnings"] == []
+    assert live_code == 0, live_output
+    assert sorted(p.name for p in live_out.glob("*.png")) == names, live_output
 
 
 def test_replay_of_the_recording(recorded):
     from agentic_grasp.recording.replay import replay_bag
 
-    bag, goal_id, _ = recorded
+    bag, goal_id, _, _ = recorded
+    logged = replay_bag(bag)
+    goal = logged["goals"][0]
+    assert goal["configuration_source"] == "goal_log" and logged["warnings"] == []
+    assert goal["metrics"]["result_agrees"] and goal["recorded"]["source"] == "goal_log"
+    assert goal["recorded"]["grasped_ids"] == goal["replayed"]["grasped_ids"] == ["cup_1"]
     full = replay_bag(bag, "full")
     assert [g["goal_id"] for g in full["goals"]] == [goal_id]
     goal = full["goals"][0]
