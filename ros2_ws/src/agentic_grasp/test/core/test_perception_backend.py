@@ -82,7 +82,6 @@ def test_client_bench_makes_one_request_per_valid_perception():
     for key in ("encode_ms", "build_ms", "parse_validate_ms", "geometry_ms",
                 "client_total_ms", "e2e_ms", "bare_rtt_ms"):
         assert report[key]["median"] > 0.0
-    parts = sum(report[k]["median"] for k in ("encode_ms", "build_ms", "parse_validate_ms",
-                                              "geometry_ms"))
-    assert report["client_total_ms"]["median"] <= parts * 1.5
+    # No bound on client_total vs the sum of its parts: a wall-clock ratio, which fails on a
+    # loaded 2-core machine (seen twice); the benchmark prints it, a test does not time it.
     assert report["png_encode_ms"]["median"] > report["encode_ms"]["median"]
