@@ -1,4 +1,9 @@
-"""``agentic-grasp bringup``: the graph of bringup.launch.py as plain processes."""
+"""``agentic-grasp bringup``: the graph of bringup.launch.py as plain processes.
+
+A node that dies is restarted after a delay with backoff; after repeated crashes bringup gives
+up on it with a message and the rest keeps running (core/supervision.py). ``--no-respawn``
+restores the old behaviour: the first node that exits stops the graph.
+"""
 from __future__ import annotations
 
 import argparse
@@ -15,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="extra ROS params file applied after config/<node>.yaml")
     parser.add_argument("--record", default="",
                         help="record the run's topics to this rosbag2 folder")
+    parser.add_argument("--no-respawn", action="store_true",
+                        help="do not restart a node that dies: stop the whole graph instead")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,4 +32,4 @@ def run(args: argparse.Namespace) -> int:
                          "record": args.record})
     launcher.start()
     print(f"[bringup] started: {', '.join(launcher.procs)} (Ctrl-C to stop)", flush=True)
-    return launcher.wait_forever()
+    return launcher.wait_forever(supervise=not args.no_respawn)
