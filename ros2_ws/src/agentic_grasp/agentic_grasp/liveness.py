@@ -70,6 +70,7 @@ class PeerMonitor:
         self._alive: Dict[str, bool] = {p: False for p in self.peers}
         self._lost_at: Dict[str, float] = {}
         self._losses: Dict[str, int] = {p: 0 for p in self.peers}
+        self._back_at: Dict[str, float] = {}
         group = MutuallyExclusiveCallbackGroup()
         self._subscriptions = [
             node.create_subscription(
@@ -87,6 +88,8 @@ class PeerMonitor:
             if was and not alive:
                 self._lost_at[peer] = time.monotonic()
                 self._losses[peer] += 1
+            if alive and not was and peer in self._lost_at:
+                self._back_at[peer] = time.monotonic()
         if was and not alive and self._on_lost is not None:
             self._on_lost(peer)
         elif alive and not was and self._on_back is not None:
@@ -101,6 +104,12 @@ class PeerMonitor:
         """True when ``peer`` was alive and has lost its liveliness since (not back yet)."""
         with self._lock:
             return not self._alive.get(peer, False) and peer in self._lost_at
+
+    def back_within(self, peer: str, seconds: float) -> bool:
+        """True when ``peer`` came back from a loss less than ``seconds`` ago (a restart)."""
+        with self._lock:
+            at = self._back_at.get(peer)
+        return at is not None and time.monotonic() - at < seconds
 
     def losses(self, peer: str) -> int:
         """How often ``peer`` was lost so far (a caller compares counts across a wait)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Optional, Set
+from typing import Any, Callable, Optional, Set
 
 from rclpy.action import ActionClient
 from rclpy.client import Client
@@ -136,8 +136,23 @@ def wait_for_peer(is_ready, signal: GoalSignal, timeout_s: float) -> str:
     return "ready"
 
 
+#: After a peer restarted, an unanswered request is sent again this often (s): see
+#: ServiceCaller.resend_if.
+RESEND_S = 0.5
+
+
 class ServiceCaller:
-    """One service client of a peer node, called with a timeout and the goal's cancel."""
+    """One service client of a peer node, called with a timeout and the goal's cancel.
+
+    ``resend_if`` (a callable, default None) handles a peer that has just been restarted:
+    DDS matches its endpoints one by one, and a server whose response writer is not yet
+    matched to this client's reader drops its answer ("failed to send response (timeout)"),
+    which left the first goal after a restart waiting out the whole timeout. While
+    ``resend_if()`` holds (the planner node: the peer came back within the last seconds), a
+    request unanswered after RESEND_S is sent again, until the timeout; the services called
+    this way are queries (perceive, retrieve_strategies, infer_constraints), so answering a
+    copy twice changes nothing.
+    """
 
     def __init__(self, client: Client, peer: str, timeout_s: float) -> None:
         if not timeout_s > 0.0:
@@ -145,6 +160,7 @@ class ServiceCaller:
         self.client = client
         self.peer = peer
         self.timeout_s = float(timeout_s)
+        self.resend_if: Optional[Callable[[], bool]] = None
 
     def call(self, request: Any, signal: Optional[GoalSignal] = None) -> Any:
         """The response, or DependencyTimeout / GoalCanceled.
@@ -165,8 +181,14 @@ class ServiceCaller:
                                                f"{self.timeout_s:.1f} s (is the {self.peer} "
                                                "node running?)")
         future = self.client.call_async(request)
-        left = self.timeout_s - (time.monotonic() - started)
-        state = signal.wait_future(future, left)
+        while True:
+            left = self.timeout_s - (time.monotonic() - started)
+            resend = self.resend_if is not None and self.resend_if()
+            state = signal.wait_future(future, min(left, RESEND_S) if resend else left)
+            if state != "timeout" or not resend or left <= RESEND_S:
+                break
+            self.client.remove_pending_request(future)
+            future = self.client.call_async(request)
         if state == "done":
             exc = future.exception()
             if exc is not None:

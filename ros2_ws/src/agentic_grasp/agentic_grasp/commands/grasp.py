@@ -210,7 +210,8 @@ def wait_until_perceived(graph: Any, perceive_client: Any, object_ids: Any,
     seen: Any = None
     while time.monotonic() < deadline:
         future = perceive_client.call_async(Perceive.Request(instruction="clear the table"))
-        graph.wait_future(future, max(0.1, deadline - time.monotonic()))
+        # At most 1 s per probe: an answer lost to a just-restarted server is asked again.
+        graph.wait_future(future, max(0.1, min(1.0, deadline - time.monotonic())))
         if future.done():
             seen = {o.id for o in future.result().result.objects}
             if seen == want:

@@ -546,6 +546,9 @@ class PlannerNode(Node):
         self._busy = False
         self._signal: Optional[GoalSignal] = None
         self.peers = PeerMonitor(self, PEERS, on_lost=self._on_peer_lost)
+        for service in (self.perception, self.retrieval, self.scene_graph):
+            caller = service.caller       # resend to a just-restarted peer (ServiceCaller)
+            caller.resend_if = lambda peer=caller.peer: self.peers.back_within(peer, 10.0)
         self._server = ActionServer(
             self, GraspObject, ACTION, execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=self._on_cancel,
