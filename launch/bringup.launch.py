@@ -4,6 +4,12 @@ The node list, parameter files and per-argument overrides come from agentic_gras
 same table ``agentic-grasp bringup`` uses on machines without ros2 launch, so both start the
 same graph from the same configuration.
 
+A node that dies is respawned after ``respawn_delay`` (core/supervision.py's first delay), at
+most ``respawn_max_retries`` times over the launch (launch has no backoff and no crash
+window; ``agentic-grasp bringup`` has both). A retrieval node stopped by a corrupt knowledge
+base prints its message on each try and stays down after those few retries, spaced by the
+delay, rather than looping.
+
 Examples:
   ros2 launch agentic_grasp bringup.launch.py                      # simulator + oracle
   ros2 launch agentic_grasp bringup.launch.py perception:=vlm vlm_url:=http://gpu:8000/v1
@@ -19,6 +25,7 @@ from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 
+from agentic_grasp.core.supervision import DEFAULT_POLICY
 from agentic_grasp.graph import (DEFAULT_ARGS, RECORD_ACTION_TOPICS, RECORD_TOPICS,
                                  selected_nodes)
 
@@ -39,7 +46,9 @@ def _nodes(context, *_args, **_kwargs):
             parameters.append(overrides)
         actions.append(Node(package="agentic_grasp", executable=spec.executable,
                             name=spec.name, parameters=parameters, output="screen",
-                            emulate_tty=True))
+                            emulate_tty=True, respawn=True,
+                            respawn_delay=DEFAULT_POLICY.delay_s,
+                            respawn_max_retries=DEFAULT_POLICY.max_crashes))
     return actions
 
 

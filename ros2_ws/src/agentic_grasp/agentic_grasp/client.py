@@ -28,6 +28,10 @@ class GraphError(RuntimeError):
     """A peer did not answer in time or answered with an error."""
 
 
+class PeerLostError(GraphError):
+    """The node serving a request died (lost its liveliness) before it answered."""
+
+
 class GraphClient:
     """Owns one rclpy node; call close() (or use as a context manager)."""
 

@@ -10,14 +10,17 @@ ros2/rclpy#1313 warns against).
 Every wait is bounded: a peer that does not answer in time raises :class:`DependencyTimeout`
 naming the peer node, which ends the goal with ERROR_DEPENDENCY_TIMEOUT instead of hanging.
 Every wait is also cut short by a cancel of the goal (:class:`GoalSignal`), which raises
-:class:`GoalCanceled`. Both exceptions travel through the planner core unchanged (it does
+:class:`GoalCanceled`. A peer that *dies* during the goal (agentic_grasp.liveness reports it within a lease) is
+recorded on the goal's signal (:meth:`GoalSignal.lose`), which wakes every wait like a cancel
+and makes it raise :class:`PeerLost` naming the peer, instead of waiting out the timeout.
+These exceptions travel through the planner core unchanged (it does
 not catch what its callbacks raise) up to the node, which ends the goal accordingly.
 """
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Optional, Set
+from typing import Any, Callable, Optional, Set
 
 from rclpy.action import ActionClient
 from rclpy.client import Client
@@ -40,6 +43,10 @@ class DependencyTimeout(DependencyError):
     """A peer node did not answer (or did not appear) within its timeout."""
 
 
+class PeerLost(DependencyError):
+    """A peer node died (lost its liveliness) while the goal needed it."""
+
+
 class GoalCanceled(RuntimeError):
     """The goal was canceled while it waited for a peer."""
 
@@ -55,11 +62,30 @@ class GoalSignal:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cancelled = False
+        self._lost: Optional[PeerLost] = None
         self._waiters: Set[threading.Event] = set()
 
     @property
     def cancelled(self) -> bool:
         return self._cancelled
+
+    @property
+    def lost(self) -> Optional[PeerLost]:
+        """The first peer lost during this goal (None while every peer lives)."""
+        return self._lost
+
+    def lose(self, peer: str, detail: str) -> None:
+        """A peer died: every wait ends now, and raises the returned PeerLost."""
+        with self._lock:
+            if self._lost is None:
+                self._lost = PeerLost(peer, detail)
+            waiters = list(self._waiters)
+        for event in waiters:
+            event.set()
+
+    def raise_if_lost(self) -> None:
+        if self._lost is not None:
+            raise self._lost
 
     def cancel(self) -> None:
         with self._lock:
@@ -71,7 +97,7 @@ class GoalSignal:
     def wait_event(self, event: threading.Event, timeout_s: float) -> None:
         """Block until ``event`` is set, the goal is canceled, or ``timeout_s`` passes."""
         with self._lock:
-            if self._cancelled:
+            if self._cancelled or self._lost is not None:
                 return
             self._waiters.add(event)
         try:
@@ -81,21 +107,26 @@ class GoalSignal:
                 self._waiters.discard(event)
 
     def wait_future(self, future: Any, timeout_s: float) -> str:
-        """Wait for an rclpy future: "done", "canceled" or "timeout"."""
+        """Wait for an rclpy future: "done", "lost" (a peer died), "canceled" or "timeout"."""
         if not future.done():
             event = threading.Event()
             future.add_done_callback(lambda _future: event.set())
             self.wait_event(event, timeout_s)
         if future.done():
             return "done"
+        if self._lost is not None:
+            return "lost"
         return "canceled" if self._cancelled else "timeout"
 
 
 def wait_for_peer(is_ready, signal: GoalSignal, timeout_s: float) -> str:
-    """Wait until ``is_ready()`` holds: "ready", "canceled" or "timeout" (``timeout_s`` total)."""
+    """Wait until ``is_ready()`` holds: "ready", "lost", "canceled" or "timeout" (``timeout_s``
+    total)."""
     deadline = time.monotonic() + timeout_s
     poll = threading.Event()            # never set: a cancel-aware sleep
     while not is_ready():
+        if signal.lost is not None:
+            return "lost"
         if signal.cancelled:
             return "canceled"
         left = deadline - time.monotonic()
@@ -105,8 +136,23 @@ def wait_for_peer(is_ready, signal: GoalSignal, timeout_s: float) -> str:
     return "ready"
 
 
+#: After a peer restarted, an unanswered request is sent again this often (s): see
+#: ServiceCaller.resend_if.
+RESEND_S = 0.5
+
+
 class ServiceCaller:
-    """One service client of a peer node, called with a timeout and the goal's cancel."""
+    """One service client of a peer node, called with a timeout and the goal's cancel.
+
+    ``resend_if`` (a callable, default None) handles a peer that has just been restarted:
+    DDS matches its endpoints one by one, and a server whose response writer is not yet
+    matched to this client's reader drops its answer ("failed to send response (timeout)"),
+    which left the first goal after a restart waiting out the whole timeout. While
+    ``resend_if()`` holds (the planner node: the peer came back within the last seconds), a
+    request unanswered after RESEND_S is sent again, until the timeout; the services called
+    this way are queries (perceive, retrieve_strategies, infer_constraints), so answering a
+    copy twice changes nothing.
+    """
 
     def __init__(self, client: Client, peer: str, timeout_s: float) -> None:
         if not timeout_s > 0.0:
@@ -114,6 +160,7 @@ class ServiceCaller:
         self.client = client
         self.peer = peer
         self.timeout_s = float(timeout_s)
+        self.resend_if: Optional[Callable[[], bool]] = None
 
     def call(self, request: Any, signal: Optional[GoalSignal] = None) -> Any:
         """The response, or DependencyTimeout / GoalCanceled.
@@ -121,9 +168,12 @@ class ServiceCaller:
         The timeout covers waiting for the service to appear and for the answer together.
         """
         signal = signal if signal is not None else GoalSignal()
+        signal.raise_if_lost()
         started = time.monotonic()
         name = self.client.srv_name
         found = wait_for_peer(self.client.service_is_ready, signal, self.timeout_s)
+        if found == "lost":
+            signal.raise_if_lost()
         if found == "canceled":
             raise GoalCanceled(f"canceled while waiting for {name}")
         if found == "timeout":
@@ -131,14 +181,22 @@ class ServiceCaller:
                                                f"{self.timeout_s:.1f} s (is the {self.peer} "
                                                "node running?)")
         future = self.client.call_async(request)
-        left = self.timeout_s - (time.monotonic() - started)
-        state = signal.wait_future(future, left)
+        while True:
+            left = self.timeout_s - (time.monotonic() - started)
+            resend = self.resend_if is not None and self.resend_if()
+            state = signal.wait_future(future, min(left, RESEND_S) if resend else left)
+            if state != "timeout" or not resend or left <= RESEND_S:
+                break
+            self.client.remove_pending_request(future)
+            future = self.client.call_async(request)
         if state == "done":
             exc = future.exception()
             if exc is not None:
                 raise DependencyError(self.peer, f"{name} failed: {exc}")
             return future.result()
         self.client.remove_pending_request(future)
+        if state == "lost":
+            signal.raise_if_lost()
         if state == "canceled":
             raise GoalCanceled(f"canceled while waiting for {name}")
         raise DependencyTimeout(self.peer, f"{name} did not answer within "
@@ -179,4 +237,4 @@ class OrderedActionClient(ActionClient):
 
 
 __all__ = ["DISCOVERY_POLL_S", "DependencyError", "DependencyTimeout", "GoalCanceled",
-           "GoalSignal", "OrderedActionClient", "ServiceCaller", "wait_for_peer"]
+           "GoalSignal", "PeerLost", "OrderedActionClient", "ServiceCaller", "wait_for_peer"]

@@ -61,7 +61,10 @@ class ExecutorArmBackend(ArmBackend):
         deadline = time.monotonic() + self.timeout_s
         if is_cancelled():
             return ArmResult(ArmError.CANCELED, "canceled before the attempt started")
+        signal.raise_if_lost()
         found = wait_for_peer(self._client.server_is_ready, signal, self.timeout_s)
+        if found == "lost":
+            signal.raise_if_lost()
         if found == "canceled":
             return ArmResult(ArmError.CANCELED, "canceled before the attempt started")
         if found == "timeout":
@@ -80,6 +83,10 @@ class ExecutorArmBackend(ArmBackend):
         goal = ExecuteGrasp.Goal(target_id=target_id, grasp=grasp_to_msg(grasp))
         send = self._client.send_goal_async(goal, feedback_callback=feedback)
         state = signal.wait_future(send, deadline - time.monotonic())
+        if state == "lost":
+            send.add_done_callback(lambda f: f.result().accepted
+                                   and f.result().cancel_goal_async())
+            signal.raise_if_lost()
         if state == "canceled":
             # The goal may still be accepted: cancel it as soon as its handle exists.
             send.add_done_callback(lambda f: f.result().accepted
@@ -98,6 +105,10 @@ class ExecutorArmBackend(ArmBackend):
         state = signal.wait_future(result_future, deadline - time.monotonic())
         if state != "done":
             handle.cancel_goal_async()
+            if state == "lost":
+                # A peer died: the arm is told to stop (if the executor still lives), and the
+                # goal ends now rather than after the executor confirms.
+                signal.raise_if_lost()
             if state == "timeout":
                 raise DependencyTimeout(PEER, f"{self._action} result not received within "
                                               f"{self.timeout_s:.1f} s (goal canceled)")

@@ -28,6 +28,7 @@ class PerceptionService:
                  service: str = "perceive") -> None:
         client = node.create_client(Perceive, service, callback_group=callback_group)
         self._caller = ServiceCaller(client, PEER, timeout_s)
+        self.caller = self._caller        # resend_if is set by the planner node
 
     def perceive(self, instruction: str, signal: Optional[GoalSignal] = None
                  ) -> PerceptionResult:

@@ -29,6 +29,7 @@ class RetrievalService:
                  service: str = "retrieve_strategies") -> None:
         client = node.create_client(RetrieveStrategies, service, callback_group=callback_group)
         self._caller = ServiceCaller(client, PEER, timeout_s)
+        self.caller = self._caller        # resend_if is set by the planner node
 
     def retrieve(self, category: str, affordance: AffordanceDescriptor,
                  embedding: Optional[np.ndarray] = None, crop: Optional[np.ndarray] = None,

@@ -31,6 +31,7 @@ class SceneGraphService:
                  source: str = "") -> None:
         client = node.create_client(InferConstraints, service, callback_group=callback_group)
         self._caller = ServiceCaller(client, PEER, timeout_s)
+        self.caller = self._caller        # resend_if is set by the planner node
         self._node = node
         self._frame = frame_id
         self._source = source

@@ -10,6 +10,7 @@ from rclpy.node import Node
 from agentic_grasp.conversions import grasp_to_msg, outcome_from_msg
 from agentic_grasp.core.arm import PHASES, ArmBackend, ArmError, ArmResult
 from agentic_grasp.core.types import GraspParameters, Phase
+from agentic_grasp.liveness import PeerMonitor
 from agentic_grasp_interfaces.srv import SimArmPhase
 
 _PHASE_CODES = {Phase.APPROACH: SimArmPhase.Request.APPROACH,
@@ -22,6 +23,9 @@ class SimArmBackend(ArmBackend):
 
     Runs inside the executor's action callback under a MultiThreadedExecutor with a reentrant
     group: responses arrive on another executor thread while this one waits on an event.
+
+    The simulator node's liveliness is watched (agentic_grasp.liveness): when it dies during a
+    phase, the wait ends at once with BACKEND_UNAVAILABLE naming it, not after ``timeout_s``.
     """
 
     name = "sim"
@@ -32,15 +36,36 @@ class SimArmBackend(ArmBackend):
         group = ReentrantCallbackGroup()
         self._client = node.create_client(SimArmPhase, service, callback_group=group)
         self._abort = node.create_client(SimArmPhase, service + "_abort", callback_group=group)
+        self.peer = service.strip("/").split("/")[0] or "sim"
+        self._waits: set = set()
+        self._waits_lock = threading.Lock()
+        self._monitor = PeerMonitor(node, [self.peer], on_lost=self._on_lost)
+
+    def _on_lost(self, _peer: str) -> None:
+        with self._waits_lock:
+            waits = list(self._waits)
+        for event in waits:
+            event.set()
 
     def _call(self, request: SimArmPhase.Request):
+        """The response, None on timeout, or "lost" when the simulator died meanwhile."""
+        if self._monitor.lost(self.peer):
+            return "lost"
+        losses = self._monitor.losses(self.peer)
         done = threading.Event()
-        future = self._client.call_async(request)
-        future.add_done_callback(lambda _f: done.set())
-        if not done.wait(self._timeout):
-            self._client.remove_pending_request(future)
-            return None
-        return future.result()
+        with self._waits_lock:
+            self._waits.add(done)
+        try:
+            future = self._client.call_async(request)
+            future.add_done_callback(lambda _f: done.set())
+            done.wait(self._timeout)
+        finally:
+            with self._waits_lock:
+                self._waits.discard(done)
+        if future.done():
+            return future.result()
+        self._client.remove_pending_request(future)
+        return "lost" if self._monitor.losses(self.peer) != losses else None
 
     def _send_abort(self, attempt_id: str) -> None:
         self._abort.call_async(SimArmPhase.Request(phase=SimArmPhase.Request.ABORT,
@@ -63,6 +88,10 @@ class SimArmBackend(ArmBackend):
             if phase == Phase.APPROACH:
                 request.target_id, request.grasp = target_id, grasp_to_msg(grasp)
             response = self._call(request)
+            if response == "lost":
+                return ArmResult(ArmError.BACKEND_UNAVAILABLE,
+                                 f"{self._monitor.describe_loss(self.peer)} during "
+                                 f"{phase.value}")
             if response is None:
                 self._send_abort(attempt_id)
                 return ArmResult(ArmError.BACKEND_UNAVAILABLE,

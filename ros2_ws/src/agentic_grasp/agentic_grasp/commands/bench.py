@@ -9,7 +9,7 @@ import json
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", nargs="?", default="paper",
                         choices=("paper", "sim", "graph", "retrieval", "scene-graph",
-                                 "perception"),
+                                 "perception", "soak"),
                         help="paper (default): the paper's protocol, Tables II-V and the OOD "
                         "study beside the paper; sim: one simulated attempt in-process, and "
                         "ExecuteGrasp through ROS beside the bare action round trip; graph: one "
@@ -17,11 +17,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "round trip; retrieval: HAA-RAG at 10^3, "
                         "10^5, 10^6 entries beside a brute-force scan; scene-graph: graph + "
                         "constraints for 10 and 200 objects; perception: VLM client overhead "
-                        "per call beside the bare HTTP round trip")
+                        "per call beside the bare HTTP round trip; soak: -n goals (default "
+                        "1000) over all 12 scenes through the graph, RSS per node every "
+                        "--every goals, latency p50/p99")
     parser.add_argument("-n", type=int, default=0, help="samples (default per benchmark)")
     parser.add_argument("--inprocess-only", action="store_true",
                         help="sim: skip the ROS part")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--every", type=int, default=100,
+                        help="soak: sample each node's RSS every this many goals")
     from agentic_grasp.commands.bench_paper import add_paper_arguments
 
     add_paper_arguments(parser)
@@ -86,13 +90,25 @@ def _bench_perception(args) -> dict:
     return result
 
 
+def _bench_soak(args) -> dict:
+    from agentic_grasp.benchmarks.soak import format_checkpoint, report, run
+
+    result = run(n=args.n or 1000, every=args.every,
+                 on_checkpoint=None if args.json else lambda p: print(format_checkpoint(p),
+                                                                      flush=True))
+    if not args.json:
+        print("\n".join(report(result).splitlines()[len(result["checkpoints"]):]))
+    return result
+
+
 def run(args: argparse.Namespace) -> int:
     if args.what == "paper":
         from agentic_grasp.commands.bench_paper import run_paper
 
         return run_paper(args)
     result = {"sim": _bench_sim, "graph": _bench_graph, "retrieval": _bench_retrieval,
-              "scene-graph": _bench_scene_graph, "perception": _bench_perception}[args.what](args)
+              "scene-graph": _bench_scene_graph, "perception": _bench_perception,
+              "soak": _bench_soak}[args.what](args)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     return 0

@@ -1,4 +1,9 @@
-"""``agentic-grasp bringup``: the graph of bringup.launch.py as plain processes."""
+"""``agentic-grasp bringup``: the graph of bringup.launch.py as plain processes.
+
+A node that dies is restarted after a delay with backoff; after repeated crashes bringup gives
+up on it with a message and the rest keeps running (core/supervision.py). ``--no-respawn``
+restores the old behaviour: the first node that exits stops the graph.
+"""
 from __future__ import annotations
 
 import argparse
@@ -18,6 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record-storage", choices=("mcap", "sqlite3"), default="mcap",
                         help="storage of the recorded bag (default mcap, as rosbag2 on "
                              "Jazzy)")
+    parser.add_argument("--no-respawn", action="store_true",
+                        help="do not restart a node that dies: stop the whole graph instead")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,4 +35,4 @@ def run(args: argparse.Namespace) -> int:
                          "record": args.record, "record_storage": args.record_storage})
     launcher.start()
     print(f"[bringup] started: {', '.join(launcher.procs)} (Ctrl-C to stop)", flush=True)
-    return launcher.wait_forever()
+    return launcher.wait_forever(supervise=not args.no_respawn)

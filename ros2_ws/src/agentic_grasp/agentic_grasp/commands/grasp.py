@@ -27,10 +27,18 @@ class PlannerClient:
     """GraspObject over a GraphClient's node (composition: its node spins in GraphClient's
     thread, so every wait here blocks on a future with a timeout, never spins). Requests go
     through OrderedActionClient, so a fast reply (an invalid goal aborts at once) is never
-    lost between sending and waiting."""
+    lost between sending and waiting.
 
-    def __init__(self, graph: Any, action: str = "grasp_object") -> None:
+    The planner's liveliness is watched (agentic_grasp.liveness): when its process dies while
+    a goal runs, :meth:`wait` raises at once (within the one-second lease) instead of waiting
+    out its timeout; a plain rclpy client without this would wait for a result that never
+    comes (the action server vanishes from the graph only after DDS's 20 s participant lease).
+    """
+
+    def __init__(self, graph: Any, action: str = "grasp_object",
+                 planner_node: str = "planner") -> None:
         from agentic_grasp.backends.dependencies import OrderedActionClient
+        from agentic_grasp.liveness import PeerMonitor
         from agentic_grasp_interfaces.action import GraspObject
 
         self.graph = graph
@@ -38,6 +46,16 @@ class PlannerClient:
         self._goal_type = GraspObject.Goal
         self._handle = None
         self._lock = threading.Lock()
+        self._planner = planner_node
+        self._waits: set = set()
+        self.liveness = PeerMonitor(graph.node, [planner_node], on_lost=self._wake)
+        self._losses_at_send = 0
+
+    def _wake(self, _peer: str) -> None:
+        with self._lock:
+            waits = list(self._waits)
+        for event in waits:
+            event.set()
 
     def close(self) -> None:
         self._action.destroy()
@@ -57,6 +75,7 @@ class PlannerClient:
                              f"{timeout_s:.0f} s (is the planner node running?)")
         callback = (lambda fb: on_feedback(fb.feedback)) if on_feedback else None
         goal = self._goal_type(instruction=instruction, configuration=configuration)
+        self._losses_at_send = self.liveness.losses(self._planner)
         future = self._action.send_goal_async(goal, feedback_callback=callback)
         self.graph.wait_future(future, timeout_s)
         if not future.done():
@@ -70,10 +89,25 @@ class PlannerClient:
     def wait(self, handle: Any, timeout_s: float) -> Tuple[int, Any]:
         """(goal status, GraspObject.Result) of an accepted goal; GraphError (after canceling
         it) when the result does not come within ``timeout_s``."""
-        from agentic_grasp.client import GraphError
+        from agentic_grasp.client import GraphError, PeerLostError
 
         future = handle.get_result_async()
-        self.graph.wait_future(future, timeout_s)
+        done = threading.Event()
+        with self._lock:
+            self._waits.add(done)
+        try:
+            future.add_done_callback(lambda _f: done.set())
+            if self.liveness.losses(self._planner) == self._losses_at_send:
+                done.wait(timeout_s)
+        finally:
+            with self._lock:
+                self._waits.discard(done)
+        if not future.done() and self.liveness.losses(self._planner) != self._losses_at_send:
+            with self._lock:
+                self._handle = None
+            raise PeerLostError(f"grasp_object: {self.liveness.describe_loss(self._planner)} "
+                                "while the goal ran; its result is lost (bringup restarts "
+                                "the planner: send the goal again)")
         if not future.done():
             self.cancel(handle)
             raise GraphError(f"grasp_object: no result within {timeout_s:.0f} s (goal "
@@ -176,7 +210,8 @@ def wait_until_perceived(graph: Any, perceive_client: Any, object_ids: Any,
     seen: Any = None
     while time.monotonic() < deadline:
         future = perceive_client.call_async(Perceive.Request(instruction="clear the table"))
-        graph.wait_future(future, max(0.1, deadline - time.monotonic()))
+        # At most 1 s per probe: an answer lost to a just-restarted server is asked again.
+        graph.wait_future(future, max(0.1, min(1.0, deadline - time.monotonic())))
         if future.done():
             seen = {o.id for o in future.result().result.objects}
             if seen == want:

@@ -1,4 +1,10 @@
-"""Executor node: serves ExecuteGrasp on the selected arm backend (simulator or MoveIt)."""
+"""Executor node: serves ExecuteGrasp on the selected arm backend (simulator or MoveIt).
+
+A client that vanishes mid-goal (the planner's process died; agentic_grasp.liveness) is
+treated like a cancel: the backend stops the arm at its next check (the simulator before the
+next phase, MoveIt's trajectory through stop_execution), nobody being left to want the
+grasp.
+"""
 from __future__ import annotations
 
 import threading
@@ -10,6 +16,7 @@ from rclpy.node import Node
 from agentic_grasp.conversions import grasp_from_msg, outcome_to_msg
 from agentic_grasp.core.arm import ArmBackend, ArmError, ArmResult, ExecutorLimits, check_request
 from agentic_grasp.core.errors import ConfigError, ValidationError
+from agentic_grasp.liveness import PeerMonitor
 from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare, declare_dataclass
 from agentic_grasp_interfaces.action import ExecuteGrasp
@@ -46,6 +53,12 @@ class ExecutorNode(Node):
             for k, v in declare_dataclass(self, "limits", ExecutorLimits).items()})
         self.backend = make_backend(self, backend_kind)
         self._busy = threading.Lock()
+        client = declare(self, "client_node", "planner",
+                         "Node whose death cancels the running goal (the planner)")
+        self._client_watch = PeerMonitor(
+            self, [client], on_lost=lambda peer: self.get_logger().warning(
+                f"{peer} lost its liveliness; a running grasp is canceled"))
+        self._client_name = client
         self._server = ActionServer(
             self, ExecuteGrasp, "execute_grasp", execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
@@ -79,7 +92,7 @@ class ExecutorNode(Node):
         msg = ExecuteGrasp.Result(error_code=int(result.error), message=result.message)
         if result.outcome is not None:
             msg.outcome = outcome_to_msg(result.outcome)
-        if result.error == ArmError.CANCELED:
+        if result.error == ArmError.CANCELED and goal_handle.is_cancel_requested:
             goal_handle.canceled()
         elif result.error == ArmError.NONE:
             goal_handle.succeed()
@@ -102,9 +115,14 @@ class ExecutorNode(Node):
             goal_handle.publish_feedback(ExecuteGrasp.Feedback(
                 phase=phase.value, phase_index=index, phase_count=count))
 
+        losses = self._client_watch.losses(self._client_name)
+
+        def cancelled() -> bool:
+            return (goal_handle.is_cancel_requested
+                    or self._client_watch.losses(self._client_name) != losses)
+
         try:
-            return self.backend.execute(request.target_id, grasp, on_phase,
-                                        lambda: goal_handle.is_cancel_requested)
+            return self.backend.execute(request.target_id, grasp, on_phase, cancelled)
         except Exception as exc:  # noqa: BLE001 - a backend bug must not kill the node
             self.get_logger().error(f"arm backend raised: {exc!r}")
             return ArmResult(ArmError.BACKEND_FAILURE, f"{type(exc).__name__}: {exc}")

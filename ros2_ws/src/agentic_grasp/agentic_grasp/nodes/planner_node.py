@@ -28,6 +28,10 @@ Goal policy:
 - every peer call has a timeout (``timeouts.*``); a peer that does not answer ends the goal
   with ERROR_DEPENDENCY_TIMEOUT and a message naming the node that did not answer. An
   executor whose arm is unavailable ends it the same way (see ExecutorArmBackend);
+- a peer that *dies* during the goal (``PEERS``; agentic_grasp.liveness reports it within a
+  one-second lease) ends it at once with ERROR_PEER_LOST naming the peer, the running
+  ExecuteGrasp goal canceled; a goal that arrives while a lost peer is not back yet ends the
+  same way at once;
 - the result lists every attempt (AttemptRecord) and the ids grasped; a failed grasp is
   aborted with ERROR_GRASP_FAILED, perception errors with ERROR_PERCEPTION_FAILED, an
   instruction naming nothing perceived with ERROR_TARGET_NOT_FOUND, a cancel ends CANCELED
@@ -77,7 +81,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from agentic_grasp import goal_log, qos
 from agentic_grasp.backends.dependencies import (DependencyError, DependencyTimeout,
-                                                 GoalCanceled, GoalSignal)
+                                                 GoalCanceled, GoalSignal, PeerLost)
 from agentic_grasp.backends.executor_arm import ExecutorArmBackend
 from agentic_grasp.backends.perception_service import PerceptionService
 from agentic_grasp.backends.retrieval_service import RetrievalService
@@ -90,6 +94,7 @@ from agentic_grasp.core.planner import (CONFIGURATIONS, STATUS_BLOCKED, STATUS_C
                                         STATUS_NOT_PERCEIVED, EpisodicMemory, PlannerConfig,
                                         ReflectivePlanner, TaskOutcome, get_configuration)
 from agentic_grasp.core.types import GraspParameters
+from agentic_grasp.liveness import PeerMonitor
 from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare
 from agentic_grasp_interfaces.action import GraspObject
@@ -104,6 +109,9 @@ MEMORY_LIFETIMES = ("session", "goal")
 #: Threads of the node's executor: the goal's own thread, the peers' responses and feedback,
 #: the goal and cancel callbacks of a second client, with room to spare.
 EXECUTOR_THREADS = 6
+#: Nodes a goal cannot go on without: the four the planner calls and the executor's simulated
+#: arm (never seen alive with arm:=moveit, so never reported lost there).
+PEERS = ("perception", "retrieval", "scene_graph", "executor", "sim")
 
 Result = GraspObject.Result
 
@@ -540,6 +548,10 @@ class PlannerNode(Node):
         self._lock = threading.Lock()
         self._busy = False
         self._signal: Optional[GoalSignal] = None
+        self.peers = PeerMonitor(self, PEERS, on_lost=self._on_peer_lost)
+        for service in (self.perception, self.retrieval, self.scene_graph):
+            caller = service.caller       # resend to a just-restarted peer (ServiceCaller)
+            caller.resend_if = lambda peer=caller.peer: self.peers.back_within(peer, 10.0)
         self._server = ActionServer(
             self, GraspObject, ACTION, execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=self._on_cancel,
@@ -619,10 +631,21 @@ class PlannerNode(Node):
         self.get_logger().info("cancel requested")
         return CancelResponse.ACCEPT
 
+    def _on_peer_lost(self, peer: str) -> None:
+        with self._lock:
+            signal = self._signal
+        self.get_logger().error(f"{self.peers.describe_loss(peer)}"
+                                + ("; ending the running goal" if signal else ""))
+        if signal is not None:
+            signal.lose(peer, self.peers.describe_loss(peer))
+
     def _execute(self, goal_handle) -> GraspObject.Result:
         try:
             with self._lock:
                 signal = self._signal or GoalSignal()
+            for peer in PEERS:
+                if self.peers.lost(peer):
+                    signal.lose(peer, self.peers.describe_loss(peer) + " and is not back yet")
             return self._run_goal(goal_handle, signal)
         finally:
             with self._lock:
@@ -699,8 +722,11 @@ class PlannerNode(Node):
                 result = self.perception.perceive(text, signal)
             return result
 
-        def cancelled() -> bool:
+        def canceled_by_client() -> bool:
             return signal.cancelled or goal_handle.is_cancel_requested
+
+        def cancelled() -> bool:            # the core also stops between steps for a lost peer
+            return canceled_by_client() or signal.lost is not None
 
         task: Optional[TaskOutcome] = None
         try:
@@ -708,6 +734,8 @@ class PlannerNode(Node):
                                     self._memory_for(configuration), cancel=cancelled,
                                     on_event=session.on_event)
             code, message = task_error(task)
+        except PeerLost:
+            code, message = Result.ERROR_PEER_LOST, ""
         except DependencyTimeout as exc:
             code = Result.ERROR_DEPENDENCY_TIMEOUT
             message = f"dependency timeout: the {exc.peer} node did not answer ({exc.detail})"
@@ -720,8 +748,11 @@ class PlannerNode(Node):
             self.get_logger().error(f"goal {goal_id[:8]} failed: {exc!r}")
             code, message = Result.ERROR_INTERNAL, f"internal error: {type(exc).__name__}: {exc}"
         session.close()
+        if code != Result.ERROR_NONE and signal.lost is not None:
+            code = Result.ERROR_PEER_LOST
+            message = f"peer lost: {signal.lost.detail}; goal aborted"
         success = code == Result.ERROR_NONE
-        if not success and cancelled():
+        if not success and code != Result.ERROR_PEER_LOST and canceled_by_client():
             code = Result.ERROR_CANCELED
         session.stage("done", message, target_id="")
         result = Result(success=success, error_code=code, message=message,

@@ -3,6 +3,10 @@
 Publishes the camera (RGB, depth, CameraInfo), joint states and the ground-truth scene, and
 serves the simulated arm (/sim/arm, one motion phase per call) and scene loading
 (/sim/load_scene). Physics lives in agentic_grasp.core.sim; this node only converts.
+
+The executor's liveliness is watched (agentic_grasp.liveness): when its process dies with an
+attempt open, that attempt is aborted as if ABORT had come (nothing more moves, the gripper
+opens), like a robot whose controller stops on losing its commanding node.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from agentic_grasp.core import paths
 from agentic_grasp.core.sim.objects import load_catalogue
 from agentic_grasp.core.sim.simulator import PhysicsParams, QualityParams, Simulator
 from agentic_grasp.core.types import Phase
+from agentic_grasp.liveness import PeerMonitor
 from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare, declare_dataclass
 from agentic_grasp_interfaces.msg import SceneGraph
@@ -87,7 +92,8 @@ class SimNode(Node):
         self._gripper = 0.04
         self._version = 0
         self._arm_quiet_at = 0.0
-        self._aborted: set = set()   # attempt ids an ABORT named
+        self._aborted: set = set()   # attempt ids an ABORT named (the open one's, at most)
+        self._open_attempt = ""      # the attempt between APPROACH and its end
         self._rendered_version = -1
 
         self.pub_rgb = self.create_publisher(Image, "camera/color/image_raw", qos.LATCHED)
@@ -108,6 +114,9 @@ class SimNode(Node):
         self.create_timer(0.05, self._render_if_dirty,
                           callback_group=MutuallyExclusiveCallbackGroup())
         self.create_timer(0.05, self._publish_joints)
+        commander = declare(self, "commander_node", "executor",
+                            "Node whose death aborts the open attempt (the executor)")
+        self._commander = PeerMonitor(self, [commander], on_lost=self._on_commander_lost)
 
         with self._lock:
             self.sim.load_task(self.task, trial_seed=seed)
@@ -198,6 +207,18 @@ class SimNode(Node):
         self._publish_scene()
         return response
 
+    def _on_commander_lost(self, peer: str) -> None:
+        with self._lock:
+            attempt_id, self._open_attempt = self._open_attempt, ""
+            if attempt_id:
+                self.sim.abort(attempt_id)
+        if attempt_id:
+            self._gripper = 0.04
+            self._aborted.discard(attempt_id)
+            self.get_logger().warning(f"{peer} vanished during attempt {attempt_id}: aborted "
+                                      "(arm stopped, gripper opened)")
+            self._publish_scene(render=False)
+
     def _on_abort(self, request, response):
         """ABORT, also served on sim/arm_abort in its own callback group so it lands while a
         phase is still moving; the next phase of that attempt is then skipped."""
@@ -226,8 +247,10 @@ class SimNode(Node):
         try:
             for phase in phases:
                 if attempt_id and attempt_id in self._aborted:
+                    self._aborted.discard(attempt_id)
                     with self._lock:
                         self.sim.abort(attempt_id)
+                        self._open_attempt = ""
                     self._gripper = 0.04
                     response.ok, response.finished = True, True
                     response.message = f"aborted before {phase.value}"
@@ -239,6 +262,9 @@ class SimNode(Node):
                         self.sim.validate(request.target_id, grasp)
                         attempt_id = self.sim.begin_attempt(request.target_id, grasp,
                                                             attempt_id=attempt_id or None)
+                        # An ABORT only ever names the attempt being run: older ids go.
+                        self._aborted &= {attempt_id}
+                        self._open_attempt = attempt_id
                         # joint_states follows the arm to the grasp pose when it is reachable
                         q = self.sim.kinematics.solve_grasp(grasp.position, grasp.approach,
                                                             grasp.wrist_yaw, seed=self._q)
@@ -246,6 +272,8 @@ class SimNode(Node):
                             self._q = np.asarray(q, dtype=float)
                     outcome = self.sim.advance(attempt_id, phase)
                     finished = self.sim.attempt_finished(attempt_id)
+                    if finished:
+                        self._open_attempt = ""
                     if finished and outcome.success:
                         # The simulated robot drops what it lifted into the bin beside the
                         # table, so the next perception sees the table without it.

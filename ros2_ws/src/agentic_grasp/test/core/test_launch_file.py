@@ -83,3 +83,18 @@ def test_launch_file_records_with_record_command():
     assert len(calls) == 1
     cmd = next(kw.value for kw in calls[0].keywords if kw.arg == "cmd")
     assert isinstance(cmd, ast.Call) and cmd.func.id == "record_command"
+def test_graph_nodes_respawn_with_a_delay_and_a_bound():
+    from agentic_grasp.core.supervision import DEFAULT_POLICY
+
+    source = (paths.data_root() / "launch" / "bringup.launch.py").read_text()
+    nodes = [n for n in ast.walk(_launch_tree()) if isinstance(n, ast.Call)
+             and getattr(n.func, "id", "") == "Node"
+             and any(kw.arg == "executable" and isinstance(kw.value, ast.Attribute)
+                     for kw in n.keywords)]
+    assert len(nodes) == 1, "the graph's nodes come from one Node(...) in _nodes"
+    keywords = {kw.arg: kw.value for kw in nodes[0].keywords}
+    assert isinstance(keywords["respawn"], ast.Constant) and keywords["respawn"].value is True
+    assert ast.unparse(keywords["respawn_delay"]) == "DEFAULT_POLICY.delay_s"
+    assert ast.unparse(keywords["respawn_max_retries"]) == "DEFAULT_POLICY.max_crashes"
+    assert DEFAULT_POLICY.delay_s > 0.0 and DEFAULT_POLICY.max_crashes > 0
+    assert "from agentic_grasp.core.supervision import DEFAULT_POLICY" in source

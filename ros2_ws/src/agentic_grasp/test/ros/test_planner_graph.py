@@ -328,11 +328,13 @@ def test_a_dead_dependency_aborts_the_goal_and_the_graph_recovers(graph):
     status, result = graph.planner.wait(handle, 30.0)
     waited = time.monotonic() - killed
     assert status == GoalStatus.STATUS_ABORTED
-    assert result.error_code == Result.ERROR_DEPENDENCY_TIMEOUT, result.message
-    assert "perception node did not answer" in result.message
-    assert waited < TIMEOUTS["timeouts.perceive_s"] + 4.0, waited
-    # What happened before the peer died is kept: the first object was grasped.
-    assert list(result.grasped_ids) == ["cup_1"] and result.attempts
+    # Its liveliness ends within the lease: no waiting out the perceive timeout.
+    assert result.error_code == Result.ERROR_PEER_LOST, result.message
+    assert "the perception node died" in result.message
+    assert waited < 2.0, waited
+    # The goal ends during the attempt that was moving when perception died (it no longer
+    # runs on to the next perceive): what finished before is kept, nothing is invented.
+    assert list(result.grasped_ids) in ([], ["cup_1"])
 
     graph.launcher.restart_node("perception")
     assert graph.perceive.wait_for_service(timeout_sec=30.0)

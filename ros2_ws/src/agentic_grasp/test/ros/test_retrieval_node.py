@@ -368,7 +368,7 @@ def test_main_exits_non_zero_on_a_corrupt_kb(corrupt_kb):
          "-p", f"knowledge_base_path:={folder}"],
         capture_output=True, text=True, timeout=60)
     output = proc.stdout + proc.stderr
-    assert proc.returncode == 1, output
+    assert proc.returncode == 78, output  # EXIT_CONFIG: supervisors do not restart it
     assert "cannot start" in output and f"{file}:{line}" in output
     assert "entry 'cup-004'" in output and "field 'grasp.width'" in output
     assert "Traceback" not in output

@@ -1,0 +1,43 @@
+"""core.supervision: restart delays with backoff, the crash window, and when to give up."""
+import pytest
+
+from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.supervision import (EXIT_CONFIG, CrashHistory, RestartPolicy)
+
+
+def test_delays_double_up_to_the_cap_then_it_gives_up():
+    history = CrashHistory("perception", RestartPolicy(delay_s=0.5, backoff=2.0, max_delay_s=2.0,
+                                                       max_crashes=4, window_s=60.0))
+    delays = [history.on_exit(-9, t).delay_s for t in (0.0, 1.0, 2.0, 3.0)]
+    assert delays == [0.5, 1.0, 2.0, 2.0]
+    assert history.restarts == 4 and history.gave_up is None
+    final = history.on_exit(-9, 4.0)
+    assert not final.restart
+    assert "perception crashed 5 times within 60 s" in final.reason
+    assert history.gave_up == final.reason
+
+
+def test_crashes_older_than_the_window_are_forgotten():
+    history = CrashHistory("sim", RestartPolicy(delay_s=1.0, max_crashes=2, window_s=10.0))
+    assert history.on_exit(-9, 0.0).delay_s == 1.0
+    assert history.on_exit(-9, 5.0).delay_s == 2.0
+    again = history.on_exit(-9, 30.0)              # both earlier crashes left the window
+    assert again.restart and again.delay_s == 1.0
+
+
+def test_a_configuration_error_is_never_restarted():
+    history = CrashHistory("retrieval")
+    decision = history.on_exit(EXIT_CONFIG, 0.0)
+    assert not decision.restart and history.restarts == 0
+    assert "configuration error" in decision.reason and "retrieval" in decision.reason
+
+
+@pytest.mark.parametrize("code", [0, -2, 130, -15, 143])
+def test_a_clean_exit_is_not_a_crash(code):
+    decision = CrashHistory("planner").on_exit(code, 0.0)
+    assert not decision.restart and "exited cleanly" in decision.reason
+
+
+def test_an_invalid_policy_is_refused():
+    with pytest.raises(ConfigError):
+        RestartPolicy(backoff=0.5)
