@@ -139,6 +139,7 @@ SECTION_DESCRIPTIONS: Dict[str, str] = {
     "level2": "Level-2 grasp-type rotation",
     "level3": "Level-3 replan perturbation",
     "time_model": "Modelled compute time per stage (episode results)",
+    "grasp_synthesis": "Grasp fitting, Franka Hand model and clearance-aware candidates",
 }
 _UNITS = {"_m": "m", "_n": "N", "_s": "s", "_rad": "rad", "_mps": "m/s"}
 
@@ -161,6 +162,11 @@ def planner_parameter_defaults(config: Optional[PlannerConfig] = None) -> Dict[s
             if isinstance(inner, dict):
                 for key, item in inner.items():
                     out[f"{f.name}.{sub.name}.{key}"] = item
+            elif is_dataclass(inner):               # grasp_synthesis.hand
+                for leaf in fields(inner):
+                    item = getattr(inner, leaf.name)
+                    out[f"{f.name}.{sub.name}.{leaf.name}"] = \
+                        list(item) if isinstance(item, tuple) else item
             else:
                 out[f"{f.name}.{sub.name}"] = list(inner) if isinstance(inner, tuple) else inner
     return out

@@ -49,6 +49,9 @@ from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext, 
                                                  get_correction, narrow_side, rebase_grasp,
                                                  with_approach, wrap_angle)
 from agentic_grasp.core.planner.tasks import TaskPlan, plan_subgoals
+from agentic_grasp.core.grasping import clearance as grasp_clearance
+from agentic_grasp.core.grasping.fit import fit_strategy, handle_yaw_of
+from agentic_grasp.core.grasping.hand import HandModel
 from agentic_grasp.core.retrieval.knowledge_base import grasp_to_world
 from agentic_grasp.core.scene_graph import SceneGraphConfig, build_scene_graph
 from agentic_grasp.core.types import (AttemptOutcome, GraspParameters, GraspType,
@@ -173,6 +176,7 @@ class GoalOutcome:
     constraints: Optional[ConstraintSet] = None
     prerequisites: List[str] = field(default_factory=list)
     memory_recalled: bool = False
+    candidates: Dict[str, Any] = field(default_factory=dict)   # clearance mode: last choice
     memory_stored: bool = False
     motion_s: float = 0.0
     compute_s: float = 0.0
@@ -206,6 +210,7 @@ class GoalOutcome:
                 "grasp": None if self.grasp is None else self.grasp.to_dict(),
                 "retrieval": self.retrieval,
                 "constraints": None if self.constraints is None else self.constraints.to_dict(),
+                "candidates": dict(self.candidates),
                 "prerequisites": list(self.prerequisites),
                 "memory_recalled": self.memory_recalled, "memory_stored": self.memory_stored,
                 "attempts": [a.to_dict() for a in self.attempts],
@@ -301,6 +306,8 @@ class ReflectivePlanner:
         self.visual_query = visual_query
         self.heuristic_config = heuristic_config or HeuristicConfig()
         self.rng = np.random.default_rng(self.config.seed)
+        self.hand = HandModel(self.config.grasp_synthesis.hand)
+        self._handle_yaw: Optional[float] = None
         if self.configuration.retrieval and retriever is None:
             _LOG.warning("configuration %s uses HAA-RAG but no retriever was given: the "
                          "default grasp will be used", self.configuration.name)
@@ -367,7 +374,17 @@ class ReflectivePlanner:
                                           "explanation": strategy.explanation})
             if not exp.grasp:
                 continue
-            grasps.append(clamp_grasp(grasp_to_world(exp, target), self.config.limits))
+            synth = self.config.grasp_synthesis
+            if synth.fit_strategies:
+                fitted = fit_strategy(exp.grasp, exp.render_spec, exp.fit, target, synth,
+                                      self.hand, self._handle_yaw)
+                summary["strategies"][-1]["fit"] = fitted.breakdown
+                if fitted.skipped:
+                    continue
+                world = fitted.grasp
+            else:
+                world = grasp_to_world(exp, target)
+            grasps.append(clamp_grasp(world, self.config.limits))
             names.append(f"{exp.id}, s_final {strategy.s_final:.3f}")
         return grasps, names, summary
 
@@ -457,6 +474,7 @@ class ReflectivePlanner:
         cfg = self.configuration
         perceived = _find_perceived(perception, target_id) if perception.ok else None
         target = perceived.to_object_instance() if perceived is not None else None
+        self._handle_yaw = handle_yaw_of(getattr(perceived, "handle_yaw", None))
         goal = GoalOutcome(target_id, "" if perceived is None else perceived.category, False,
                            STATUS_FAILED, cfg.name)
         if target is None:
@@ -486,8 +504,20 @@ class ReflectivePlanner:
         if init["retrieval"].get("used"):
             goal.compute_s += tm.retrieval_s
 
+        synth = self.config.grasp_synthesis
+        clearance_mode = cfg.scene_graph and synth.constraint_mode == "clearance"
+        scene = grasp_clearance.SceneGeometry.build(perception, target, objects, synth,
+                                                    constraints) if clearance_mode else None
+        pending: List[List[GraspParameters]] = [[]]
+
         def constrain(grasp: GraspParameters) -> GraspParameters:
             """g (+) Delta g, keeping the finger line when the approach turns."""
+            if scene is not None:
+                chosen, ranked, summary = grasp_clearance.choose(
+                    grasp, scene, synth, self.hand, constraints, self.config.limits)
+                pending[0] = ranked
+                goal.candidates = summary
+                return chosen
             if not cfg.scene_graph or not len(constraints):
                 return grasp.copy()
             adjusted = apply_constraints(grasp, constraints)
@@ -496,6 +526,22 @@ class ReflectivePlanner:
                                      adjusted.approach)
             return clamp_grasp(adjusted, self.config.limits)
 
+        if scene is not None and scene.neighbours and init["alternatives"] \
+                and init["source"] == "retrieval":
+            # clearance mode: the strategy whose best candidate clears the neighbours most
+            bases = [init["base"]] + list(init["alternatives"])
+            names = ["retrieved " + init["detail"]] + list(init["names"])
+            keys = []
+            for b in bases:
+                constrain(b)
+                keys.append(grasp_clearance.rank_key(goal.candidates, synth))
+            pick = min(range(len(bases)), key=lambda i: (keys[i], i))
+            if pick > 0:
+                init["base"] = bases[pick]
+                init["alternatives"] = bases[:pick] + bases[pick + 1:]
+                init["names"] = names[:pick] + names[pick + 1:]
+                init["detail"] = (f"retrieved strategy {names[pick]} (its best candidate "
+                                  "clears the perceived neighbours most)")
         b0 = init["base"]
         g0 = constrain(b0)
         goal.g0, goal.initial_source, goal.initial_detail = g0, init["source"], init["detail"]
@@ -517,6 +563,7 @@ class ReflectivePlanner:
                                 alternatives=[g.copy() for g in init["alternatives"]],
                                 alternative_names=list(init["names"]),
                                 objects={o.id: o for o in objects})
+        ctx.candidates = pending
         grasp, base = g0, b0
         level_used = 0
         last_correction: Optional[Correction] = None
