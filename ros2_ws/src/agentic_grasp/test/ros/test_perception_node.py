@@ -219,9 +219,12 @@ def vlm_server():
         yield server
 
 
-#: Retry budget of the VLM nodes: 3 tries of <= 2 s, 10 ms and 20 ms between them.
+#: Retry budget of the VLM nodes: 3 tries of <= 2 s, 10 ms and 20 ms between them. These
+#: tests script each exchange, so the re-perception policy (which would answer a repeated
+#: instruction from the kept answer) is off; test_vlm_sim_* cover it.
 VLM_PARAMS = {"backend": "vlm", "vlm.timeout_s": 2.0, "vlm.max_attempts": 3,
-              "vlm.backoff_base_s": 0.01, "vlm.backoff_max_s": 0.02}
+              "vlm.backoff_base_s": 0.01, "vlm.backoff_max_s": 0.02,
+              "reperception.enabled": False}
 
 
 @pytest.fixture(scope="module")
@@ -327,6 +330,38 @@ def test_missing_frame_and_bad_or_missing_ground_truth_are_clear_errors(peer, sc
         assert result.error == "" and result.target_id == "cup_1"
     finally:
         running.close()
+
+
+# ---- simulated VLM ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def vlm_sim(peer, scene):
+    running = Running("/t_vlm_sim", backend="vlm_sim")
+    peer.listen(running.ns)
+    peer.publish_frame(running.ns, scene)
+    peer.publish_truth(running.ns, scene)
+    assert running.node.wait_for_inputs(WAIT_S), running.node.inputs_problem()
+    yield running
+    running.close()
+
+
+def test_vlm_sim_answers_from_the_frame_and_reuses_its_answer_on_an_unchanged_scene(
+        peer, vlm_sim):
+    first = peer.perceive(vlm_sim.ns, CUP_INSTRUCTION)
+    assert first.error == "", first.error
+    assert first.backend == "vlm_sim" and first.target_found and first.target_id == "cup_1"
+    assert first.requests == 1 and first.completion_tokens > 50 and first.prompt_tokens > 300
+    objects = by_id(first)
+    assert set(objects) == set(TRUTH)
+    for oid, obs in objects.items():          # metres from the depth image, not the truth
+        assert np.linalg.norm(position(obs) - TRUTH[oid].position) < 0.02, oid
+    # The same instruction on the same frame: the kept answer, located again, no model call.
+    again = peer.perceive(vlm_sim.ns, CUP_INSTRUCTION)
+    assert again.error == "" and again.requests == 0 and again.completion_tokens == 0
+    assert any("re-perception: reused" in w for w in again.warnings), again.warnings
+    assert np.allclose(position(by_id(again)["cup_1"]), position(objects["cup_1"]))
+    other = peer.perceive(vlm_sim.ns, "grasp the wood cube")   # a new question: asked
+    assert other.requests == 1 and other.target_id == "cube_1"
 
 
 # ---- VLM backend against the fake server --------------------------------------------------
@@ -493,10 +528,12 @@ def test_the_params_file_configures_the_same_backends_as_the_core():
             "--ros-args", "--params-file", params_file, "-p", f"backend:={backend}"])
         try:
             core = create_backend({**load_params(), "backend": backend},
-                                  ground_truth_provider=list)
+                                  ground_truth_provider=list,
+                                  segmentation_provider=lambda _camera: (None, []))
             assert node.backend.name == backend
             assert node.backend.config == core.config
-            names = node.list_parameters(["vlm", "depth", "oracle", "camera"], 0).names
+            names = node.list_parameters(["vlm", "depth", "oracle", "camera", "vlm_sim",
+                                          "reperception"], 0).names
             assert len(names) > 60
             for name in names + ["backend", "world_frame", "max_frame_skew_s"]:
                 assert node.describe_parameter(name).description, name

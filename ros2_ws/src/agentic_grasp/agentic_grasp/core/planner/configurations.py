@@ -287,7 +287,7 @@ class TimeModel:
 
 
 LEVEL_BY = ("failed_attempt", "next_attempt")
-VISUAL_QUERIES = ("none", "render")
+VISUAL_QUERIES = ("none", "render", "camera")
 MEMORY_SCOPES = ("trial", "session")
 
 
