@@ -9,7 +9,7 @@ import json
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", nargs="?", default="paper",
                         choices=("paper", "sim", "graph", "retrieval", "scene-graph",
-                                 "perception"),
+                                 "perception", "vlm-sim"),
                         help="paper (default): the paper's protocol, Tables II-V and the OOD "
                         "study beside the paper; sim: one simulated attempt in-process, and "
                         "ExecuteGrasp through ROS beside the bare action round trip; graph: one "
@@ -17,7 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "round trip; retrieval: HAA-RAG at 10^3, "
                         "10^5, 10^6 entries beside a brute-force scan; scene-graph: graph + "
                         "constraints for 10 and 200 objects; perception: VLM client overhead "
-                        "per call beside the bare HTTP round trip")
+                        "per call beside the bare HTTP round trip; vlm-sim: the simulated "
+                        "VLM's answer per call beside the depth geometry and rendering it "
+                        "feeds")
     parser.add_argument("-n", type=int, default=0, help="samples (default per benchmark)")
     parser.add_argument("--inprocess-only", action="store_true",
                         help="sim: skip the ROS part")
@@ -86,13 +88,29 @@ def _bench_perception(args) -> dict:
     return result
 
 
+def _bench_vlm_sim(args) -> dict:
+    from agentic_grasp.core.perception.vlm_sim import bench_calls
+
+    result = bench_calls(n=args.n or 20)
+    if not args.json:
+        print(f"vlm_sim on the first frame of the 12 tasks, {result['calls']} calls "
+              "(CPU time):")
+        for key in ("answer_and_checks", "depth_geometry", "render_view"):
+            print(f"  {key:<20} p50 {result[key]['p50_ms']:7.3f} ms   "
+                  f"p90 {result[key]['p90_ms']:7.3f} ms")
+        print(f"  answer length p50 {result['completion_tokens_p50']} tokens -> modelled "
+              f"VLM latency {result['modelled_vlm_latency_s_p50']:.2f} s per real call")
+    return result
+
+
 def run(args: argparse.Namespace) -> int:
     if args.what == "paper":
         from agentic_grasp.commands.bench_paper import run_paper
 
         return run_paper(args)
     result = {"sim": _bench_sim, "graph": _bench_graph, "retrieval": _bench_retrieval,
-              "scene-graph": _bench_scene_graph, "perception": _bench_perception}[args.what](args)
+              "scene-graph": _bench_scene_graph, "perception": _bench_perception,
+              "vlm-sim": _bench_vlm_sim}[args.what](args)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     return 0

@@ -436,6 +436,65 @@ def locate_answer(client: VlmBackend, backend: str, interp: Interpretation, raw:
                             error=error, raw=raw)
 
 
+def bench_calls(n: int = 20, perfect: bool = False) -> Dict[str, Any]:
+    """Time vlm_sim on the first frame of every benchmark task (``bench vlm-sim``).
+
+    Reports, per call: the answer (mask statistics, error draws, JSON) with the client's
+    parse and checks (the simulated VLM's own cost, budget 10 ms), the depth geometry of
+    every reported object (the same code a real answer runs), and rendering the frame.
+    Times are CPU time of this process (``time.process_time``): on a shared machine wall
+    time measures the other processes as much as this code.
+    """
+    from agentic_grasp.core.perception import load_params
+    from agentic_grasp.core.render import render_view
+    from agentic_grasp.core.sim import Simulator, list_tasks
+
+    sim = Simulator.from_config()
+    camera = Camera()
+    params = load_params()
+    state: Dict[str, Any] = {}
+    backend = VlmSimBackend(lambda _c: (state["frame"].instance, state["objects"]),
+                            VlmSimConfig.from_params(params.get("vlm_sim")),
+                            VlmConfig.from_params(params.get("vlm"), params.get("depth")))
+    if perfect:
+        backend.config = backend.config.zero_noise()
+    answer_ms: List[float] = []
+    geometry_ms: List[float] = []
+    render_ms: List[float] = []
+    tokens: List[int] = []
+    for task in list_tasks():
+        spec = sim.load_task(task, trial_seed=1)
+        state["objects"] = sim.objects()
+        for k in range(n):
+            t0 = time.process_time()
+            state["frame"] = frame = render_view(state["objects"], camera)
+            t1 = time.process_time()
+            rng = np.random.default_rng([k, 1])
+            raw = json.dumps(backend.answer(frame.instance, state["objects"],
+                                            spec.instruction, rng), separators=(",", ":"))
+            interp, _ = check_raw(backend.client, raw, frame.rgb.shape[:2])
+            t2 = time.process_time()
+            if interp is not None:
+                locate_answer(backend.client, BACKEND_NAME, interp, raw, frame.rgb.shape[:2],
+                              frame.depth, camera)
+            t3 = time.process_time()
+            render_ms.append(1e3 * (t1 - t0))
+            answer_ms.append(1e3 * (t2 - t1))
+            geometry_ms.append(1e3 * (t3 - t2))
+            tokens.append(count_tokens(raw))
+
+    def stats(values: List[float]) -> Dict[str, float]:
+        return {"p50_ms": round(float(np.percentile(values, 50)), 3),
+                "p90_ms": round(float(np.percentile(values, 90)), 3)}
+
+    latency = backend.config.latency
+    return {"calls": len(answer_ms), "answer_and_checks": stats(answer_ms),
+            "depth_geometry": stats(geometry_ms), "render_view": stats(render_ms),
+            "completion_tokens_p50": int(np.percentile(tokens, 50)),
+            "modelled_vlm_latency_s_p50": round(latency.seconds(
+                int(np.percentile(tokens, 50))), 3)}
+
+
 def _norm(value: float) -> int:
     """A coordinate in Qwen's 0..1000 range (the hardened schema bounds it)."""
     if not math.isfinite(value):
