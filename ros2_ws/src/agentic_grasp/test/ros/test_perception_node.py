@@ -9,6 +9,7 @@ ground-truth SceneGraph, all latched), calls ``perceive`` and listens on
 from __future__ import annotations
 
 import copy
+import math
 import socket
 import threading
 import time
@@ -380,6 +381,14 @@ def test_vlm_valid_answer_takes_one_request_and_positions_come_from_depth(peer, 
     for oid, obs in objects.items():         # every metre is from depth: near the truth
         assert np.linalg.norm(position(obs) - TRUTH[oid].position) < 0.01, oid
         assert 0.0 < obs.confidence <= 1.0
+        # The depth geometry's shape class and oriented extents travel in the message.
+        expected = {Shape.BOX: obs.SHAPE_BOX, Shape.CYLINDER: obs.SHAPE_CYLINDER}
+        assert obs.shape == expected[TRUTH[oid].shape], oid
+        np.testing.assert_allclose([obs.size.x, obs.size.y, obs.size.z],
+                                   np.sort(TRUTH[oid].size[:2])[::-1].tolist()
+                                   + [TRUTH[oid].size[2]], atol=0.005)
+        assert obs.upright and not obs.handle_known and list(obs.warnings) == []
+        assert math.isnan(obs.rim_height) and math.isnan(obs.interior_depth)
     cup = objects["cup_1"]
     assert cup.affordance.type == "Graspable_Handle" and cup.fragility == pytest.approx(0.3)
     request = vlm_server.chat_requests[-1].json
