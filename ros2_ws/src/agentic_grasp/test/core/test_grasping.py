@@ -145,3 +145,29 @@ def test_a_collision_moves_to_the_next_best_candidate():
 def test_constraint_mode_is_validated():
     with pytest.raises(Exception):
         GraspSynthesisConfig(constraint_mode="new")
+
+
+def test_unknown_category_falls_back_to_affordance_and_size():
+    from agentic_grasp.core.planner.episode import retriever_for
+    from agentic_grasp.core.types import AffordanceDescriptor
+    body = AffordanceDescriptor(type="Graspable_Body", material="metal", fragility=0.1,
+                                region="body")
+    res = retriever_for().retrieve("thermos", body, size=[0.075, 0.075, 0.25])
+    assert res.fallback and res.strategies and "fallback" in res.reason
+    assert all(s.experience.affordance.type.value == "Graspable_Body" for s in res.strategies)
+    assert all("FALLBACK" in s.explanation for s in res.strategies)
+    small = retriever_for().retrieve("thermos", body, size=[0.02, 0.02, 0.02])
+    assert [s.experience.id for s in small.strategies] != [s.experience.id
+                                                           for s in res.strategies]
+    known = retriever_for().retrieve("cup", body)
+    assert not known.fallback
+
+
+def test_handle_strategies_are_skipped_when_the_handle_side_is_unknown():
+    cup = obj()
+    rec = fit_record({"grasp": CUP_HANDLE, "render_spec": CUP_SPEC,
+                      "affordance": {"region": "handle"}})
+    res = fit_strategy(CUP_HANDLE, CUP_SPEC, rec, cup, CFG, HAND, None, yaw_known=False)
+    assert res.skipped and "handle side not perceived" in res.breakdown["skipped"]
+    assert not fit_strategy(CUP_HANDLE, CUP_SPEC, rec, cup, CFG, HAND, 0.3,
+                            yaw_known=False).skipped

@@ -41,6 +41,7 @@ class HandConfig:
 class GraspSynthesisConfig:
     constraint_mode: str = "clearance"
     fit_strategies: bool = True
+    retrieve_k: int = 6
     opening_margin_m: float = 0.02
     min_part_opening_m: float = 0.02
     table_clearance_m: float = 0.002
@@ -71,6 +72,9 @@ class GraspSynthesisConfig:
             if not math.isfinite(value) or value < 0.0:
                 raise ConfigError(f"planner.grasp_synthesis.{name} must be >= 0")
             setattr(self, name, value)
+        self.retrieve_k = int(self.retrieve_k)
+        if self.retrieve_k < 1:
+            raise ConfigError("planner.grasp_synthesis.retrieve_k must be >= 1")
         self.around_steps = int(self.around_steps)
         if self.around_steps < 1:
             raise ConfigError("planner.grasp_synthesis.around_steps must be >= 1")

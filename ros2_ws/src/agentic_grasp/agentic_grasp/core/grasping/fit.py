@@ -114,8 +114,12 @@ def handle_yaw_of(handle_side: Any) -> Optional[float]:
 def fit_strategy(record_grasp: Mapping[str, Any], spec: Mapping[str, Any],
                  fit: Optional[Mapping[str, Any]], target: ObjectInstance,
                  cfg: GraspSynthesisConfig, hand: HandModel,
-                 handle_yaw: Optional[float] = None) -> FitResult:
-    """The stored grasp (object frame of ``spec``) fitted to the perceived ``target``."""
+                 handle_yaw: Optional[float] = None, yaw_known: bool = True) -> FitResult:
+    """The stored grasp (object frame of ``spec``) fitted to the perceived ``target``.
+
+    ``yaw_known`` False: the perceived yaw is arbitrary (a round footprint); a strategy
+    placed relative to a handle is then skipped unless the handle side was perceived.
+    """
     if fit is None:
         fit = fit_record({"grasp": record_grasp, "render_spec": spec,
                           "affordance": {"region": ""}})
@@ -138,6 +142,11 @@ def fit_strategy(record_grasp: Mapping[str, Any], spec: Mapping[str, Any],
         if handle_yaw is not None:
             yaw = float(handle_yaw)
             notes.append(f"frame on the perceived handle side ({math.degrees(yaw):.0f} deg)")
+        elif not yaw_known:
+            return FitResult(None, {"fitted": False, "yaw_ref": "handle",
+                                    "skipped": "handle side not perceived and the object's "
+                                               "yaw is unknown: a handle grasp would land on "
+                                               "a random side", "notes": notes})
         else:
             notes.append("handle side not perceived: frame on the principal axis")
     half = np.asarray(target.size, dtype=float) / 2.0
@@ -182,6 +191,17 @@ def fit_strategy(record_grasp: Mapping[str, Any], spec: Mapping[str, Any],
         pos[2] += raise_m
         grasp = grasp.copy(position=pos)
         out["raised_mm"] = round(raise_m * 1e3, 1)
+        vertical = abs(float(grasp.approach[2])) >= 0.9
+        # a top-down grasp still touches while its pads' lower edge is below the top; a
+        # side grasp raised into the object's upper quarter has little left to hold
+        limit = (target.top_z + cfg.hand.pad_depth_m / 2.0 if vertical
+                 else float(target.position[2]) + float(target.size[2]) / 4.0)
+        if pos[2] > limit:
+            out["skipped"] = (f"the hand reaches the table unless the grasp point rises "
+                              f"{raise_m * 1e3:.0f} mm, out of reach of the perceived object "
+                              f"({target.size[2] * 1e3:.0f} mm tall)")
+            out["notes"] = notes
+            return FitResult(None, out)
         notes.append(f"raised {raise_m * 1e3:.1f} mm so the fingertips stay above the table")
     out["width_mm"] = round(grasp.width * 1e3, 1)
     out["notes"] = notes

@@ -28,6 +28,7 @@ perception per sub-goal, support dependencies discovered at run time inserted fi
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import time
@@ -274,6 +275,15 @@ def _result_event(goal: GoalOutcome) -> Dict[str, Any]:
             "message": goal.message}
 
 
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    """Whether ``fn`` takes keyword ``name`` (retrievers written before it do not)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+
+
 def subgoal_instruction(object_id: str, name: str = "") -> str:
     """The instruction that makes perception report ``object_id`` as its target."""
     return f"pick up {object_id} (the {name})" if name else f"pick up {object_id}"
@@ -308,6 +318,7 @@ class ReflectivePlanner:
         self.rng = np.random.default_rng(self.config.seed)
         self.hand = HandModel(self.config.grasp_synthesis.hand)
         self._handle_yaw: Optional[float] = None
+        self._yaw_known = True
         if self.configuration.retrieval and retriever is None:
             _LOG.warning("configuration %s uses HAA-RAG but no retriever was given: the "
                          "default grasp will be used", self.configuration.name)
@@ -361,7 +372,23 @@ class ReflectivePlanner:
             summary["reason"] = f"no affordance perceived for {target.id}"
             return [], [], summary
         crop = self.visual_query(target) if self.visual_query is not None else None
-        result = self.retriever.retrieve(target.category, target.affordance, crop=crop)
+        extra: Dict[str, Any] = {}
+        if _accepts(self.retriever.retrieve, "size"):   # size feeds the affordance fallback
+            extra["size"] = np.asarray(target.size, dtype=float)
+        if self.config.grasp_synthesis.fit_strategies and _accepts(self.retriever.retrieve, "k"):
+            extra["k"] = self.config.grasp_synthesis.retrieve_k    # replaces skipped ones
+        result = self.retriever.retrieve(target.category, target.affordance, crop=crop,
+                                         **extra)
+        if "k" in extra and result.strategies and result.n_level2 > len(result.strategies) \
+                and not self._any_fits(result.strategies, target):
+            # every strategy is ruled out by the perceived object (e.g. handle grasps with the
+            # handle out of view): widen to every strategy that passed the affordance level
+            extra["k"] = int(result.n_level2)
+            result = self.retriever.retrieve(target.category, target.affordance, crop=crop,
+                                             **extra)
+            summary["widened_to"] = int(result.n_level2)
+        if getattr(result, "fallback", False):
+            summary["fallback"] = True
         summary["reason"] = result.reason
         summary["n_level1"], summary["n_level2"] = result.n_level1, result.n_level2
         ranked = sorted(result.strategies, key=lambda s: (not s.experience.success, s.rank))
@@ -377,7 +404,7 @@ class ReflectivePlanner:
             synth = self.config.grasp_synthesis
             if synth.fit_strategies:
                 fitted = fit_strategy(exp.grasp, exp.render_spec, exp.fit, target, synth,
-                                      self.hand, self._handle_yaw)
+                                      self.hand, self._handle_yaw, self._yaw_known)
                 summary["strategies"][-1]["fit"] = fitted.breakdown
                 if fitted.skipped:
                     continue
@@ -387,6 +414,12 @@ class ReflectivePlanner:
             grasps.append(clamp_grasp(world, self.config.limits))
             names.append(f"{exp.id}, s_final {strategy.s_final:.3f}")
         return grasps, names, summary
+
+    def _any_fits(self, strategies: Sequence[Any], target: ObjectInstance) -> bool:
+        synth = self.config.grasp_synthesis
+        return any(s.experience.grasp and not fit_strategy(
+            s.experience.grasp, s.experience.render_spec, s.experience.fit, target, synth,
+            self.hand, self._handle_yaw, self._yaw_known).skipped for s in strategies)
 
     def initial_grasp(self, target: ObjectInstance, memory: Optional[EpisodicMemory],
                       constraints: Optional[ConstraintSet] = None) -> Dict[str, Any]:
@@ -475,6 +508,9 @@ class ReflectivePlanner:
         perceived = _find_perceived(perception, target_id) if perception.ok else None
         target = perceived.to_object_instance() if perceived is not None else None
         self._handle_yaw = handle_yaw_of(getattr(perceived, "handle_yaw", None))
+        # the oracle reports the true yaw; depth geometry says whether its yaw is defined
+        self._yaw_known = perception.backend == "oracle" or bool(
+            getattr(perceived, "yaw_known", True))
         goal = GoalOutcome(target_id, "" if perceived is None else perceived.category, False,
                            STATUS_FAILED, cfg.name)
         if target is None:
