@@ -120,14 +120,22 @@ def fit_strategy(record_grasp: Mapping[str, Any], spec: Mapping[str, Any],
     ``yaw_known`` False: the perceived yaw is arbitrary (a round footprint); a strategy
     placed relative to a handle is then skipped unless the handle side was perceived.
     """
+    local = GraspParameters.from_dict(record_grasp)
+    notes = []
+    spec = dict(spec or {})
+    if "size" not in spec or "shape" not in spec:
+        # no stored object (e.g. a strategy received over ROS without its render_spec): the
+        # perceived object stands in for it, so offsets stay absolute
+        spec = {"shape": getattr(target.shape, "value", str(target.shape)),
+                "size": [float(v) for v in target.size]}
+        notes.append("no stored object size: offsets kept as stored")
+        fit = None
     if fit is None:
         fit = fit_record({"grasp": record_grasp, "render_spec": spec,
                           "affordance": {"region": ""}})
-    local = GraspParameters.from_dict(record_grasp)
     rel = np.asarray(fit["offset_rel"], dtype=float).copy()
     approach = local.approach.copy()
     wrist = float(local.wrist_yaw)
-    notes = []
     # Match the frames by axis order: the longer horizontal axes correspond.
     turn = 0.0
     if fit.get("yaw_ref", "principal") == "principal" \
