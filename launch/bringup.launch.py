@@ -84,9 +84,11 @@ def generate_launch_description() -> LaunchDescription:
                               description="Executor arm backend: the analytical simulator "
                                           "(sim) or a Panda through MoveIt 2 (moveit)"),
         DeclareLaunchArgument("perception", default_value=DEFAULT_ARGS["perception"],
-                              choices=["oracle", "vlm"],
+                              choices=["oracle", "vlm", "vlm_sim"],
                               description="Perception backend: simulator ground truth with "
-                                          "configured noise (oracle) or Qwen3-VL on vLLM (vlm)"),
+                                          "configured noise (oracle), Qwen3-VL on vLLM (vlm) "
+                                          "or the simulated VLM of config/perception.yaml "
+                                          "(vlm_sim)"),
         DeclareLaunchArgument("vlm_url", default_value=DEFAULT_ARGS["vlm_url"],
                               description="OpenAI-compatible endpoint of the vLLM server"),
         DeclareLaunchArgument("params_file", default_value=DEFAULT_ARGS["params_file"],

@@ -109,16 +109,30 @@ def object_to_msg(obj: ObjectInstance, pixel: Optional[Sequence[float]] = None,
                     size=vec3(obj.size), state=_STATES[obj.state],
                     fragility=float(obj.fragility), mass=float(obj.mass),
                     affordance=affordance_to_msg(obj.affordance), confidence=float(confidence),
-                    upright=bool(obj.upright), damaged=bool(obj.damaged))
+                    upright=bool(obj.upright), damaged=bool(obj.damaged),
+                    shape=_SHAPES.get(obj.shape, ObjectMsg.SHAPE_UNKNOWN), yaw_known=True,
+                    handle_known=False, handle_yaw=0.0, rim_height=math.nan,
+                    interior_depth=math.nan)
     msg.pixel_u, msg.pixel_v = (float(pixel[0]), float(pixel[1])) if pixel is not None else (-1.0, -1.0)
     return msg
 
 
+_SHAPES = {Shape.BOX: ObjectMsg.SHAPE_BOX, Shape.CYLINDER: ObjectMsg.SHAPE_CYLINDER,
+           Shape.SPHERE: ObjectMsg.SHAPE_SPHERE}
+_SHAPES_INV = {v: k for k, v in _SHAPES.items()}
+
+
+def shape_from_msg(msg: ObjectMsg) -> Optional[Shape]:
+    """The primitive an observation names; None for SHAPE_UNKNOWN (or a value we lack)."""
+    return _SHAPES_INV.get(int(msg.shape))
+
+
 def object_from_msg(msg: ObjectMsg) -> ObjectInstance:
-    """Domain object from an observation; shape is inferred as a box (perception gives extents)."""
+    """Domain object from an observation; shape as the message says (a box when unknown)."""
     if msg.state not in _STATES_INV:
         raise ValidationError(f"object {msg.id!r}: state {msg.state} is not 0, 1 or 2")
-    return ObjectInstance(id=msg.id, category=msg.category, shape=Shape.BOX,
+    return ObjectInstance(id=msg.id, category=msg.category,
+                          shape=shape_from_msg(msg) or Shape.BOX,
                           position=from_xyz(msg.pose.position), size=from_xyz(msg.size),
                           yaw=quaternion_yaw(msg.pose.orientation), fragility=msg.fragility,
                           mass=msg.mass if msg.mass > 0 else 0.1, state=_STATES_INV[msg.state],
@@ -389,6 +403,15 @@ def perceived_object_to_msg(obj: "PerceivedObject") -> Optional[ObjectMsg]:
     msg = object_to_msg(instance, pixel=obj.pixel,
                         confidence=min(1.0, max(0.0, float(obj.confidence))))
     msg.mass = 0.0
+    msg.shape = _SHAPES.get(obj.shape, ObjectMsg.SHAPE_UNKNOWN) if obj.shape is not None \
+        else ObjectMsg.SHAPE_UNKNOWN
+    msg.yaw_known = bool(obj.yaw_known)
+    msg.handle_known = obj.handle_yaw is not None and math.isfinite(obj.handle_yaw)
+    msg.handle_yaw = float(obj.handle_yaw) if msg.handle_known else 0.0
+    open_top = obj.rim_z is not None and obj.interior_depth is not None
+    msg.rim_height = float(obj.rim_z) if open_top else math.nan
+    msg.interior_depth = float(obj.interior_depth) if open_top else math.nan
+    msg.warnings = [str(w) for w in obj.warnings]
     return msg
 
 
@@ -538,8 +561,8 @@ if TYPE_CHECKING:
 def perceived_object_from_msg(msg: ObjectMsg) -> "PerceivedObject":
     """A PerceivedObject of an ObjectObservation (the inverse of perceived_object_to_msg).
 
-    The message has no shape: it is left None, so PerceivedObject.to_object_instance guesses
-    it from the category as it does for the VLM backend. No pixel box travels either.
+    SHAPE_UNKNOWN becomes shape None, so PerceivedObject.to_object_instance guesses it from
+    the category. No pixel box travels.
     """
     from agentic_grasp.core.perception import PerceivedObject
 
@@ -559,7 +582,13 @@ def perceived_object_from_msg(msg: ObjectMsg) -> "PerceivedObject":
         size=size if np.all(np.isfinite(size)) and np.all(size > 0.0) else None,
         state=_STATES_INV[msg.state], fragility=float32_decimal(msg.fragility),
         affordance=affordance, confidence=float(msg.confidence), name=msg.name,
-        shape=None, yaw=quaternion_yaw(msg.pose.orientation))
+        shape=shape_from_msg(msg), yaw=quaternion_yaw(msg.pose.orientation),
+        yaw_known=bool(msg.yaw_known), upright=bool(msg.upright),
+        handle_yaw=float(msg.handle_yaw) if msg.handle_known else None,
+        rim_z=float(msg.rim_height) if math.isfinite(msg.rim_height) else None,
+        interior_depth=(float(msg.interior_depth) if math.isfinite(msg.interior_depth)
+                        and math.isfinite(msg.rim_height) else None),
+        warnings=list(msg.warnings))
 
 
 def perception_result_from_msg(msg: PerceptionResultMsg) -> "PerceptionResult":

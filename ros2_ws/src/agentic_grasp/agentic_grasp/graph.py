@@ -2,7 +2,7 @@
 
 Each entry names the node, its console script (ros2 launch) and module (plain processes), its
 params file under config/, and when it runs. Arguments mirror the launch file's:
-arm (sim | moveit), perception (oracle | vlm), vlm_url, params_file.
+arm (sim | moveit), perception (oracle | vlm | vlm_sim), vlm_url, params_file.
 """
 from __future__ import annotations
 

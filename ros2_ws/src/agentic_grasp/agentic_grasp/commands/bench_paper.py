@@ -46,6 +46,17 @@ def add_paper_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--memory-scope", choices=("trial", "series"), default=None,
                        help="episodic memory per trial (paper, default) or kept across "
                        "the trials of a configuration/task/seed series")
+    group.add_argument("--perception", choices=("vlm_sim", "vlm_sim_perfect", "oracle"),
+                       default=None,
+                       help="perception of every trial (default config/evaluation.yaml: "
+                       "vlm_sim, the simulated VLM with its error model; vlm_sim_perfect: "
+                       "the same at zero noise; oracle: ground truth, the old default)")
+    group.add_argument("--visual-query", choices=("camera", "render", "none"), default=None,
+                       help="s_vis of HAA-RAG: camera crop at the perceived box (default), "
+                       "the object rendered alone, or none (s_vis = 0)")
+    group.add_argument("--no-oracle-comparison", action="store_true",
+                       help="skip the oracle run of the full system behind the per-task "
+                       "oracle vs default-perception table and figure")
     group.add_argument("--only", metavar="LIST", default=None,
                        help="run only some parts: comma-separated of table2 (Tables II, "
                        "III), table5, ood, table4 (default: all)")
@@ -97,6 +108,10 @@ def _config(args: argparse.Namespace):
         changes["records_format"] = args.format
     if args.memory_scope is not None:
         changes["memory_scope"] = args.memory_scope
+    if getattr(args, "perception", None) is not None:
+        changes["perception"] = args.perception
+    if getattr(args, "visual_query", None) is not None:
+        changes["visual_query"] = args.visual_query
     return replace(cfg, **changes) if changes else cfg
 
 
@@ -145,7 +160,8 @@ def run_paper(args: argparse.Namespace) -> int:
             config=cfg, out_dir=Path(args.out) if args.out else None,
             table_ii="table2" in parts, table_v="table5" in parts, ood="ood" in parts,
             retrieval="table4" in parts, figures=not args.no_figures,
-            progress=not args.no_progress and not as_json)
+            progress=not args.no_progress and not as_json,
+            oracle_comparison=not getattr(args, "no_oracle_comparison", False))
         try:
             report = run_paper_benchmark(options)
         except ConfigError as exc:
@@ -170,7 +186,8 @@ def run_paper(args: argparse.Namespace) -> int:
     print(report["text"])
     sweep = report["totals"].get("table_ii_sweep")
     if sweep:
-        print(f"\nTable II sweep: {sweep['trials']} trials in {sweep['wall_s']:.1f} s with "
+        print(f"\nTable II sweep ({cfg.perception} perception, {cfg.visual_query} visual "
+              f"query): {sweep['trials']} trials in {sweep['wall_s']:.1f} s with "
               f"{sweep['workers']} worker(s) ({sweep['trials_per_s']:.0f} trials/s, "
               f"{sweep['mean_trial_wall_ms']:.1f} ms per trial)")
     for name, path in report["files"].items():

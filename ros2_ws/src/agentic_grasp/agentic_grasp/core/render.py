@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import cv2
 import numpy as np
@@ -343,6 +343,75 @@ def render_scene(objects: Sequence[ObjectInstance], camera: Optional[Camera] = N
     return _finish(frame, z_per_t, objects, table, float(depth_noise_std), rng)
 
 
+_EMPTY: Dict[Tuple[int, int], Tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _empty_frame(width: int, height: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rgb, depth, instance) of a frame with no return anywhere, built once per size."""
+    frame = _EMPTY.get((width, height))
+    if frame is None:
+        rgb = np.empty((height, width, 3), dtype=np.uint8)
+        rgb[...] = np.asarray(BACKGROUND_RGB, dtype=np.uint8)
+        frame = _EMPTY[(width, height)] = (
+            rgb, np.zeros((height, width), dtype=np.float32),
+            np.full((height, width), BACKGROUND_ID, dtype=np.int32))
+    return frame
+
+
+def render_view(objects: Sequence[ObjectInstance], camera: Optional[Camera] = None,
+                table: Optional[TableSpec] = None, margin: float = 0.25,
+                min_margin_px: int = 24, depth_noise_std: float = 0.0,
+                rng: Optional[np.random.Generator] = None) -> RenderResult:
+    """A full-size frame of which only the regions around the objects are ray cast.
+
+    Each object's projected rectangle is grown by ``margin`` of its larger side, at least
+    ``min_margin_px``, on every side (so the table around an object is in the frame, as the
+    depth geometry and a noisy box need it); overlapping regions are merged, and every
+    region is ray cast with all objects. Outside the regions the frame reads "no return"
+    (depth 0, background). Inside them the pixels equal :func:`render_scene`'s (exact ray
+    casting either way). The in-process benchmark uses it: perception reads only pixels
+    around the objects, and ray casting the table and floor of the whole 640x480 frame
+    costs about 5x more (23 ms vs. 3-5 ms on one core).
+    """
+    camera, table = _check_camera_table(camera, table)
+    if not math.isfinite(margin) or margin < 0.0 or min_margin_px < 0:
+        raise ValidationError(f"margin must be >= 0, got {margin}, {min_margin_px}")
+    full = (0, 0, camera.width, camera.height)
+    rects: List[List[int]] = []
+    for obj in objects:
+        R, centre = _object_pose(obj, table)
+        rect = _projected_rect(camera, R, centre, _half_extents(obj), full)
+        if rect is None:
+            continue
+        a0, b0, a1, b1 = rect
+        grow = max(int(min_margin_px), int(math.ceil(margin * max(a1 - a0, b1 - b0))))
+        rects.append([max(0, a0 - grow), max(0, b0 - grow), min(camera.width, a1 + grow),
+                      min(camera.height, b1 + grow)])
+    merged = True
+    while merged:                       # merge overlapping regions (few objects: quadratic)
+        merged = False
+        for i in range(len(rects)):
+            for j in range(i + 1, len(rects)):
+                a, b = rects[i], rects[j]
+                if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+                    rects[i] = [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]),
+                                max(a[3], b[3])]
+                    del rects[j]
+                    merged = True
+                    break
+            if merged:
+                break
+    rgb, depth, instance = (a.copy() for a in _empty_frame(camera.width, camera.height))
+    for roi in rects:
+        frame, z_per_t = _render(objects, camera, table, tuple(roi))
+        part = _finish(frame, z_per_t, objects, table, float(depth_noise_std), rng)
+        u0, v0, u1, v1 = roi
+        rgb[v0:v1, u0:u1] = part.rgb
+        depth[v0:v1, u0:u1] = part.depth
+        instance[v0:v1, u0:u1] = part.instance
+    return RenderResult(rgb=rgb, depth=depth, instance=instance)
+
+
 def object_bbox(result: RenderResult, index: int) -> Optional[Tuple[int, int, int, int]]:
     """(u_min, v_min, u_max, v_max), inclusive, of the visible pixels of object ``index``."""
     mask = result.instance == index
@@ -366,14 +435,29 @@ def crop_object(result: RenderResult, index: int, size: int = 64,
     box = object_bbox(result, index)
     if box is None:
         return None
-    u_min, v_min, u_max, v_max = box
+    return crop_box(result.rgb, box, size=size, pad=pad)
+
+
+def crop_box(rgb: np.ndarray, box: Tuple[int, int, int, int], size: int = 64,
+             pad: float = 0.15) -> np.ndarray:
+    """Square crop (size x size) of ``rgb`` around the inclusive pixel box ``box``.
+
+    The crop :func:`crop_object` makes from a render, made from any box: the planner crops
+    the camera image at the perceived box with it, so a camera query and a knowledge-base
+    entry are cut and scaled the same way.
+    """
+    if size < 1 or not math.isfinite(pad) or pad < 0.0:
+        raise ValidationError(f"crop size must be >= 1 and pad >= 0, got {size}, {pad}")
+    u_min, v_min, u_max, v_max = (int(b) for b in box)
+    if u_max < u_min or v_max < v_min:
+        raise ValidationError(f"empty crop box {box}")
     side = max(u_max - u_min + 1, v_max - v_min + 1) * (1.0 + 2.0 * pad)
     half = max(1, int(round(side / 2.0)))
     cu, cv = (u_min + u_max + 1) // 2, (v_min + v_max + 1) // 2
     a0, a1, b0, b1 = cu - half, cu + half, cv - half, cv + half
-    h, w = result.rgb.shape[:2]
+    h, w = rgb.shape[:2]
     border = max(0, -a0, -b0, a1 - w, b1 - h)
-    image = result.rgb
+    image = rgb
     if border:
         image = cv2.copyMakeBorder(image, border, border, border, border, cv2.BORDER_REPLICATE)
     patch = image[b0 + border:b1 + border, a0 + border:a1 + border]

@@ -1,7 +1,8 @@
 """Perception node: serves ``perceive`` (Perceive.srv) on the latest RGB-D frame.
 
 Per request: latest camera frame (message) -> numpy images and a core Camera -> the
-configured backend (Qwen3-VL through vLLM, or the simulator's ground truth) -> a
+configured backend (Qwen3-VL through vLLM, the simulated VLM, or the simulator's ground
+truth) -> a
 PerceptionResult message, returned and published latched on ``perception/result``. The
 perception itself lives in agentic_grasp.core.perception; this node converts and keeps
 serving whatever happens.
@@ -11,8 +12,14 @@ Topics (relative names; remap them for another camera):
 - in: ``camera/color/image_raw`` (rgb8, bgr8, rgba8, bgra8 or mono8),
   ``camera/depth/image_raw`` (32FC1 metres or 16UC1 millimetres, registered to the colour
   camera: same size), ``camera/color/camera_info`` (intrinsics), all latched; with the
-  oracle backend also ``sim/ground_truth`` (SceneGraph, latched);
-- out: ``perception/result`` (PerceptionResult, latched: the last answer).
+  oracle and vlm_sim backends also ``sim/ground_truth`` (SceneGraph, latched): the oracle
+  answers from it, vlm_sim renders the frame's object-id mask from it (the stand-in for a
+  VLM's implicit segmentation; it reads labels, never poses, from the message);
+- out: ``perception/result`` (PerceptionResult, latched: the last answer) and
+  ``perception/target_crop`` (rgb8 Image, latched): the camera frame cropped at the
+  perceived target's box (square, padded, ``target_crop_px`` a side, cut as the knowledge
+  base's crops are), header.frame_id = the target's id, stamp = the frame's. The planner
+  sends it to retrieve_strategies as the visual query (s_vis of HAA-RAG).
 
 Frames: the colour and depth images are paired by header stamp (the newest colour image
 whose depth image is within ``max_frame_skew_s``), so a depth image from another instant is
@@ -26,6 +33,11 @@ ground truth yet, an empty instruction, an undecodable image, a backend error or
 unreachable VLM all come back as a result with ``error`` set (and are published like any
 other result). Backend parameters are read once at start-up; a bad one (ConfigError) stops
 the node there, with the reason.
+
+Re-perception (vlm and vlm_sim, ``reperception.enabled``): a request whose instruction was
+answered before is served from that answer, located again in the fresh depth image, unless
+the depth changed around the target (core/perception/reperception.py); ``requests`` = 0 in
+the result says so.
 
 Concurrency: the service runs in its own mutually exclusive callback group, the camera and
 ground-truth subscriptions in another, under a MultiThreadedExecutor, so a VLM call of
@@ -52,14 +64,18 @@ from std_msgs.msg import Header
 from agentic_grasp import qos
 from agentic_grasp.conversions import (camera_from_info, depth_from_msg,
                                        perception_result_to_msg, rgb_from_msg,
-                                       scene_objects_from_msg)
+                                       rgb_to_msg, scene_objects_from_msg)
 from agentic_grasp.core.camera import Camera, look_at
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.perception import (BACKENDS, DepthConfig, OracleConfig,
                                            PerceptionBackend, PerceptionResult, VlmConfig,
                                            create_backend)
 from agentic_grasp.core.perception.oracle import DEFAULT_CONFUSION_MAP
+from agentic_grasp.core.perception.reperception import (ReperceivingPerception,
+                                                        ReperceptionConfig)
 from agentic_grasp.core.perception.vlm_client import DEFAULT_FRAGILITY_PRIORS
+from agentic_grasp.core.perception.vlm_sim import VlmLatencyModel, VlmSimConfig
+from agentic_grasp.core.render import crop_box, render_view
 from agentic_grasp.core.types import ObjectInstance
 from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare
@@ -73,6 +89,7 @@ DEPTH_TOPIC = "camera/depth/image_raw"
 INFO_TOPIC = "camera/color/camera_info"
 TRUTH_TOPIC = "sim/ground_truth"
 RESULT_TOPIC = "perception/result"
+CROP_TOPIC = "perception/target_crop"
 SERVICE = "perceive"
 #: Colour and depth images kept for pairing by stamp (the simulator re-sends at 2 Hz).
 FRAME_HISTORY = 4
@@ -108,8 +125,6 @@ DEPTH_DESCRIPTIONS: Dict[str, str] = {
     "table_z": "Height of the table top in world (m)",
     "min_height_above_table_m": "Object points must be this far above the table (m)",
     "snap_to_table_m": "An object whose bottom is this close to the table stands on it (m)",
-    "max_object_radius_m": "Object points must lie within this horizontal distance of the "
-                           "pointed surface point (m)",
     "min_object_points": "With fewer object points the centre comes from the ray and the "
                          "height from the box (coarse)",
     "max_bbox_samples": "At most this many box pixels are back-projected",
@@ -127,10 +142,41 @@ ORACLE_DESCRIPTIONS: Dict[str, str] = {
                                  "by another, uniformly",
 }
 
+#: Description of every scalar VlmSimConfig field, declared as ``vlm_sim.<field>``.
+VLM_SIM_DESCRIPTIONS: Dict[str, str] = {
+    "seed": "Seed of the simulated VLM's error draws",
+    "point_std": "Gaussian noise on point_2d per axis (Qwen 0..1000 units)",
+    "box_std": "Gaussian noise on each bbox_2d edge (Qwen 0..1000 units)",
+    "category_confusion_prob": "Probability that a category is replaced by a partner "
+                               "(vlm_sim.confusion_map)",
+    "affordance_confusion_prob": "Probability that the target's affordance type is replaced "
+                                 "by another, uniformly",
+    "state_error_prob": "Probability that an object's state is replaced by another",
+    "fragility_std": "Gaussian noise on fragility (clipped to [0, 1])",
+    "miss_prob_small": "Probability of missing an object at or below miss_min_area_px",
+    "miss_min_area_px": "Visible area (px) at or below which miss_prob_small applies",
+    "miss_full_area_px": "Visible area (px) from which an object is never missed",
+    "image_token_px": "Pixels per side of one image token (Qwen3-VL: 32)",
+    "prompt_text_tokens": "Tokens of the prompt text (latency and token accounting)",
+}
+LATENCY_DESCRIPTIONS: Dict[str, str] = {
+    "prefill_s": "Modelled prefill time of one VLM call (s)",
+    "decode_tok_per_s": "Modelled decode rate (tokens/s; the paper's 155.5)",
+}
+REPERCEPTION_DESCRIPTIONS: Dict[str, str] = {
+    "enabled": "Reuse the last VLM answer when the depth did not change around the target",
+    "depth_noise_std_m": "Depth noise of the camera, 1 sigma (m)",
+    "noise_sigmas": "A pixel changed when its depth moved by more than this many sigma",
+    "min_shift_m": "The scene changed when the changed pixels cover the silhouette this "
+                   "shift of the target sweeps (m)",
+    "box_margin": "The target box is grown by this fraction on each side for the check",
+}
+
 FRAGILITY_PREFIX = "vlm.fragility_priors."
 CONFUSION_PREFIX = "oracle.confusion_map."
+SIM_CONFUSION_PREFIX = "vlm_sim.confusion_map."
 #: Parameter namespaces of this node; an override under them that is not declared is a typo.
-_OWN_PREFIXES = ("vlm.", "depth.", "oracle.", "camera.")
+_OWN_PREFIXES = ("vlm.", "depth.", "oracle.", "camera.", "vlm_sim.", "reperception.")
 
 
 def param_key(category: str) -> str:
@@ -248,13 +294,18 @@ class PerceptionNode(Node):
         super().__init__(NODE_NAME, **node_kwargs)
         backend_kind = str(declare(self, "backend", "oracle",
                                    "Perception backend: oracle (simulator ground truth plus "
-                                   "configured noise) or vlm (Qwen3-VL served by vLLM at "
-                                   "vlm.url)")).strip().lower()
+                                   "configured noise), vlm (Qwen3-VL served by vLLM at "
+                                   "vlm.url) or vlm_sim (the simulated VLM)")).strip().lower()
         self.world_frame = declare(self, "world_frame", "world",
                                    "Frame of the perceived poses (panda_link0 world)")
         skew = float(declare(self, "max_frame_skew_s", 0.05,
                              "Largest stamp difference between the colour and the depth "
                              "image used together (s)"))
+        self.crop_px = int(declare(self, "target_crop_px", 64,
+                                   "Side of the target crop published for the visual query "
+                                   "(px; = retrieval embedding.crop_size_px)"))
+        if self.crop_px < 8:
+            raise ConfigError(f"target_crop_px must be >= 8, got {self.crop_px}")
         eye = declare(self, "camera.eye", [1.15, 0.0, 0.75],
                       "Camera position in world (m); with camera.target it gives T_world_cam "
                       "(a real robot would read it from TF)")
@@ -274,7 +325,13 @@ class PerceptionNode(Node):
         self._truth_problem = ""
         self._warned_distortion = False
         self.backend: PerceptionBackend = create_backend(
-            params, ground_truth_provider=self._ground_truth)
+            params, ground_truth_provider=self._ground_truth,
+            segmentation_provider=self._segmentation)
+        reperception = ReperceptionConfig.from_params(params["reperception"])
+        #: What serves requests: the backend, behind the re-perception policy for a VLM.
+        self.serving: PerceptionBackend = self.backend
+        if self.backend.name in ("vlm", "vlm_sim") and reperception.enabled:
+            self.serving = ReperceivingPerception(self.backend, reperception)
         self.frames = FrameStore(skew)
 
         sensors = MutuallyExclusiveCallbackGroup()
@@ -288,11 +345,12 @@ class PerceptionNode(Node):
         ]
         self._topics = tuple(sub.topic_name for sub in self._subs)
         self._truth_topic = ""
-        if self.backend.name == "oracle":
+        if self.backend.name in ("oracle", "vlm_sim"):
             truth_sub = self.create_subscription(SceneGraphMsg, TRUTH_TOPIC, self._on_truth,
                                                  qos.LATCHED, callback_group=sensors)
             self._truth_topic = truth_sub.topic_name
         self.pub_result = self.create_publisher(PerceptionResultMsg, RESULT_TOPIC, qos.LATCHED)
+        self.pub_crop = self.create_publisher(Image, CROP_TOPIC, qos.LATCHED)
         self.create_service(Perceive, SERVICE, self._on_perceive,
                             callback_group=MutuallyExclusiveCallbackGroup())
         detail = ""
@@ -310,7 +368,12 @@ class PerceptionNode(Node):
             FRAGILITY_PREFIX, DEFAULT_FRAGILITY_PRIORS,
             "Fragility prior of category '{}' in [0, 1] (Table I), used when the model's "
             "value is unusable")
-        depth = {f.name: declare(self, f"depth.{f.name}", f.default, DEPTH_DESCRIPTIONS[f.name])
+        # A DepthConfig field without an entry here still gets a description that names
+        # where it is documented (the geometry's parameters evolve with core/perception).
+        depth = {f.name: declare(self, f"depth.{f.name}", f.default,
+                                 DEPTH_DESCRIPTIONS.get(f.name, f"Depth geometry parameter "
+                                                        f"'{f.name}' (see DepthConfig in "
+                                                        "core/perception/depth.py)"))
                  for f in fields(DepthConfig)}
         oracle = {"seed": declare(self, "oracle.seed", 0, ORACLE_DESCRIPTIONS["seed"])}
         for f in fields(OracleConfig):
@@ -320,7 +383,22 @@ class PerceptionNode(Node):
         oracle["confusion_map"] = self._declare_map(
             CONFUSION_PREFIX, DEFAULT_CONFUSION_MAP,
             "Categories the oracle may report instead of '{}' (string list)")
-        return {"backend": backend_kind, "vlm": vlm, "depth": depth, "oracle": oracle}
+        vlm_sim: Dict[str, Any] = {}
+        for f in fields(VlmSimConfig):
+            if f.name in VLM_SIM_DESCRIPTIONS:
+                vlm_sim[f.name] = declare(self, f"vlm_sim.{f.name}", f.default,
+                                          VLM_SIM_DESCRIPTIONS[f.name])
+        vlm_sim["latency"] = {f.name: declare(self, f"vlm_sim.latency.{f.name}", f.default,
+                                              LATENCY_DESCRIPTIONS[f.name])
+                              for f in fields(VlmLatencyModel)}
+        vlm_sim["confusion_map"] = self._declare_map(
+            SIM_CONFUSION_PREFIX, DEFAULT_CONFUSION_MAP,
+            "Categories the simulated VLM may report instead of '{}' (string list)")
+        reperception = {f.name: declare(self, f"reperception.{f.name}", f.default,
+                                        REPERCEPTION_DESCRIPTIONS[f.name])
+                        for f in fields(ReperceptionConfig)}
+        return {"backend": backend_kind, "vlm": vlm, "depth": depth, "oracle": oracle,
+                "vlm_sim": vlm_sim, "reperception": reperception}
 
     def _declare_map(self, prefix: str, defaults: Dict[str, Any], description: str
                      ) -> Dict[str, Any]:
@@ -389,12 +467,18 @@ class PerceptionNode(Node):
                 raise RuntimeError(f"no ground truth yet on {self._truth_topic}")
             return [o.copy() for o in self._truth]
 
+    def _segmentation(self, camera: Camera):
+        """vlm_sim's view of the frame: the object-id mask rendered from the latest ground
+        truth with the frame's camera, and the objects' labels."""
+        objects = self._ground_truth()
+        return render_view(objects, camera).instance, objects
+
     def inputs_problem(self) -> str:
         """Why a perception call cannot run now ("" when it can)."""
         _, problem = self.frames.latest_messages(self._topics)
         if problem:
             return problem
-        if self.backend.name == "oracle":
+        if self.backend.name in ("oracle", "vlm_sim"):
             with self._truth_lock:
                 if self._truth is None:
                     return self._truth_problem or f"no ground truth yet on {self._truth_topic}"
@@ -436,7 +520,7 @@ class PerceptionNode(Node):
         messages, problem = self.frames.latest_messages(self._topics)
         if messages is None:
             return PerceptionResult.failure(name, problem)
-        if name == "oracle":
+        if name in ("oracle", "vlm_sim"):
             problem = self.inputs_problem()
             if problem:
                 return PerceptionResult.failure(name, problem)
@@ -447,11 +531,23 @@ class PerceptionNode(Node):
         header.stamp = frame.stamp
         start = time.perf_counter()
         try:
-            return self.backend.perceive(frame.rgb, frame.depth, frame.camera, instruction)
+            result = self.serving.perceive(frame.rgb, frame.depth, frame.camera, instruction)
+            self._publish_crop(result, frame)
+            return result
         except Exception as exc:  # noqa: BLE001 - the contract says never; the node survives
             self.get_logger().error(f"{name} backend raised: {exc!r}")
             return PerceptionResult.failure(name, f"perception failed: {type(exc).__name__}: "
                                                   f"{exc}", latency_s=time.perf_counter() - start)
+
+
+    def _publish_crop(self, result: PerceptionResult, frame: Frame) -> None:
+        """The camera crop at the perceived target's box (nothing without a box)."""
+        target = result.target
+        if target is None or target.bbox is None or frame.rgb.shape[:2] != frame.depth.shape:
+            return
+        crop = crop_box(frame.rgb, target.bbox, size=self.crop_px)
+        header = Header(stamp=frame.stamp, frame_id=target.id)
+        self.pub_crop.publish(rgb_to_msg(crop, header))
 
 
 def _camera_pose(eye: Any, target: Any) -> np.ndarray:

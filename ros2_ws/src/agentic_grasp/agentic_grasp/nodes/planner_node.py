@@ -8,7 +8,10 @@ in agentic_grasp.core.planner) with its four peers reached over ROS:
   after every failed attempt; an answer with an error (e.g. no colour/depth pair yet) is
   asked again ``perceive_retries`` times after ``perceive_retry_delay_s``, since such
   errors pass with the next camera frame;
-- HAA-RAG: the retrieval node's ``retrieve_strategies`` service, once per sub-goal;
+- HAA-RAG: the retrieval node's ``retrieve_strategies`` service, once per sub-goal, with
+  the perception node's camera crop at the perceived target box (``perception/target_crop``)
+  as ``target_crop`` when ``visual_query`` is camera (the default), so s_vis is computed by
+  the retrieval node's configured embedding model;
 - scene graph + constraints: the scene-graph node's ``infer_constraints`` service, once per
   sub-goal (the node also publishes G and its markers for RViz);
 - the arm: the executor's ``execute_grasp`` action, one goal per attempt.
@@ -76,6 +79,7 @@ from geometry_msgs.msg import Pose, Quaternion, Vector3
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from sensor_msgs.msg import Image
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -86,7 +90,7 @@ from agentic_grasp.backends.executor_arm import ExecutorArmBackend
 from agentic_grasp.backends.perception_service import PerceptionService
 from agentic_grasp.backends.retrieval_service import RetrievalService
 from agentic_grasp.backends.scene_graph_service import SceneGraphService
-from agentic_grasp.conversions import attempt_record_to_msg, point
+from agentic_grasp.conversions import attempt_record_to_msg, point, rgb_from_msg
 from agentic_grasp.core.arm import ArmBackend, ArmResult, CancelCheck, PhaseCallback
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.kinematics import closing_axis
@@ -104,6 +108,8 @@ NODE_NAME = "planner"
 ACTION = "grasp_object"
 ATTEMPTS_TOPIC = "planner/attempts"
 MARKERS_TOPIC = "planner/markers"
+#: The perception node's camera crop at the perceived target box (the visual query).
+CROP_TOPIC = "perception/target_crop"
 STAGES = ("perceive", "retrieve", "reason", "plan", "execute", "reflect", "done")
 MEMORY_LIFETIMES = ("session", "goal")
 #: Threads of the node's executor: the goal's own thread, the peers' responses and feedback,
@@ -149,6 +155,7 @@ SECTION_DESCRIPTIONS: Dict[str, str] = {
     "level2": "Level-2 grasp-type rotation",
     "level3": "Level-3 replan perturbation",
     "time_model": "Modelled compute time per stage (episode results)",
+    "grasp_synthesis": "Grasp fitting, Franka Hand model and clearance-aware candidates",
 }
 _UNITS = {"_m": "m", "_n": "N", "_s": "s", "_rad": "rad", "_mps": "m/s"}
 
@@ -171,6 +178,11 @@ def planner_parameter_defaults(config: Optional[PlannerConfig] = None) -> Dict[s
             if isinstance(inner, dict):
                 for key, item in inner.items():
                     out[f"{f.name}.{sub.name}.{key}"] = item
+            elif is_dataclass(inner):               # grasp_synthesis.hand
+                for leaf in fields(inner):
+                    item = getattr(inner, leaf.name)
+                    out[f"{f.name}.{sub.name}.{leaf.name}"] = \
+                        list(item) if isinstance(item, tuple) else item
             else:
                 out[f"{f.name}.{sub.name}"] = list(inner) if isinstance(inner, tuple) else inner
     return out
@@ -198,8 +210,14 @@ class NodeSettings:
     world_frame: str = "world"
     perceive_retries: int = 1
     perceive_retry_delay_s: float = 0.5
+    visual_query: str = "camera"
+    crop_wait_s: float = 0.5
 
     def __post_init__(self) -> None:
+        if self.visual_query not in ("camera", "none"):
+            raise ConfigError(f"visual_query must be camera or none, got {self.visual_query!r}")
+        if not 0.0 <= float(self.crop_wait_s) < 10.0:
+            raise ConfigError("crop_wait_s must be in [0, 10) s")
         for name in ("perceive_timeout_s", "retrieve_timeout_s", "constraints_timeout_s",
                      "execute_timeout_s"):
             value = float(getattr(self, name))
@@ -469,6 +487,37 @@ class GoalSession:
             self._flush()
 
 
+class TargetCrops:
+    """The perception node's target crops (``perception/target_crop``), for the visual query.
+
+    ``expect()`` before a perceive call forgets older crops; ``crop_for(id, wait)`` returns
+    the crop of that call's target (waiting up to ``wait`` s, as the crop may arrive just
+    after the service's response), or None: then retrieval runs without s_vis.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._crops: Dict[str, np.ndarray] = {}
+
+    def expect(self) -> None:
+        with self._cond:
+            self._crops.clear()
+
+    def add(self, msg: Image) -> None:
+        try:
+            crop = rgb_from_msg(msg)
+        except Exception:  # noqa: BLE001 - a bad crop only costs the visual query
+            return
+        with self._cond:
+            self._crops[msg.header.frame_id] = crop
+            self._cond.notify_all()
+
+    def crop_for(self, target_id: str, wait_s: float) -> Optional[np.ndarray]:
+        with self._cond:
+            self._cond.wait_for(lambda: target_id in self._crops, timeout=wait_s)
+            return self._crops.get(target_id)
+
+
 class _BoundRetriever:
     """The retrieval service for one goal: feedback first, waits cut short by its cancel."""
 
@@ -544,6 +593,10 @@ class PlannerNode(Node):
                                                   qos.RELIABLE_STREAM)
         self.pub_markers = self.create_publisher(MarkerArray, MARKERS_TOPIC, qos.LATCHED)
         self.pub_goal_log = self.create_publisher(GoalLog, goal_log.TOPIC, goal_log.QOS)
+        self.crops = TargetCrops()
+        if s.visual_query == "camera":
+            self.create_subscription(Image, CROP_TOPIC, self.crops.add, qos.LATCHED,
+                                     callback_group=peers)
         self._memories: Dict[str, EpisodicMemory] = {}
         self._lock = threading.Lock()
         self._busy = False
@@ -601,7 +654,14 @@ class PlannerNode(Node):
                                      "unusable VLM answer) is asked again this many times"),
             perceive_retry_delay_s=declare(self, "perceive_retry_delay_s",
                                            d.perceive_retry_delay_s,
-                                           "Pause before asking perception again (s)"))
+                                           "Pause before asking perception again (s)"),
+            visual_query=declare(self, "visual_query", d.visual_query,
+                                 "s_vis of HAA-RAG: camera (the perception node's crop of "
+                                 "the camera frame at the perceived target box, sent as "
+                                 "target_crop) or none (s_vis = 0)"),
+            crop_wait_s=declare(self, "crop_wait_s", d.crop_wait_s,
+                                "How long retrieval waits for the target crop of the last "
+                                "perception call before querying without one (s)"))
 
     def _warn_undeclared(self) -> None:
         # rclpy keeps the overrides in this attribute and offers no public accessor.
@@ -702,13 +762,18 @@ class PlannerNode(Node):
                               lambda: self.arm.last_outcome_msg, self._header)
         config = self.planner_config.with_configuration(configuration)
         conf = get_configuration(configuration)
+        visual = None
+        if self.settings.visual_query == "camera":
+            def visual(target, _wait=self.settings.crop_wait_s):
+                return self.crops.crop_for(target.id, _wait)
         planner = ReflectivePlanner(
             config, _BoundRetriever(self.retrieval, signal, session) if conf.retrieval else None,
-            self._constraint_fn(signal, session))
+            self._constraint_fn(signal, session), visual_query=visual)
         planner.reseed(config.seed)
 
         def perceive(text: str):
             session.stage("perceive", f"perceiving: {text}", upcoming=True)
+            self.crops.expect()
             result = self.perception.perceive(text, signal)
             for _ in range(self.settings.perceive_retries):
                 if result.ok:

@@ -89,6 +89,9 @@ DESCRIPTIONS: Dict[str, str] = {
     "affordance_weights.fragility": "Eq. 1 weight of 1 - |delta fragility| (paper: 0.15)",
     "affordance_weights.region": "Eq. 1 weight of s_reg (paper: 0.15)",
     "tau_aff": "Level 2: candidates with s_aff below this are discarded (paper: 0.3)",
+    "fallback.enabled": "Level 1 empty (unknown category): rank the whole KB by affordance, "
+                        "size and appearance, marked as a fallback",
+    "fallback.size_weight": "Weight of the size similarity in the fallback ranking",
     "region_family_score": "s_reg of two regions of one family of kb_data/taxonomy.yaml "
                            "(1.0 same region, else 0)",
     "final_weights.category": "Level 3 weight of s_cat in s_final (paper: 0.2)",

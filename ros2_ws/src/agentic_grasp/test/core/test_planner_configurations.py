@@ -9,6 +9,7 @@ from agentic_grasp.core import paths
 from agentic_grasp.core.config import load_yaml
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.heuristic import heuristic_grasp
+from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.planner import (CONFIGURATIONS, TABLE_II_ORDER, EpisodicMemory,
                                         PlannerConfig, ReflectivePlanner,
                                         scene_graph_constraints)
@@ -41,7 +42,10 @@ class Spy:
 def run(configuration, script, memory=None):
     retriever = FixedRetriever([experience("box-001", "box", GRASP)])
     spy = Spy()
-    p = ReflectivePlanner(PlannerConfig(seed=1), retriever, spy, configuration=configuration)
+    # the paper's fixed adjustments, stored grasps copied (test_grasping.py: clearance mode)
+    paper = GraspSynthesisConfig(constraint_mode="paper", fit_strategies=False)
+    p = ReflectivePlanner(PlannerConfig(seed=1, grasp_synthesis=paper), retriever, spy,
+                          configuration=configuration)
     arm = ScriptedArm(list(script))
     memory = memory if memory is not None else EpisodicMemory()
     goal = p.plan_and_execute(perception_of(scene(), "box_1"), "box_1", arm, memory, never)

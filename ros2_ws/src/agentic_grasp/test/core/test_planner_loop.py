@@ -6,6 +6,7 @@ import pytest
 
 from agentic_grasp.core.arm import ArmError
 from agentic_grasp.core.constraints import ConstraintType
+from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.planner import (STATUS_BLOCKED, STATUS_CANCELED, STATUS_NOT_PERCEIVED,
                                         STATUS_SUCCEEDED, EpisodicMemory, PlannerConfig,
                                         ReflectivePlanner)
@@ -26,9 +27,15 @@ def cup(oid="cup_1", xy=(0.5, 0.0), yaw=0.0, **kw):
                        region="handle", fragility=0.3, **kw)
 
 
+#: These tests pin the paper's behaviour: stored grasps copied unchanged and the fixed
+#: constraint adjustments (test_grasping.py covers fitting and constraint_mode clearance).
+PAPER_MODE = GraspSynthesisConfig(constraint_mode="paper", fit_strategies=False)
+
+
 def planner(configuration="full", strategies=None, **cfg):
     retriever = FixedRetriever(strategies if strategies is not None
                                else [experience("cup-001", "cup", CUP_GRASP)])
+    cfg.setdefault("grasp_synthesis", PAPER_MODE)
     return ReflectivePlanner(PlannerConfig(**cfg), retriever, configuration=configuration)
 
 

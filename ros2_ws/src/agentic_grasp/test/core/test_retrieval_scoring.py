@@ -181,13 +181,20 @@ def test_k1_truncation_keeps_exact_matches_by_affordance(cfg):
 
 
 def test_unknown_and_empty_categories_return_a_reason(small):
-    res = small.retrieve("spaceship", QUERY, embedding=Q_VEC)
-    assert res.strategies == [] and "unknown category" in res.reason
+    from dataclasses import replace
+    strict = HAARAG(small.kb, replace(small.config, fallback_enabled=False))
+    res = strict.retrieve("spaceship", QUERY, embedding=Q_VEC)
+    assert res.strategies == [] and "unknown category" in res.reason and not res.fallback
     kb = make_kb([exp("e1", "cup", "Graspable_Handle", "ceramic", 0.3, "handle")],
                  [[1.0, 0.0, 0.0]])
-    res = HAARAG(kb, small.config).retrieve("bowl", QUERY)
+    res = HAARAG(kb, strict.config).retrieve("bowl", QUERY)
     assert res.strategies == [] and "no experience" in res.reason
     assert small.retrieve("", QUERY).strategies == []
+    # with the affordance fallback (config default) level 1 being empty ranks the whole KB
+    res = small.retrieve("spaceship", QUERY, embedding=Q_VEC)
+    assert res.fallback and res.strategies and "unknown category" in res.reason
+    res = HAARAG(kb, small.config).retrieve("bowl", QUERY)
+    assert res.fallback and [s.experience.id for s in res.strategies] == ["e1"]
 
 
 @pytest.mark.parametrize("bad", [

@@ -181,15 +181,27 @@ def test_table_collision_of_a_too_low_grasp():
 
 def test_filled_cup_spills_on_a_fast_lift_but_not_a_slow_one():
     cup = CAT.instance("ceramic_cup", "cup", 0.5, 0.0, state="filled")
-    rim = dict(position=[0.4625, 0, 0.08], width=0.025, force=60, wrist_yaw=np.pi / 2,
-               grasp_type="pinch")
-    sim, out = attempt([cup], "cup", speed=0.5, **rim)
+    handle = dict(position=[0.5525, 0, 0.06], width=0.035, force=70, grasp_type="pinch")
+    sim, out = attempt([cup], "cup", speed=0.5, **handle)
     assert failures(out) == [FailureType.CONSTRAINT_VIOLATION.value]
-    assert "spill" in out.failure_events[0].detail
+    assert "liquid rises" in out.failure_events[0].detail
     assert sim.get("cup").state == ObjectState.EMPTY and sim.held_id is None
-    sim, out = attempt([cup], "cup", speed=0.1, **rim)
+    sim, out = attempt([cup], "cup", speed=0.1, **handle)
     assert out.success and sim.held_id == "cup"
     assert sim.get("cup").state == ObjectState.FILLED
+
+
+def test_a_finger_inside_a_filled_cups_rim_is_in_the_liquid():
+    rim = dict(position=[0.4625, 0, 0.08], width=0.025, force=60, wrist_yaw=np.pi / 2,
+               grasp_type="pinch", speed=0.1)        # fingers straddle the wall, one inside
+    cup = CAT.instance("ceramic_cup", "cup", 0.5, 0.0, state="filled")
+    sim, out = attempt([cup], "cup", **rim)
+    assert failures(out) == [FailureType.CONSTRAINT_VIOLATION.value]
+    assert "enters the liquid" in out.failure_events[0].detail
+    assert sim.get("cup").state == ObjectState.EMPTY
+    empty = CAT.instance("ceramic_cup", "cup", 0.5, 0.0)
+    _, out = attempt([empty], "cup", **rim)
+    assert out.success                                  # the same pinch on an empty cup
 
 
 def test_filled_cup_tilting_in_a_weak_handle_grasp_spills():

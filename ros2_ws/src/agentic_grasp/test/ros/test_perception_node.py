@@ -9,6 +9,7 @@ ground-truth SceneGraph, all latched), calls ``perceive`` and listens on
 from __future__ import annotations
 
 import copy
+import math
 import socket
 import threading
 import time
@@ -219,9 +220,12 @@ def vlm_server():
         yield server
 
 
-#: Retry budget of the VLM nodes: 3 tries of <= 2 s, 10 ms and 20 ms between them.
+#: Retry budget of the VLM nodes: 3 tries of <= 2 s, 10 ms and 20 ms between them. These
+#: tests script each exchange, so the re-perception policy (which would answer a repeated
+#: instruction from the kept answer) is off; test_vlm_sim_* cover it.
 VLM_PARAMS = {"backend": "vlm", "vlm.timeout_s": 2.0, "vlm.max_attempts": 3,
-              "vlm.backoff_base_s": 0.01, "vlm.backoff_max_s": 0.02}
+              "vlm.backoff_base_s": 0.01, "vlm.backoff_max_s": 0.02,
+              "reperception.enabled": False}
 
 
 @pytest.fixture(scope="module")
@@ -329,6 +333,53 @@ def test_missing_frame_and_bad_or_missing_ground_truth_are_clear_errors(peer, sc
         running.close()
 
 
+# ---- simulated VLM ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def vlm_sim(peer, scene):
+    running = Running("/t_vlm_sim", backend="vlm_sim")
+    peer.listen(running.ns)
+    peer.publish_frame(running.ns, scene)
+    peer.publish_truth(running.ns, scene)
+    assert running.node.wait_for_inputs(WAIT_S), running.node.inputs_problem()
+    yield running
+    running.close()
+
+
+def test_vlm_sim_answers_from_the_frame_and_reuses_its_answer_on_an_unchanged_scene(
+        peer, vlm_sim):
+    crops: List[Image] = []
+    arrived = threading.Event()
+
+    def on_crop(msg: Image) -> None:
+        crops.append(msg)
+        arrived.set()
+
+    peer.node.create_subscription(Image, f"{vlm_sim.ns}/perception/target_crop", on_crop,
+                                  qos.LATCHED)
+    first = peer.perceive(vlm_sim.ns, CUP_INSTRUCTION)
+    # The camera crop at the perceived target box, for the planner's visual query.
+    assert arrived.wait(WAIT_S), "no target crop published"
+    crop = crops[-1]
+    assert crop.header.frame_id == "cup_1" and (crop.width, crop.height) == (64, 64)
+    pixels = rgb_from_msg(crop)[24:40, 24:40].reshape(-1, 3).mean(axis=0)
+    assert np.abs(pixels - np.asarray(TRUTH["cup_1"].color)).max() < 80   # the cup is in it
+    assert first.error == "", first.error
+    assert first.backend == "vlm_sim" and first.target_found and first.target_id == "cup_1"
+    assert first.requests == 1 and first.completion_tokens > 50 and first.prompt_tokens > 300
+    objects = by_id(first)
+    assert set(objects) == set(TRUTH)
+    for oid, obs in objects.items():          # metres from the depth image, not the truth
+        assert np.linalg.norm(position(obs) - TRUTH[oid].position) < 0.02, oid
+    # The same instruction on the same frame: the kept answer, located again, no model call.
+    again = peer.perceive(vlm_sim.ns, CUP_INSTRUCTION)
+    assert again.error == "" and again.requests == 0 and again.completion_tokens == 0
+    assert any("re-perception: reused" in w for w in again.warnings), again.warnings
+    assert np.allclose(position(by_id(again)["cup_1"]), position(objects["cup_1"]))
+    other = peer.perceive(vlm_sim.ns, "grasp the wood cube")   # a new question: asked
+    assert other.requests == 1 and other.target_id == "cube_1"
+
+
 # ---- VLM backend against the fake server --------------------------------------------------
 
 def test_vlm_valid_answer_takes_one_request_and_positions_come_from_depth(peer, vlm,
@@ -345,6 +396,14 @@ def test_vlm_valid_answer_takes_one_request_and_positions_come_from_depth(peer, 
     for oid, obs in objects.items():         # every metre is from depth: near the truth
         assert np.linalg.norm(position(obs) - TRUTH[oid].position) < 0.01, oid
         assert 0.0 < obs.confidence <= 1.0
+        # The depth geometry's shape class and oriented extents travel in the message.
+        expected = {Shape.BOX: obs.SHAPE_BOX, Shape.CYLINDER: obs.SHAPE_CYLINDER}
+        assert obs.shape == expected[TRUTH[oid].shape], oid
+        np.testing.assert_allclose([obs.size.x, obs.size.y, obs.size.z],
+                                   np.sort(TRUTH[oid].size[:2])[::-1].tolist()
+                                   + [TRUTH[oid].size[2]], atol=0.005)
+        assert obs.upright and not obs.handle_known and list(obs.warnings) == []
+        assert math.isnan(obs.rim_height) and math.isnan(obs.interior_depth)
     cup = objects["cup_1"]
     assert cup.affordance.type == "Graspable_Handle" and cup.fragility == pytest.approx(0.3)
     request = vlm_server.chat_requests[-1].json
@@ -493,10 +552,12 @@ def test_the_params_file_configures_the_same_backends_as_the_core():
             "--ros-args", "--params-file", params_file, "-p", f"backend:={backend}"])
         try:
             core = create_backend({**load_params(), "backend": backend},
-                                  ground_truth_provider=list)
+                                  ground_truth_provider=list,
+                                  segmentation_provider=lambda _camera: (None, []))
             assert node.backend.name == backend
             assert node.backend.config == core.config
-            names = node.list_parameters(["vlm", "depth", "oracle", "camera"], 0).names
+            names = node.list_parameters(["vlm", "depth", "oracle", "camera", "vlm_sim",
+                                          "reperception"], 0).names
             assert len(names) > 60
             for name in names + ["backend", "world_frame", "max_frame_skew_s"]:
                 assert node.describe_parameter(name).description, name
@@ -508,3 +569,19 @@ def test_an_unknown_backend_stops_the_node_at_start():
     with pytest.raises(ConfigError, match="backend"):
         PerceptionNode(namespace="/t_bad", parameter_overrides=[
             Parameter("backend", value="magic")])
+
+
+def test_the_planner_takes_the_crop_of_the_last_perception_call_only():
+    from agentic_grasp.conversions import rgb_to_msg
+    from agentic_grasp.nodes.planner_node import TargetCrops
+
+    crops = TargetCrops()
+    crop = np.full((64, 64, 3), 7, dtype=np.uint8)
+    crops.add(rgb_to_msg(crop, Header(frame_id="cup_1")))
+    assert np.array_equal(crops.crop_for("cup_1", 0.0), crop)
+    assert crops.crop_for("cube_1", 0.01) is None          # another target: no crop
+    crops.expect()                                          # a new perception call
+    assert crops.crop_for("cup_1", 0.01) is None           # the old crop is not reused
+    later = threading.Timer(0.05, crops.add, [rgb_to_msg(crop, Header(frame_id="cup_1"))])
+    later.start()
+    assert crops.crop_for("cup_1", WAIT_S) is not None     # waits for a late crop

@@ -198,11 +198,13 @@ def test_k_mode_and_failed_experiences(harness, core, crops):
 
 
 def test_unknown_category_is_an_empty_answer_with_the_reason(harness):
+    # level 1 is empty: the affordance fallback (config/retrieval.yaml fallback.enabled)
+    # ranks the whole knowledge base, and says so
     response = harness.call(make_request("teleporter", CUP))
     assert response.success
-    assert list(response.strategies) == []
     assert "unknown category 'teleporter'" in response.message
-    assert response.candidates_level1 == response.candidates_level2 == 0
+    assert "fallback" in response.message and response.candidates_level1 == 0
+    assert all("FALLBACK" in s.explanation for s in response.strategies)
 
 
 def _embedding(request, values, model="builtin-descriptor-v1"):

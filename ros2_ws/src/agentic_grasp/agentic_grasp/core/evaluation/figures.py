@@ -5,7 +5,9 @@
 - ``failure_types.png``: failed attempts per failure type and configuration;
 - ``recovery_levels.png``: how often each retry level ran (0 = the initial grasp g0) per
   category, for the full system;
-- ``ood.png``: success per OOD split (when the OOD study ran).
+- ``ood.png``: success per OOD split (when the OOD study ran);
+- ``perception_per_task.png``: success % per task of the full system with the benchmark's
+  perception (vlm_sim) beside the oracle's (tables.perception_per_task).
 
 matplotlib is imported inside the functions with the Agg backend, so importing this module
 costs nothing and never needs a display.
@@ -165,3 +167,26 @@ def write_figures(out_dir: Union[str, Path], per_task: Mapping[str, Any],
 
 __all__ = ["failure_types", "ood_success", "recovery_levels", "success_per_task",
            "write_figures"]
+
+
+def perception_per_task(table: Mapping[str, Any], path: Union[str, Path]) -> Path:
+    """Paired bars per task: the default perception and the oracle, CI error bars."""
+    plt = _pyplot()
+    tasks = [t for t, row in table["rows"].items()
+             if row["default"] is not None and row["oracle"] is not None]
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.8 * len(tasks) + 2), 4.8))
+    for k, (key, label) in enumerate((("default", table["perception"]),
+                                      ("oracle", "oracle"))):
+        xs = [i - 0.2 + 0.4 * k for i in range(len(tasks))]
+        means = [table["rows"][t][key]["mean"] for t in tasks]
+        errs = [table["rows"][t][key].get("half_width", 0.0) or 0.0 for t in tasks]
+        errs = [0.0 if not math.isfinite(e) else e for e in errs]
+        ax.bar(xs, means, width=0.4, yerr=errs, capsize=2, label=label)
+    ax.set_xticks(range(len(tasks)))
+    ax.set_xticklabels(tasks, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("success %")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"Success per task: {table['perception']} vs oracle "
+                 f"({LABELS.get(table['configuration'], table['configuration'])})")
+    ax.legend(fontsize=8)
+    return _save(fig, Path(path))

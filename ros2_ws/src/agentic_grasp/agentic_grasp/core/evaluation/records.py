@@ -60,6 +60,10 @@ class TrialRecord:
     sim_time_s: float = 0.0
     wall_s: float = 0.0
     split: str = ""
+    perception: str = "oracle"
+    perception_calls: int = 0
+    vlm_calls: int = 0
+    vlm_s: float = 0.0
 
     @classmethod
     def from_result(cls, result: Any, seed: int, trial: int, trial_seed: int,
@@ -89,7 +93,11 @@ class TrialRecord:
             motion_s=round(float(result.motion_s), 4),
             compute_s=round(float(result.compute_s), 4),
             sim_time_s=round(float(result.sim_time_s), 4),
-            wall_s=round(float(result.wall_s), 6), split=split)
+            wall_s=round(float(result.wall_s), 6), split=split,
+            perception=str(getattr(result, "perception", "oracle")),
+            perception_calls=int(getattr(result, "perception_calls", 0)),
+            vlm_calls=int(getattr(result, "vlm_calls", 0)),
+            vlm_s=round(float(getattr(result, "vlm_s", 0.0)), 4))
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -116,10 +124,11 @@ class TrialRecord:
 
 
 _INT_FIELDS = {"seed", "trial", "trial_seed", "n_attempts", "n_subgoals", "n_targets",
-               "n_grasped", "n_violations", "n_constraints"}
+               "n_grasped", "n_violations", "n_constraints", "perception_calls",
+               "vlm_calls"}
 _BOOL_FIELDS = {"success", "order_ok", "recovered", "first_attempt_failed",
                 "constraint_satisfied"}
-_FLOAT_FIELDS = {"motion_s", "compute_s", "sim_time_s", "wall_s"}
+_FLOAT_FIELDS = {"motion_s", "compute_s", "sim_time_s", "wall_s", "vlm_s"}
 _LIST_FIELDS = {"failure_types", "retry_levels", "initial_sources"}
 
 

@@ -29,7 +29,8 @@ from agentic_grasp.core.evaluation.sweep import SweepConfig, run_sweep
 
 _LOG = logging.getLogger(__name__)
 
-RECORD_FILES = {"table_ii": "records", "table_v": "table_v_records", "ood": "ood_records"}
+RECORD_FILES = {"table_ii": "records", "table_v": "table_v_records", "ood": "ood_records",
+                "oracle": "oracle_records"}
 
 
 @dataclass
@@ -44,6 +45,9 @@ class PaperBenchOptions:
     retrieval: bool = True
     figures: bool = True
     progress: bool = True
+    #: Also run the full system with oracle perception for the per-task oracle vs default
+    #: comparison (skipped when the default perception is the oracle).
+    oracle_comparison: bool = True
 
     def output_dir(self) -> Path:
         out = Path(self.out_dir or self.config.output_dir)
@@ -70,7 +74,8 @@ def run_paper_benchmark(options: PaperBenchOptions) -> Dict[str, Any]:
     if options.table_ii:
         result = run_sweep(cfg.configurations, tasks, cfg.trials_per_task, cfg.seeds,
                            cfg.workers, options.progress, start_method=cfg.start_method,
-                           memory_scope=cfg.memory_scope)
+                           memory_scope=cfg.memory_scope, perception=cfg.perception,
+                           visual_query=cfg.visual_query)
         records["table_ii"] = result.records
         totals["table_ii_sweep"] = result.totals()
         files["records"] = str(write_records(result.records,
@@ -84,7 +89,8 @@ def run_paper_benchmark(options: PaperBenchOptions) -> Dict[str, Any]:
         if extra and it_tasks:
             result = run_sweep(extra, it_tasks, cfg.trials_per_task, cfg.seeds, cfg.workers,
                                options.progress, start_method=cfg.start_method,
-                               memory_scope=cfg.memory_scope)
+                               memory_scope=cfg.memory_scope, perception=cfg.perception,
+                               visual_query=cfg.visual_query)
             records["table_v"] = result.records
             totals["table_v_sweep"] = result.totals()
             files["table_v_records"] = str(write_records(
@@ -99,17 +105,29 @@ def run_paper_benchmark(options: PaperBenchOptions) -> Dict[str, Any]:
         validation = validate_splits(splits)
         result = run_ood(splits, cfg.ood_trials_per_object, cfg.ood_seeds, cfg.workers,
                          options.progress, start_method=cfg.start_method,
-                         memory_scope=cfg.memory_scope)
+                         memory_scope=cfg.memory_scope, perception=cfg.perception,
+                         visual_query=cfg.visual_query)
         records["ood"] = result.records
         totals["ood_sweep"] = result.totals()
         totals["ood_objects"] = validation
         totals["ood_validation_text"] = format_validation(validation)
         files["ood_records"] = str(write_records(result.records,
                                                  _records_path(out, "ood", fmt)))
+    if options.table_ii and options.oracle_comparison and cfg.perception != "oracle":
+        result = run_sweep(["full"], tasks, cfg.trials_per_task, cfg.seeds, cfg.workers,
+                           options.progress, start_method=cfg.start_method,
+                           memory_scope=cfg.memory_scope, perception="oracle",
+                           visual_query=cfg.visual_query)
+        records["oracle"] = result.records
+        totals["oracle_sweep"] = result.totals()
+        files["oracle_records"] = str(write_records(result.records,
+                                                    _records_path(out, "oracle", fmt)))
     report = tabulate(records, cfg, retrieval=options.retrieval, ood_labels=ood_labels)
     if "ood_validation_text" in totals:
         report["text"] += "\n\n" + totals.pop("ood_validation_text")
     totals["memory_scope"] = cfg.memory_scope
+    totals["perception"] = cfg.perception
+    totals["visual_query"] = cfg.visual_query
     report["totals"] = totals
     if options.figures:
         files.update(write_report_figures(report["tables"], out, ood_labels))
@@ -141,6 +159,10 @@ def tabulate(records: Dict[str, Sequence[TrialRecord]], cfg: SweepConfig,
                  T.format_per_task(tables["per_task"]),
                  T.format_table_iii(tables["table_iii"]),
                  T.format_histograms(tables["failure_types"], tables["recovery_levels"])]
+    if main and records.get("oracle"):
+        tables["perception_per_task"] = T.perception_per_task(
+            T.RecordIndex(main), T.RecordIndex(records["oracle"]), "full", conf)
+        text.append(T.format_perception_per_task(tables["perception_per_task"]))
     v_records = main + list(records.get("table_v", []))
     if v_records:
         index = T.RecordIndex(v_records)
@@ -177,8 +199,14 @@ def write_report_figures(tables: Dict[str, Any], out: Path,
 
             return {"ood": str(ood_success(tables["ood"], out / "ood.png", ood_labels))}
         return {}
-    return write_figures(out, tables["per_task"], tables["failure_types"],
-                         tables["recovery_levels"], tables.get("ood"), ood_labels)
+    files = write_figures(out, tables["per_task"], tables["failure_types"],
+                          tables["recovery_levels"], tables.get("ood"), ood_labels)
+    if "perception_per_task" in tables:
+        from agentic_grasp.core.evaluation.figures import perception_per_task
+
+        files["perception_per_task"] = str(perception_per_task(
+            tables["perception_per_task"], out / "perception_per_task.png"))
+    return files
 
 
 def load_records(out_dir: Path, fmt: str = "") -> Dict[str, List[TrialRecord]]:

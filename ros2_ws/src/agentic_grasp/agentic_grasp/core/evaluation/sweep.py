@@ -75,9 +75,19 @@ class SweepConfig:
     ood_trials_per_object: int = 30
     ood_seeds: Tuple[int, ...] = (0, 1, 2, 3, 4)
     memory_scope: str = "trial"
+    perception: str = "vlm_sim"
+    visual_query: str = "camera"
 
     def __post_init__(self) -> None:
-        from agentic_grasp.core.planner.configurations import get_configuration
+        from agentic_grasp.core.planner.configurations import VISUAL_QUERIES, get_configuration
+        from agentic_grasp.core.planner.episode import PERCEPTION_MODES
+
+        if self.perception not in PERCEPTION_MODES:
+            raise ConfigError(f"evaluation.perception must be one of {PERCEPTION_MODES}, got "
+                              f"{self.perception!r}")
+        if self.visual_query not in VISUAL_QUERIES:
+            raise ConfigError(f"evaluation.visual_query must be one of {VISUAL_QUERIES}, got "
+                              f"{self.visual_query!r}")
 
         self.configurations = tuple(str(c) for c in self.configurations)
         self.table_v_configurations = tuple(str(c) for c in self.table_v_configurations)
@@ -158,17 +168,20 @@ class WorkUnit:
     trials: Tuple[int, ...]
     split: str = ""
     memory_scope: str = "trial"
+    perception: str = "oracle"
+    visual_query: str = "none"
 
 
 def make_units(configurations: Sequence[str], tasks: Sequence[str], trials: int,
                seeds: Sequence[int], splits: Optional[Mapping[str, str]] = None,
-               memory_scope: str = "trial") -> List[WorkUnit]:
+               memory_scope: str = "trial", perception: str = "oracle",
+               visual_query: str = "none") -> List[WorkUnit]:
     """Every (configuration, task, seed) unit with trials 0..trials-1."""
     if memory_scope not in MEMORY_SCOPES:
         raise ConfigError(f"memory_scope must be one of {MEMORY_SCOPES}, got {memory_scope!r}")
     splits = splits or {}
     return [WorkUnit(c, t, int(s), tuple(range(int(trials))), splits.get(t, ""),
-                     memory_scope)
+                     memory_scope, perception, visual_query)
             for c in configurations for s in seeds for t in tasks]
 
 
@@ -188,13 +201,15 @@ class TrialRunner:
         retriever_for(None)              # knowledge base + index, built once per process
 
     def run(self, configuration: str, task: str, seed: int, trial: int,
-            split: str = "", memory: Any = None) -> TrialRecord:
+            split: str = "", memory: Any = None, perception: str = "oracle",
+            visual_query: str = "none") -> TrialRecord:
         """One trial; ``memory`` None = a fresh episodic memory (trial scope)."""
         from agentic_grasp.core.planner.episode import run_trial
 
         tseed = trial_seed(seed, task, trial)
         result = run_trial(task, configuration, tseed, simulator=self.simulator,
-                           planner_config=self.planner_config, memory=memory)
+                           planner_config=self.planner_config, memory=memory,
+                           perception=perception, visual_query=visual_query)
         return TrialRecord.from_result(result, seed, trial, tseed, split)
 
     def run_unit(self, unit: WorkUnit) -> List[TrialRecord]:
@@ -205,7 +220,8 @@ class TrialRunner:
             from agentic_grasp.core.planner.memory import EpisodicMemory
 
             memory = EpisodicMemory(enabled=get_configuration(unit.configuration).memory)
-        return [self.run(unit.configuration, unit.task, unit.seed, k, unit.split, memory)
+        return [self.run(unit.configuration, unit.task, unit.seed, k, unit.split, memory,
+                         unit.perception, unit.visual_query)
                 for k in sorted(unit.trials)]
 
 
@@ -333,9 +349,11 @@ def run_units(units: Sequence[WorkUnit], workers: Optional[int] = None,
 def run_sweep(configurations: Sequence[str], tasks: Sequence[str], trials: int,
               seeds: Sequence[int], workers: Optional[int] = None, progress: bool = True,
               splits: Optional[Mapping[str, str]] = None, start_method: str = "",
-              memory_scope: str = "trial") -> SweepResult:
+              memory_scope: str = "trial", perception: str = "oracle",
+              visual_query: str = "none") -> SweepResult:
     """Every configuration x task x seed x trial (module docstring); sorted records."""
-    units = make_units(configurations, tasks, trials, seeds, splits, memory_scope)
+    units = make_units(configurations, tasks, trials, seeds, splits, memory_scope,
+                       perception, visual_query)
     _LOG.info("sweep: %d configurations x %d tasks x %d trials x %d seeds = %d trials",
               len(configurations), len(tasks), trials, len(seeds),
               sum(len(u.trials) for u in units))

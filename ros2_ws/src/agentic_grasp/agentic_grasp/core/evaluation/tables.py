@@ -296,7 +296,19 @@ def table_iii(index: RecordIndex, configurations: Sequence[str] = ("no_recovery"
                      for s in index.seeds]
             attempts = [_mean([r.n_attempts for r in index.trials(conf, s, tasks)])
                         for s in index.seeds]
+            vlm_calls = [_mean([r.vlm_calls for r in index.trials(conf, s, tasks)])
+                         for s in index.seeds]
+            looks = [_mean([r.perception_calls for r in index.trials(conf, s, tasks)])
+                     for s in index.seeds]
+            vlm_s = [_mean([r.vlm_s for r in index.trials(conf, s, tasks)])
+                     for s in index.seeds]
             row[cat] = {"success": success.to_dict(),
+                        "vlm_calls": mean_ci([v for v in vlm_calls if v is not None],
+                                             confidence).to_dict(),
+                        "perception_calls": mean_ci([v for v in looks if v is not None],
+                                                    confidence).to_dict(),
+                        "vlm_s": mean_ci([v for v in vlm_s if v is not None],
+                                         confidence).to_dict(),
                         "time_s": mean_ci([t for t in times if t is not None],
                                           confidence).to_dict(),
                         "attempts": mean_ci([a for a in attempts if a is not None],
@@ -493,6 +505,66 @@ def format_table_iii(table: Mapping[str, Any]) -> str:
                      f"{rr['half_width']:.1f} % = {full['recovered_after_first_failure']} of "
                      f"{full['first_attempt_failed']} trials whose first attempt failed "
                      f"(paper {table['paper_recovery_rate']:.1f} %)")
+    vlm_rows = [(conf, row) for conf, row in table["rows"].items()
+                if any(row.get(c, {}).get("vlm_calls", {}).get("mean") for c in CATEGORIES)]
+    if vlm_rows:
+        lines.append("VLM calls per trial / perception looks per trial / modelled VLM time per "
+                     "trial (s, in the time above): the re-perception policy asks the VLM "
+                     "only when the depth changed around the target")
+        for conf, row in vlm_rows:
+            label = "with Recovery" if conf == "full" else LABELS.get(conf, conf)
+            cells = []
+            for cat in CATEGORIES:
+                if cat not in row:
+                    cells.append(f"{'-':<34}")
+                    continue
+                text = (f"{row[cat]['vlm_calls']['mean']:.2f} / "
+                        f"{row[cat]['perception_calls']['mean']:.2f} / "
+                        f"{row[cat]['vlm_s']['mean']:.2f}")
+                cells.append(f"{text:<34}")
+            lines.append(f"{label:<16}" + "".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def perception_per_task(default: RecordIndex, oracle: RecordIndex,
+                        configuration: str = "full", confidence: float = 0.95
+                        ) -> Dict[str, Any]:
+    """Success % per task of one configuration with the default perception and the oracle."""
+    rows: Dict[str, Any] = {}
+    for task in list(dict.fromkeys(default.tasks + oracle.tasks)):
+        d = default.over_seeds(configuration, [task], confidence)
+        o = oracle.over_seeds(configuration, [task], confidence)
+        rows[task] = {"default": d.to_dict() if d is not None else None,
+                      "oracle": o.to_dict() if o is not None else None}
+    perception = (default.records[0].perception if default.records else "default")
+    overall = {}
+    for name, index in (("default", default), ("oracle", oracle)):
+        per_seed = []
+        for seed in index.seeds:
+            rates = [index.rate(configuration, seed, t) for t in index.tasks]
+            rates = [r for r in rates if r is not None]
+            if rates:
+                per_seed.append(sum(rates) / len(rates))
+        overall[name] = mean_ci(per_seed, confidence).to_dict() if per_seed else None
+    return {"configuration": configuration, "perception": perception, "rows": rows,
+            "overall": overall, "confidence": confidence}
+
+
+def format_perception_per_task(table: Mapping[str, Any]) -> str:
+    name = table["perception"]
+    lines = [f"Success % per task, {LABELS.get(table['configuration'], table['configuration'])}"
+             f": {name} (the benchmark's perception) vs oracle (ground truth)",
+             f"{'task':<28}{name:>12}{'oracle':>12}{'diff':>8}"]
+    for task, row in table["rows"].items():
+        d, o = row["default"], row["oracle"]
+        if d is None or o is None:
+            continue
+        lines.append(f"{task:<28}{d['mean']:>12.1f}{o['mean']:>12.1f}"
+                     f"{d['mean'] - o['mean']:>+8.1f}")
+    d, o = table["overall"].get("default"), table["overall"].get("oracle")
+    if d and o:
+        lines.append(f"{'overall (mean of tasks)':<28}{d['mean']:>12.1f}{o['mean']:>12.1f}"
+                     f"{d['mean'] - o['mean']:>+8.1f}")
     return "\n".join(lines)
 
 

@@ -6,10 +6,12 @@ Public API::
         PerceivedObject, PerceptionResult, PerceptionBackend,   # result types, interface
         VlmBackend, VlmConfig,                                   # Qwen3-VL via vLLM
         OracleBackend, OracleConfig, resolve_targets,            # ground truth (+ noise)
+        VlmSimBackend, VlmSimConfig,                             # simulated VLM (error model)
         create_backend, load_params)                             # from config/perception.yaml
 
 ``create_backend(load_params(), ground_truth_provider=sim.objects)`` gives the backend
-named by ``backend`` ("oracle" by default, "vlm" to use the server at ``vlm.url``).
+named by ``backend`` ("oracle" by default, "vlm" to use the server at ``vlm.url``,
+"vlm_sim" for the simulated VLM, which also needs ``segmentation_provider``).
 """
 from __future__ import annotations
 
@@ -23,15 +25,17 @@ from agentic_grasp.core.perception.backend import (PerceivedObject, PerceptionBa
 from agentic_grasp.core.perception.depth import DepthConfig
 from agentic_grasp.core.perception.oracle import OracleBackend, OracleConfig, resolve_targets
 from agentic_grasp.core.perception.vlm_client import VlmBackend, VlmConfig
+from agentic_grasp.core.perception.vlm_sim import (SegmentationProvider, VlmSimBackend,
+                                                   VlmSimConfig)
 from agentic_grasp.core.types import ObjectInstance
 
 NODE_NAME = "perception"
-BACKENDS = ("oracle", "vlm")
+BACKENDS = ("oracle", "vlm", "vlm_sim")
 
 __all__ = [
     "BACKENDS", "DepthConfig", "OracleBackend", "OracleConfig", "PerceivedObject",
-    "PerceptionBackend", "PerceptionResult", "VlmBackend", "VlmConfig", "create_backend",
-    "load_params", "resolve_targets",
+    "PerceptionBackend", "PerceptionResult", "VlmBackend", "VlmConfig", "VlmSimBackend",
+    "VlmSimConfig", "create_backend", "load_params", "resolve_targets",
 ]
 
 
@@ -42,18 +46,27 @@ def load_params(path: Union[str, Path, None] = None) -> Dict[str, Any]:
 
 def create_backend(params: Optional[Mapping[str, Any]] = None, *,
                    ground_truth_provider: Optional[Callable[[], List[ObjectInstance]]] = None,
+                   segmentation_provider: Optional[SegmentationProvider] = None,
                    seed: Optional[int] = None) -> PerceptionBackend:
     """The backend ``params["backend"]`` names, configured from ``params``.
 
     ``params`` is the ``ros__parameters`` mapping, nested or with ROS-style dotted keys
-    (``vlm.url``). The oracle needs ``ground_truth_provider``; ``seed`` overrides
-    ``oracle.seed`` (benchmarks seed each trial).
+    (``vlm.url``). The oracle needs ``ground_truth_provider``, vlm_sim needs
+    ``segmentation_provider`` (object-id mask + labels of a frame); ``seed`` overrides
+    ``oracle.seed`` / ``vlm_sim.seed`` (benchmarks seed each trial).
     """
     flat_or_nested = dict(params if params is not None else load_params())
     cfg = nested(flat_or_nested) if any("." in k for k in flat_or_nested) else flat_or_nested
     backend = str(cfg.get("backend", "oracle")).lower()
     if backend == "vlm":
         return VlmBackend(VlmConfig.from_params(cfg.get("vlm"), cfg.get("depth")))
+    if backend == "vlm_sim":
+        if segmentation_provider is None:
+            raise ConfigError("perception backend 'vlm_sim' needs a segmentation_provider")
+        sim_cfg = VlmSimConfig.from_params(cfg.get("vlm_sim"))
+        return VlmSimBackend(segmentation_provider, sim_cfg,
+                             VlmConfig.from_params(cfg.get("vlm"), cfg.get("depth")),
+                             seed=seed)
     if backend == "oracle":
         if ground_truth_provider is None:
             raise ConfigError("perception backend 'oracle' needs a ground_truth_provider")

@@ -51,8 +51,18 @@ class PerceivedObject:
     of the object's bounding box) and ``size`` are in ``world``; None when depth gave
     nothing usable. ``affordance`` is filled for the target only (the VLM is asked for the
     target's affordance, the other objects only need what the scene graph uses).
-    ``name``, ``shape`` and ``yaw`` are optional extras: the oracle knows them, the VLM
-    leaves them empty.
+    ``name`` is an optional extra (the oracle knows it).
+
+    Geometry from depth (:mod:`.geometry`; the oracle copies the truth): ``size`` holds the
+    extents along the object's own axes and ``yaw`` the world-z angle of its x axis, so that
+    standing objects have size = (length >= width, width, height) with yaw along the length;
+    a lying cylinder (``upright`` False) follows the simulator's knocked-over convention
+    (a standing cylinder turned 90 deg about x: size = (d, d, axis length)). ``yaw_known``
+    is False for round footprints, whose yaw is arbitrary. ``shape`` None = unknown (the
+    category hint is used). ``handle_yaw`` is the world angle of the side a handle sticks
+    out on, None when none is seen (hidden handles are unknown, never guessed). ``rim_z``
+    and ``interior_depth`` describe an open container seen from above (None otherwise).
+    ``warnings`` are the problems found perceiving this object.
     """
 
     id: str
@@ -68,6 +78,12 @@ class PerceivedObject:
     name: str = ""
     shape: Optional[Shape] = None
     yaw: float = 0.0
+    yaw_known: bool = False
+    upright: bool = True
+    handle_yaw: Optional[float] = None
+    rim_z: Optional[float] = None
+    interior_depth: Optional[float] = None
+    warnings: List[str] = field(default_factory=list)
 
     def to_object_instance(self) -> Optional[ObjectInstance]:
         """The object as a scene-graph node, or None when it has no 3-D position."""
@@ -89,6 +105,7 @@ class PerceivedObject:
             state=self.state,
             affordance=self.affordance,
             name=self.name or self.category,
+            upright=bool(self.upright),
         )
 
 

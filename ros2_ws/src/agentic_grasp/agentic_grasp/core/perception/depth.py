@@ -1,48 +1,40 @@
-"""From an image location to a 3-D object: robust depth, back-projection, centre and size.
+"""From an image location to a 3-D object: robust depth, back-projection and geometry.
 
 The VLM only points at objects (a pixel and a box); every metre in a perceived object comes
-from the depth image and the camera model (:meth:`Camera.backproject`). Method:
+from the depth image and the camera model (:meth:`Camera.backproject`):
 
 1. Surface depth: the median of the valid depths (finite, inside ``[min_depth_m,
    max_depth_m]``; zeros and NaN are "no return", REP 118) in a square window of radius
-   ``window_radius_px`` around the pointed pixel. A median ignores the few pixels of table
-   or neighbour that a window at an object's edge catches. When the window holds no valid
-   depth, the fallback is the box: the median of the nearest third of its valid depths
-   (the object is in front of the table behind it).
-2. Surface point S: back-projection of the pixel at that depth.
-3. Object points: pixels of the box (subsampled to at most ``max_bbox_samples``) with valid
-   depth, back-projected, keeping those above the table (``z > table_z +
-   min_height_above_table_m``) and within ``max_object_radius_m`` of S horizontally. The top
-   of the object is their 98th percentile in z; its bottom their 2nd percentile, snapped to
-   the table when within ``snap_to_table_m`` (an object standing on the table), otherwise
-   kept (a stacked object).
-4. Width w: the spread (2nd to 98th percentile) of the object points across the horizontal
-   viewing direction, capped by the box width at the surface depth ``(x2 - x1) * z / fx``
-   (the camera has no roll, so image x is horizontal; the box alone overestimates tall
-   objects, whose top is nearer the camera). The tabletop objects of Table I are roughly
-   axisymmetric (cups, bottles, fruit, balls), so the object's extent along the viewing
-   direction is taken to equal w.
-5. Centre: S pushed back by half that extent along the horizontal part of the viewing ray
-   (the visible surface is the object's front; its axis lies w/2 behind it), at the height
-   halfway between bottom and top. Size: (w, w, top - bottom), yaw unknown (0).
+   ``window_radius_px`` around the pointed pixel; when the window holds none, the median of
+   the nearest third of the box's valid depths. The surface point S is the pixel
+   back-projected at that depth.
+2. The object's own pixels in the box, its height, shape class (box / cylinder / sphere),
+   oriented footprint (centre, length >= width, yaw), upright flag, handle side and open
+   interior: :mod:`agentic_grasp.core.perception.geometry` (segmentation by depth steps and
+   table-plane removal, OpenCV ``minAreaRect`` / ``minEnclosingCircle`` / convex hull on the
+   top view, a least-squares sphere). Without a box the same is done in a square of
+   ``search_radius_px`` around the point.
 
 When too few object points survive (an object thinner than the filters, a noisy frame), the
-centre is S + ray * w/2 and the height the box height at the surface depth: coarse, and
-reported as such in ``ObjectGeometry.notes``.
+centre is S pushed back by half the default extent along the viewing ray and the height the
+box height at the surface depth: coarse, and reported as such in ``ObjectGeometry.notes``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import math
+from dataclasses import dataclass, fields
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.perception.geometry import (MIN_EXTENT_M, ObjectGeometry,
+                                                    bbox_from_pixels, describe,
+                                                    segment_object)
 
-#: Smallest extent reported for any axis (m): a flat phone still has a 1 cm box.
-MIN_EXTENT_M = 0.01
-
+__all__ = ["DepthConfig", "ObjectGeometry", "MIN_EXTENT_M", "valid_depth_mask",
+           "robust_depth", "backproject_many", "estimate_geometry"]
 
 @dataclass(frozen=True)
 class DepthConfig:
@@ -54,21 +46,47 @@ class DepthConfig:
     table_z: float = 0.0
     min_height_above_table_m: float = 0.005
     snap_to_table_m: float = 0.02
-    max_object_radius_m: float = 0.15
     min_object_points: int = 12
-    max_bbox_samples: int = 1500
+    max_bbox_samples: int = 6000
     default_extent_m: float = 0.05
+    search_radius_px: int = 40
+    box_pad_frac: float = 0.1
+    box_pad_px: int = 4
+    max_box_growths: int = 2
+    edge_jump_m: float = 0.01
+    part_reach_m: float = 0.035
+    top_band_m: float = 0.006
+    sphere_rms_frac: float = 0.03
+    sphere_rms_floor_m: float = 0.0015
+    curvature_drop_frac: float = 0.12
+    disc_hull_ratio: float = 0.9
+    handle_margin_m: float = 0.005
+    min_handle_points: int = 12
+    interior_margin_m: float = 0.008
+    interior_drop_m: float = 0.01
 
     def __post_init__(self) -> None:
         if self.window_radius_px < 0:
             raise ConfigError("depth.window_radius_px must be >= 0")
         if not 0.0 <= self.min_depth_m < self.max_depth_m:
             raise ConfigError("depth: need 0 <= min_depth_m < max_depth_m")
-        for name in ("max_object_radius_m", "default_extent_m"):
+        for name in ("default_extent_m", "edge_jump_m",
+                     "part_reach_m", "sphere_rms_frac", "curvature_drop_frac",
+                     "interior_drop_m"):
             if getattr(self, name) <= 0.0:
                 raise ConfigError(f"depth.{name} must be > 0")
         if self.min_object_points < 1 or self.max_bbox_samples < 1:
             raise ConfigError("depth.min_object_points and max_bbox_samples must be >= 1")
+        if self.search_radius_px < 1 or self.min_handle_points < 1:
+            raise ConfigError("depth.search_radius_px and min_handle_points must be >= 1")
+        if not 0.5 < self.disc_hull_ratio < 1.0:
+            raise ConfigError("depth.disc_hull_ratio must be in (0.5, 1)")
+        if self.box_pad_px < 0 or self.max_box_growths < 0:
+            raise ConfigError("depth.box_pad_px and max_box_growths must be >= 0")
+        for name in ("top_band_m", "handle_margin_m", "interior_margin_m", "box_pad_frac",
+                     "sphere_rms_floor_m"):
+            if getattr(self, name) < 0.0:
+                raise ConfigError(f"depth.{name} must be >= 0")
 
     @classmethod
     def from_params(cls, params: Optional[Mapping[str, Any]]) -> "DepthConfig":
@@ -82,20 +100,6 @@ class DepthConfig:
         for key, value in params.items():
             kwargs[key] = int(value) if known[key].type in ("int", int) else float(value)
         return cls(**kwargs)
-
-
-@dataclass
-class ObjectGeometry:
-    """What depth says about one pointed-at object (all world frame, metres)."""
-
-    position: np.ndarray
-    size: np.ndarray
-    surface_point: np.ndarray
-    surface_depth: float
-    depth_source: str          # "window" or "bbox"
-    support: float             # fraction of valid depths in the window, 0..1
-    n_points: int              # object points that survived the filters
-    notes: List[str] = field(default_factory=list)
 
 
 def valid_depth_mask(values: np.ndarray, cfg: DepthConfig) -> np.ndarray:
@@ -151,72 +155,96 @@ def backproject_many(camera: Camera, us: np.ndarray, vs: np.ndarray,
     return camera.cam_to_world(pc)
 
 
-def _object_points(depth: np.ndarray, camera: Camera, box: Tuple[int, ...],
-                   surface: np.ndarray, cfg: DepthConfig) -> np.ndarray:
+def _grow(box: Tuple[int, int, int, int], touches: Sequence[bool], width: int,
+          height: int) -> Tuple[int, int, int, int]:
+    """``box`` grown by half its size on each side in ``touches`` (left, top, right,
+    bottom), clipped to the image."""
     x1, y1, x2, y2 = box
-    n_px = (x2 - x1 + 1) * (y2 - y1 + 1)
-    stride = max(1, int(np.ceil(np.sqrt(n_px / cfg.max_bbox_samples))))
-    vs, us = np.mgrid[y1:y2 + 1:stride, x1:x2 + 1:stride]
-    zs = depth[vs, us]
-    ok = valid_depth_mask(zs, cfg)
-    if not ok.any():
-        return np.empty((0, 3))
-    pts = backproject_many(camera, us[ok].astype(float), vs[ok].astype(float),
-                           zs[ok].astype(float))
-    above = pts[:, 2] > cfg.table_z + cfg.min_height_above_table_m
-    near = np.hypot(pts[:, 0] - surface[0], pts[:, 1] - surface[1]) < cfg.max_object_radius_m
-    return pts[above & near]
+    gx = max(8, (x2 - x1 + 1) // 2)
+    gy = max(8, (y2 - y1 + 1) // 2)
+    left, top, right, bottom = touches
+    return (max(0, x1 - gx) if left else x1, max(0, y1 - gy) if top else y1,
+            min(width - 1, x2 + gx) if right else x2,
+            min(height - 1, y2 + gy) if bottom else y2)
+
+
+def _padded(bbox: Sequence[float], frac: float, px: int) -> Sequence[float]:
+    """The box grown on every side: a VLM's box may cut the object's edge, and the
+    segmentation, not the box, decides which pixels are the object's."""
+    try:
+        x1, y1, x2, y2 = (float(c) for c in bbox)
+    except (TypeError, ValueError):
+        return bbox
+    if not all(math.isfinite(c) for c in (x1, y1, x2, y2)):
+        return bbox
+    gx = max(px, frac * abs(x2 - x1))
+    gy = max(px, frac * abs(y2 - y1))
+    return (min(x1, x2) - gx, min(y1, y2) - gy, max(x1, x2) + gx, max(y1, y2) + gy)
 
 
 def estimate_geometry(depth: np.ndarray, camera: Camera, pixel: Sequence[float],
                       bbox: Optional[Sequence[float]], cfg: DepthConfig
                       ) -> Optional[ObjectGeometry]:
-    """Centre and size of the object at ``pixel`` (with optional box), or None without depth.
+    """Geometry of the object at ``pixel`` (with optional box), or None without any depth.
 
-    See the module docstring for the method and its assumptions.
+    See the module docstring for the method; every problem with the inputs (no box, a box
+    outside the image, a point off the object, several surfaces in the box, NaN depth) is a
+    note on the result rather than an exception.
     """
+    height_px, width_px = depth.shape[:2]
+    notes: List[str] = []
     u, v = float(pixel[0]), float(pixel[1])
-    z_s, source, support = robust_depth(depth, u, v, cfg, bbox)
+    if not (math.isfinite(u) and math.isfinite(v)):
+        return None
+    if bbox is not None:
+        bbox = _padded(bbox, cfg.box_pad_frac, cfg.box_pad_px)
+    box, problem = bbox_from_pixels(bbox, width_px, height_px)
+    if problem and bbox is not None:
+        notes.append(problem)
+    search = box
+    if box is None:
+        r = cfg.search_radius_px
+        search, _ = bbox_from_pixels((u - r, v - r, u + r, v + r), width_px, height_px)
+        notes.append(f"{problem}: searched {2 * r + 1} px around the point")
+        if search is None:
+            return None
+    z_s, source, support = robust_depth(depth, u, v, cfg, search)
     if z_s is None:
         return None
-    height_px, width_px = depth.shape[:2]
-    surface = camera.backproject(u, v, z_s)
+    u_c = min(max(u, 0.0), width_px - 1.0)
+    v_c = min(max(v, 0.0), height_px - 1.0)
+    surface = camera.backproject(u_c, v_c, z_s)
+    window = depth[search[1]:search[3] + 1, search[0]:search[2] + 1]
+    n_nan = int(np.isnan(window).sum())
+    if n_nan:
+        notes.append(f"{n_nan} NaN depth pixel(s) in the box ignored")
+    seg = segment_object(depth, camera, search, (u, v), cfg, cfg.max_bbox_samples)
+    for _ in range(cfg.max_box_growths):
+        # The object's surface runs into the box's edge: the box cut it (a VLM's box is
+        # not exact). Grow those sides by half the box and segment again.
+        grown = _grow(search, seg.touches, width_px, height_px)
+        if grown == search:
+            break
+        search = grown
+        seg = segment_object(depth, camera, search, (u, v), cfg, cfg.max_bbox_samples)
+    if search != box and box is not None:
+        notes.append("the object runs past its box; the box was grown to hold it")
+    notes.extend(seg.notes)
+    if len(seg.points) >= cfg.min_object_points:
+        geom = describe(seg.points, cfg, seg.support_z, seg.stride)
+        geom.surface_point, geom.surface_depth = surface, z_s
+        geom.depth_source, geom.support = source, support
+        geom.notes = notes + geom.notes
+        return geom
     ray = surface - camera.position
     ray /= np.linalg.norm(ray)
-    ray_h = np.array([ray[0], ray[1], 0.0])
-    norm_h = float(np.linalg.norm(ray_h))
-    ray_h = ray_h / norm_h if norm_h > 1e-6 else np.zeros(3)
-    notes: List[str] = []
-
-    box = _clip_box(bbox, width_px, height_px) if bbox is not None else None
-    if box is not None:
-        width = max(MIN_EXTENT_M, (box[2] - box[0] + 1) * z_s / camera.fx)
-        box_height = max(MIN_EXTENT_M, (box[3] - box[1] + 1) * z_s / camera.fy)
-    else:
+    width = max(MIN_EXTENT_M, (search[2] - search[0] + 1) * z_s / camera.fx)
+    box_height = max(MIN_EXTENT_M, (search[3] - search[1] + 1) * z_s / camera.fy)
+    if box is None:
         width = box_height = cfg.default_extent_m
-        notes.append("no box: default extent used")
-
-    points = (_object_points(depth, camera, box, surface, cfg) if box is not None
-              else np.empty((0, 3)))
-    if len(points) >= cfg.min_object_points:
-        bottom, top = (float(q) for q in np.percentile(points[:, 2], (2.0, 98.0)))
-        if bottom - cfg.table_z <= cfg.snap_to_table_m:
-            bottom = cfg.table_z
-        height = max(MIN_EXTENT_M, top - bottom)
-        if norm_h > 1e-6:
-            # Silhouette width across the view: the box width at the surface depth
-            # overestimates tall objects, whose top is nearer the camera than S.
-            across = np.array([-ray_h[1], ray_h[0], 0.0])
-            lo, hi = np.percentile(points @ across, (2.0, 98.0))
-            width = max(MIN_EXTENT_M, min(width, float(hi - lo)))
-        centre = surface + ray_h * (width / 2.0)
-        centre[2] = bottom + height / 2.0
-    else:
-        notes.append(f"only {len(points)} object points: centre from the ray, height from "
-                     "the box")
-        height = box_height
-        centre = surface + ray * (width / 2.0)
-    size = np.array([width, width, height])
-    return ObjectGeometry(position=centre, size=size, surface_point=surface,
+    notes.append(f"only {len(seg.points)} object points: centre from the ray, height from "
+                 "the box")
+    return ObjectGeometry(position=surface + ray * (width / 2.0),
+                          size=np.array([width, width, box_height]), surface_point=surface,
                           surface_depth=z_s, depth_source=source, support=support,
-                          n_points=int(len(points)), notes=notes)
+                          n_points=int(len(seg.points)), notes=notes)

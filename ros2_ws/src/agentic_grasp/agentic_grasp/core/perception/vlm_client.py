@@ -57,6 +57,7 @@ from agentic_grasp.core.perception import schema
 from agentic_grasp.core.perception.backend import (PerceivedObject, PerceptionBackend,
                                                    PerceptionResult)
 from agentic_grasp.core.perception.depth import DepthConfig, estimate_geometry
+from agentic_grasp.core.perception.geometry import object_frame
 from agentic_grasp.core.types import AffordanceDescriptor, AffordanceType, ObjectState
 
 LOGGER = logging.getLogger(__name__)
@@ -551,7 +552,13 @@ class VlmBackend(PerceptionBackend):
     def locate(self, interp: Interpretation, depth: np.ndarray, camera: Camera,
                rgb_shape: Tuple[int, int]) -> Tuple[List[PerceivedObject],
                                                     Optional[PerceivedObject], List[str], str]:
-        """3-D geometry for every located object: (objects, target, warnings, error)."""
+        """3-D geometry for every located object: (objects, target, warnings, error).
+
+        Each object's geometry comes from depth only (:func:`estimate_geometry`); a problem
+        with one object (no depth in its box, a point off it, several objects in its box,
+        NaN depth, a box outside the image) is a warning on that object and in the result,
+        and the other objects are still located. Used by the real VLM and by vlm_sim.
+        """
         warnings: List[str] = []
         error = ""
         sx = camera.width / float(rgb_shape[1])
@@ -565,14 +572,24 @@ class VlmBackend(PerceptionBackend):
             geom = estimate_geometry(depth, camera, pixel_d, bbox_d, self.config.depth)
             position = size = None
             confidence = 0.0
+            extra: Dict[str, Any] = {}
+            own: List[str] = []
             if geom is None:
                 msg = (f"no valid depth at '{loc.id}' (pixel {loc.pixel[0]:.0f}, "
-                       f"{loc.pixel[1]:.0f})")
+                       f"{loc.pixel[1]:.0f}) nor in its box")
                 warnings.append(msg)
+                own.append(msg)
                 if index == interp.target_index:
                     error = msg.replace(f"'{loc.id}'", f"the target '{loc.id}'")
             else:
-                position, size, confidence = geom.position, geom.size, geom.support
+                position, confidence = geom.position, geom.support
+                size, yaw = object_frame(geom)
+                extra = dict(shape=geom.shape, yaw=yaw, upright=geom.upright,
+                             yaw_known=geom.yaw_defined or geom.handle_yaw is not None
+                             or not geom.upright,
+                             handle_yaw=geom.handle_yaw, rim_z=geom.rim_z,
+                             interior_depth=geom.interior_depth)
+                own.extend(geom.notes)
                 warnings.extend(f"'{loc.id}': {note}" for note in geom.notes)
             affordance = None
             if index == interp.target_index and interp.affordance is not None:
@@ -583,7 +600,8 @@ class VlmBackend(PerceptionBackend):
             obj = PerceivedObject(id=loc.id, category=loc.category, pixel=loc.pixel,
                                   bbox=loc.bbox, position=position, size=size,
                                   state=loc.state, fragility=loc.fragility,
-                                  affordance=affordance, confidence=confidence)
+                                  affordance=affordance, confidence=confidence,
+                                  warnings=own, **extra)
             perceived.append(obj)
             if index == interp.target_index:
                 target = obj

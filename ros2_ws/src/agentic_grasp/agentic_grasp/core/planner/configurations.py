@@ -50,6 +50,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from agentic_grasp.core.config import nested, node_params
 from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.types import AffordanceType, GraspType
 
 NODE_NAME = "planner"
@@ -286,7 +287,7 @@ class TimeModel:
 
 
 LEVEL_BY = ("failed_attempt", "next_attempt")
-VISUAL_QUERIES = ("none", "render")
+VISUAL_QUERIES = ("none", "render", "camera")
 MEMORY_SCOPES = ("trial", "session")
 
 
@@ -314,9 +315,12 @@ class PlannerConfig:
     continue_after_subgoal_failure: bool = False
     time_model: TimeModel = field(default_factory=TimeModel)
     episode_visual_query: str = "none"
+    grasp_synthesis: GraspSynthesisConfig = field(default_factory=GraspSynthesisConfig)
 
     def __post_init__(self) -> None:
         get_configuration(self.configuration)
+        if isinstance(self.grasp_synthesis, Mapping):
+            self.grasp_synthesis = GraspSynthesisConfig.from_mapping(self.grasp_synthesis)
         for name in ("max_retries", "seed", "level1_max_index", "level2_index"):
             value = getattr(self, name)
             if isinstance(value, bool) or int(value) != value or int(value) < 0:
@@ -363,7 +367,12 @@ class PlannerConfig:
             raise ConfigError(f"{source}: unknown planner parameter(s) {unknown}")
         kwargs: Dict[str, Any] = {}
         for key, value in cfg.items():
-            if key in sections:
+            if key == "grasp_synthesis":
+                try:
+                    kwargs[key] = GraspSynthesisConfig.from_mapping(dict(value))
+                except (TypeError, ValueError) as exc:
+                    raise ConfigError(f"{source}: grasp_synthesis: {exc}") from None
+            elif key in sections:
                 kwargs[key] = _section(sections[key], value, f"{source}: {key}")
             else:
                 kwargs[key] = value

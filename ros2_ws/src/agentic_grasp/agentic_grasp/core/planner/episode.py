@@ -1,8 +1,8 @@
-"""One benchmark trial, in process: simulator + oracle perception + planner (paper Sec. V).
+"""One benchmark trial, in process: simulator + perception + planner (paper Sec. V).
 
 :func:`run_trial` loads a task into a :class:`Simulator` with the trial seed (scene jitter and
-execution noise), perceives with the :class:`OracleBackend` (ground truth plus the noise of
-config/perception.yaml, seeded with the trial seed), runs every sub-goal of the task's
+execution noise), perceives with ``perception`` (seeded with the trial seed), runs every
+sub-goal of the task's
 instruction through :class:`ReflectivePlanner` with an :class:`InProcessSimArm`, puts each
 grasped object away, and scores the trial:
 
@@ -14,7 +14,29 @@ grasped object away, and scores the trial:
 - attempts, failure types, retry levels, recovery (success after a failed attempt);
 - ``sim_time_s`` = sum of the simulator's motion time (outcome.duration_s) + the compute
   time model of config/planner.yaml ``time_model`` (per perception call, retrieval, scene
-  graph, thought and reflection); ``wall_s`` is the real time the trial took.
+  graph, thought and reflection) + ``vlm_s``, the VLM latency model's seconds for every
+  real VLM call (config/perception.yaml ``vlm_sim.latency``); ``wall_s`` is the real time
+  the trial took.
+
+Perception (``perception``):
+
+- ``"vlm_sim"`` (the benchmark default): the simulated VLM with the error model of
+  config/perception.yaml. The scene is rendered from the fixed camera
+  (:func:`render_view`: RGB, depth and the object-id mask around the objects); the mask
+  and the objects' labels are all the simulated VLM gets, and every position, extent and
+  yaw comes from the depth image through the real client's geometry. Behind the
+  re-perception policy (:mod:`..perception.reperception`): after a failed attempt the VLM
+  is asked again only when the depth changed around the target. ``vlm_calls`` counts the
+  real calls, ``perception_calls`` every look the planner took.
+- ``"vlm_sim_perfect"``: the same with every error rate 0 (a perfect VLM).
+- ``"oracle"``: ground truth (+ the oracle's configured noise), no rendering.
+
+Visual query (``visual_query``, default config/planner.yaml ``episode_visual_query``):
+``"camera"`` crops the last camera frame at the perceived target's box
+(:func:`render.crop_box`, as the knowledge base's crops are cut) and HAA-RAG embeds it
+with its configured model (s_vis, the visual third of s_final); with the oracle, which has
+no camera frame, the scene is rendered for the crop. ``"render"`` renders the perceived
+object alone; ``"none"`` sends no visual query (s_vis = 0).
 
 Expensive resources (knowledge base + HAA-RAG index, simulator catalogue and kinematics,
 configuration files) are built once per process and reused; a trial only reloads the scene.
@@ -33,6 +55,7 @@ import numpy as np
 from agentic_grasp.core.arm import InProcessSimArm
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.perception import OracleBackend, OracleConfig, load_params
+from agentic_grasp.core.perception.backend import PerceptionResult
 from agentic_grasp.core.planner.configurations import PlannerConfig, get_configuration
 from agentic_grasp.core.planner.memory import EpisodicMemory
 from agentic_grasp.core.planner.planner import (ReflectivePlanner, TaskOutcome,
@@ -73,6 +96,10 @@ class TrialResult:
     sim_time_s: float
     wall_s: float
     task: Optional[TaskOutcome] = field(default=None, repr=False)
+    perception: str = "oracle"
+    perception_calls: int = 0
+    vlm_calls: int = 0
+    vlm_s: float = 0.0
 
     def to_dict(self, with_trace: bool = False) -> Dict[str, Any]:
         out = {"task_id": self.task_id, "category": self.category,
@@ -85,7 +112,9 @@ class TrialResult:
                "retry_levels": list(self.retry_levels), "recovered": self.recovered,
                "first_attempt_success": self.first_attempt_success,
                "motion_s": round(self.motion_s, 4), "compute_s": round(self.compute_s, 4),
-               "sim_time_s": round(self.sim_time_s, 4), "wall_s": round(self.wall_s, 6)}
+               "sim_time_s": round(self.sim_time_s, 4), "wall_s": round(self.wall_s, 6),
+               "perception": self.perception, "perception_calls": self.perception_calls,
+               "vlm_calls": self.vlm_calls, "vlm_s": round(self.vlm_s, 4)}
         if with_trace and self.task is not None:
             out["trace"] = self.task.to_dict()
         return out
@@ -106,6 +135,112 @@ def _scene_graph_config() -> SceneGraphConfig:
 def _oracle_config() -> OracleConfig:
     params = load_params()
     return OracleConfig.from_params(params.get("oracle"))
+
+
+@lru_cache(maxsize=1)
+def _perception_params() -> Dict[str, Any]:
+    return load_params()
+
+
+@lru_cache(maxsize=1)
+def _crop_size() -> int:
+    try:
+        from agentic_grasp.core.retrieval import RetrievalConfig
+
+        return int(RetrievalConfig.from_config().embedding.crop_size_px)
+    except Exception:  # noqa: BLE001 - the crop size only has to match the knowledge base's
+        return 64
+
+
+#: Perception modes of :func:`run_trial` (module docstring).
+PERCEPTION_MODES = ("vlm_sim", "vlm_sim_perfect", "oracle")
+
+
+class CameraPerception:
+    """The in-process camera + perception of one trial (module docstring, "Perception").
+
+    ``perceive(instruction)`` renders the simulator's current scene, runs the backend on
+    the frame and keeps the frame for the camera visual query; ``crop(target)`` cuts the
+    last frame at the perceived target's box.
+    """
+
+    def __init__(self, sim, mode: str, seed: int, crop_size: int = 64) -> None:
+        from agentic_grasp.core.perception import create_backend
+        from agentic_grasp.core.perception.reperception import (ReperceivingPerception,
+                                                                ReperceptionConfig)
+
+        if mode not in PERCEPTION_MODES:
+            raise ValueError(f"perception must be one of {PERCEPTION_MODES}, got {mode!r}")
+        self.sim, self.mode, self.crop_size = sim, mode, int(crop_size)
+        self.camera = Camera()
+        self.frame = None
+        self.last: Optional[PerceptionResult] = None
+        self.vlm_calls, self.vlm_s = 0, 0.0
+        params = _perception_params()
+        self.latency = None
+        if mode == "oracle":
+            self.backend = OracleBackend(sim.objects, _oracle_config(), seed=int(seed))
+            self.policy = None
+            return
+        cfg = dict(params)
+        cfg["backend"] = "vlm_sim"
+        inner = create_backend(cfg, segmentation_provider=self._segmentation, seed=int(seed))
+        if mode == "vlm_sim_perfect":
+            inner.config = inner.config.zero_noise()
+        self.latency = inner.config.latency
+        self.policy = ReperceivingPerception(
+            inner, ReperceptionConfig.from_params(params.get("reperception")))
+        self.backend = self.policy
+
+    def _segmentation(self, _camera: Camera):
+        frame, objects = self.frame
+        return frame.instance, objects
+
+    def render(self):
+        from agentic_grasp.core.render import render_view
+
+        objects = self.sim.objects()
+        self.frame = (render_view(objects, self.camera), objects)
+        return self.frame[0]
+
+    def perceive(self, instruction: str) -> PerceptionResult:
+        if self.mode == "oracle":
+            self.frame = None
+            self.last = self.backend.perceive(np.zeros((1, 1, 3), dtype=np.uint8),
+                                              np.zeros((1, 1), dtype=np.float32),
+                                              self.camera, instruction)
+            return self.last
+        frame = self.render()
+        calls = self.policy.vlm_calls
+        result = self.backend.perceive(frame.rgb, frame.depth, self.camera, instruction)
+        if self.policy.vlm_calls > calls:
+            self.vlm_calls += 1
+            self.vlm_s += self.latency.seconds(result.completion_tokens)
+        self.last = result
+        return result
+
+    def crop(self, target) -> Optional[np.ndarray]:
+        """The camera crop at the perceived box of ``target`` (None when there is none)."""
+        from agentic_grasp.core.render import crop_box
+
+        last = self.last
+        if last is None:
+            return None
+        perceived = None
+        for obj in ([last.target] if last.target is not None else []) + list(last.objects):
+            if obj.id == target.id:
+                perceived = obj
+                break
+        if self.frame is None:                      # the oracle: render the scene once
+            self.render()
+            if perceived is not None and perceived.bbox is None:
+                return None
+        if perceived is None or perceived.bbox is None:
+            return None
+        try:
+            return crop_box(self.frame[0].rgb, perceived.bbox, size=self.crop_size)
+        except Exception:  # noqa: BLE001 - a degenerate box just has no visual query
+            return None
 
 
 @lru_cache(maxsize=1)
@@ -186,8 +321,12 @@ def _in_order(grasped: List[str], targets: List[str]) -> bool:
 # ------------------------------------------------------------------ the trial
 def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulator=None,
               knowledge_base=None, planner_config: Optional[PlannerConfig] = None,
-              memory: Optional[EpisodicMemory] = None) -> TrialResult:
+              memory: Optional[EpisodicMemory] = None, perception: str = "oracle",
+              visual_query: Optional[str] = None) -> TrialResult:
     """Run one trial of ``task_id`` under a Table II configuration (module docstring).
+
+    ``perception``: one of :data:`PERCEPTION_MODES`; ``visual_query``: none | render |
+    camera (None = config/planner.yaml ``episode_visual_query``).
 
     ``simulator`` defaults to one shared ``Simulator.from_config()``; ``knowledge_base`` to
     the configured knowledge base (HAA-RAG is built once per knowledge base). ``memory``:
@@ -201,17 +340,16 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
     spec = sim.load_task(task_id, trial_seed=int(seed))
     truth = {o.id: o.fragility for o in sim.objects()}
     retriever = retriever_for(knowledge_base) if conf.retrieval else None
-    visual = _render_query() if (conf.retrieval and cfg.episode_visual_query == "render") \
-        else None
+    eyes = CameraPerception(sim, perception, int(seed), _crop_size())
+    query = visual_query if visual_query is not None else cfg.episode_visual_query
+    visual = None
+    if conf.retrieval and query == "render":
+        visual = _render_query()
+    elif conf.retrieval and query == "camera":
+        visual = eyes.crop
     planner = ReflectivePlanner(cfg, retriever, _constraint_fn(), visual_query=visual)
     planner.reseed([int(seed), 7919])
-    oracle = OracleBackend(sim.objects, _oracle_config(), seed=int(seed))
-    camera = Camera()
-    empty_rgb = np.zeros((1, 1, 3), dtype=np.uint8)
-    empty_depth = np.zeros((1, 1), dtype=np.float32)
-
-    def perceive(instruction: str):
-        return oracle.perceive(empty_rgb, empty_depth, camera, instruction)
+    perceive = eyes.perceive
 
     if memory is None and cfg.memory_scope == "session":
         memory = _SESSION_MEMORY.setdefault(conf.name, EpisodicMemory(enabled=conf.memory))
@@ -240,8 +378,11 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
         recovered=success and bool(failure_types),
         first_attempt_success=success and all(g.n_attempts == 1 for g in task.goals
                                               if g.success),
-        motion_s=motion, compute_s=compute, sim_time_s=motion + compute,
-        wall_s=time.perf_counter() - start, task=task)
+        motion_s=motion, compute_s=compute, sim_time_s=motion + compute + eyes.vlm_s,
+        wall_s=time.perf_counter() - start, task=task, perception=perception,
+        perception_calls=task.total_perception_calls, vlm_calls=eyes.vlm_calls,
+        vlm_s=eyes.vlm_s)
 
 
-__all__ = ["TrialResult", "retriever_for", "run_trial"]
+__all__ = ["CameraPerception", "PERCEPTION_MODES", "TrialResult", "retriever_for",
+           "run_trial"]

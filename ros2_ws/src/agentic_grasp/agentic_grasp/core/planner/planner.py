@@ -28,6 +28,7 @@ perception per sub-goal, support dependencies discovered at run time inserted fi
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import time
@@ -49,6 +50,9 @@ from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext, 
                                                  get_correction, narrow_side, rebase_grasp,
                                                  with_approach, wrap_angle)
 from agentic_grasp.core.planner.tasks import TaskPlan, plan_subgoals
+from agentic_grasp.core.grasping import clearance as grasp_clearance
+from agentic_grasp.core.grasping.fit import fit_strategy, handle_yaw_of
+from agentic_grasp.core.grasping.hand import HandModel
 from agentic_grasp.core.retrieval.knowledge_base import grasp_to_world
 from agentic_grasp.core.scene_graph import SceneGraphConfig, build_scene_graph
 from agentic_grasp.core.types import (AttemptOutcome, GraspParameters, GraspType,
@@ -173,6 +177,7 @@ class GoalOutcome:
     constraints: Optional[ConstraintSet] = None
     prerequisites: List[str] = field(default_factory=list)
     memory_recalled: bool = False
+    candidates: Dict[str, Any] = field(default_factory=dict)   # clearance mode: last choice
     memory_stored: bool = False
     motion_s: float = 0.0
     compute_s: float = 0.0
@@ -206,6 +211,7 @@ class GoalOutcome:
                 "grasp": None if self.grasp is None else self.grasp.to_dict(),
                 "retrieval": self.retrieval,
                 "constraints": None if self.constraints is None else self.constraints.to_dict(),
+                "candidates": dict(self.candidates),
                 "prerequisites": list(self.prerequisites),
                 "memory_recalled": self.memory_recalled, "memory_stored": self.memory_stored,
                 "attempts": [a.to_dict() for a in self.attempts],
@@ -269,6 +275,15 @@ def _result_event(goal: GoalOutcome) -> Dict[str, Any]:
             "message": goal.message}
 
 
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    """Whether ``fn`` takes keyword ``name`` (retrievers written before it do not)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+
+
 def subgoal_instruction(object_id: str, name: str = "") -> str:
     """The instruction that makes perception report ``object_id`` as its target."""
     return f"pick up {object_id} (the {name})" if name else f"pick up {object_id}"
@@ -301,6 +316,9 @@ class ReflectivePlanner:
         self.visual_query = visual_query
         self.heuristic_config = heuristic_config or HeuristicConfig()
         self.rng = np.random.default_rng(self.config.seed)
+        self.hand = HandModel(self.config.grasp_synthesis.hand)
+        self._handle_yaw: Optional[float] = None
+        self._yaw_known = True
         if self.configuration.retrieval and retriever is None:
             _LOG.warning("configuration %s uses HAA-RAG but no retriever was given: the "
                          "default grasp will be used", self.configuration.name)
@@ -354,7 +372,23 @@ class ReflectivePlanner:
             summary["reason"] = f"no affordance perceived for {target.id}"
             return [], [], summary
         crop = self.visual_query(target) if self.visual_query is not None else None
-        result = self.retriever.retrieve(target.category, target.affordance, crop=crop)
+        extra: Dict[str, Any] = {}
+        if _accepts(self.retriever.retrieve, "size"):   # size feeds the affordance fallback
+            extra["size"] = np.asarray(target.size, dtype=float)
+        if self.config.grasp_synthesis.fit_strategies and _accepts(self.retriever.retrieve, "k"):
+            extra["k"] = self.config.grasp_synthesis.retrieve_k    # replaces skipped ones
+        result = self.retriever.retrieve(target.category, target.affordance, crop=crop,
+                                         **extra)
+        if "k" in extra and result.strategies and result.n_level2 > len(result.strategies) \
+                and not self._any_fits(result.strategies, target):
+            # every strategy is ruled out by the perceived object (e.g. handle grasps with the
+            # handle out of view): widen to every strategy that passed the affordance level
+            extra["k"] = int(result.n_level2)
+            result = self.retriever.retrieve(target.category, target.affordance, crop=crop,
+                                             **extra)
+            summary["widened_to"] = int(result.n_level2)
+        if getattr(result, "fallback", False):
+            summary["fallback"] = True
         summary["reason"] = result.reason
         summary["n_level1"], summary["n_level2"] = result.n_level1, result.n_level2
         ranked = sorted(result.strategies, key=lambda s: (not s.experience.success, s.rank))
@@ -367,9 +401,27 @@ class ReflectivePlanner:
                                           "explanation": strategy.explanation})
             if not exp.grasp:
                 continue
-            grasps.append(clamp_grasp(grasp_to_world(exp, target), self.config.limits))
+            synth = self.config.grasp_synthesis
+            if synth.fit_strategies:
+                fitted = fit_strategy(exp.grasp, exp.render_spec, exp.fit, target, synth,
+                                      self.hand, self._handle_yaw, self._yaw_known)
+                summary["strategies"][-1]["fit"] = fitted.breakdown
+                if fitted.skipped:
+                    continue
+                world = fitted.grasp
+            else:
+                world = grasp_to_world(exp, target)
+            grasps.append(clamp_grasp(world, self.config.limits))
             names.append(f"{exp.id}, s_final {strategy.s_final:.3f}")
+            summary["n_successful_grasps"] = summary.get("n_successful_grasps", 0) \
+                + int(exp.success)
         return grasps, names, summary
+
+    def _any_fits(self, strategies: Sequence[Any], target: ObjectInstance) -> bool:
+        synth = self.config.grasp_synthesis
+        return any(s.experience.grasp and not fit_strategy(
+            s.experience.grasp, s.experience.render_spec, s.experience.fit, target, synth,
+            self.hand, self._handle_yaw, self._yaw_known).skipped for s in strategies)
 
     def initial_grasp(self, target: ObjectInstance, memory: Optional[EpisodicMemory],
                       constraints: Optional[ConstraintSet] = None) -> Dict[str, Any]:
@@ -457,6 +509,10 @@ class ReflectivePlanner:
         cfg = self.configuration
         perceived = _find_perceived(perception, target_id) if perception.ok else None
         target = perceived.to_object_instance() if perceived is not None else None
+        self._handle_yaw = handle_yaw_of(getattr(perceived, "handle_yaw", None))
+        # the oracle reports the true yaw; depth geometry says whether its yaw is defined
+        self._yaw_known = perception.backend == "oracle" or bool(
+            getattr(perceived, "yaw_known", True))
         goal = GoalOutcome(target_id, "" if perceived is None else perceived.category, False,
                            STATUS_FAILED, cfg.name)
         if target is None:
@@ -486,8 +542,20 @@ class ReflectivePlanner:
         if init["retrieval"].get("used"):
             goal.compute_s += tm.retrieval_s
 
+        synth = self.config.grasp_synthesis
+        clearance_mode = cfg.scene_graph and synth.constraint_mode == "clearance"
+        scene = grasp_clearance.SceneGeometry.build(perception, target, objects, synth,
+                                                    constraints) if clearance_mode else None
+        pending: List[List[GraspParameters]] = [[]]
+
         def constrain(grasp: GraspParameters) -> GraspParameters:
             """g (+) Delta g, keeping the finger line when the approach turns."""
+            if scene is not None:
+                chosen, ranked, summary = grasp_clearance.choose(
+                    grasp, scene, synth, self.hand, constraints, self.config.limits)
+                pending[0] = ranked
+                goal.candidates = summary
+                return chosen
             if not cfg.scene_graph or not len(constraints):
                 return grasp.copy()
             adjusted = apply_constraints(grasp, constraints)
@@ -496,6 +564,26 @@ class ReflectivePlanner:
                                      adjusted.approach)
             return clamp_grasp(adjusted, self.config.limits)
 
+        if scene is not None and scene.neighbours and init["alternatives"] \
+                and init["source"] == "retrieval":
+            # clearance mode: the strategy whose best candidate clears the neighbours most
+            # only strategies that succeeded before compete (they are ranked first)
+            n_ok = max(1, int(init["retrieval"].get("n_successful_grasps", 1)))
+            bases = ([init["base"]] + list(init["alternatives"]))[:n_ok]
+            names = (["retrieved " + init["detail"]] + list(init["names"]))[:n_ok]
+            keys = []
+            for b in bases:
+                constrain(b)
+                keys.append(grasp_clearance.rank_key(goal.candidates, synth))
+            pick = min(range(len(bases)), key=lambda i: (keys[i], i))
+            if pick > 0:
+                rest_b = list(init["alternatives"])[n_ok - 1:]
+                rest_n = list(init["names"])[n_ok - 1:]
+                init["base"] = bases[pick]
+                init["alternatives"] = bases[:pick] + bases[pick + 1:] + rest_b
+                init["names"] = names[:pick] + names[pick + 1:] + rest_n
+                init["detail"] = (f"retrieved strategy {names[pick]} (its best candidate "
+                                  "clears the perceived neighbours most)")
         b0 = init["base"]
         g0 = constrain(b0)
         goal.g0, goal.initial_source, goal.initial_detail = g0, init["source"], init["detail"]
@@ -517,6 +605,7 @@ class ReflectivePlanner:
                                 alternatives=[g.copy() for g in init["alternatives"]],
                                 alternative_names=list(init["names"]),
                                 objects={o.id: o for o in objects})
+        ctx.candidates = pending
         grasp, base = g0, b0
         level_used = 0
         last_correction: Optional[Correction] = None

@@ -33,7 +33,7 @@ from agentic_grasp.core.kinematics import closing_axis, wrist_yaw_for_closing_ax
 from agentic_grasp.core.planner.configurations import Level2Config, Limits, PlannerConfig
 from agentic_grasp.core.planner.failure import Adjustment, Diagnosis, level1_adjustment
 from agentic_grasp.core.retrieval.knowledge_base import grasp_to_object_frame, grasp_to_world
-from agentic_grasp.core.types import GraspParameters, GraspType, ObjectInstance, Shape
+from agentic_grasp.core.types import FailureType, GraspParameters, GraspType, ObjectInstance, Shape
 
 VERTICAL = np.array([0.0, 0.0, -1.0])
 #: A grasp point closer than this to the perceived centre (horizontally) counts as centred.
@@ -167,6 +167,9 @@ class CorrectionContext:
     alternatives: List[GraspParameters] = field(default_factory=list)
     alternative_names: List[str] = field(default_factory=list)
     objects: Dict[str, ObjectInstance] = field(default_factory=dict)
+    # constraint_mode clearance: the next-best candidates of the last constrained grasp, best
+    # first (a one-element holder the planner's constrain() refills)
+    candidates: List[List[GraspParameters]] = field(default_factory=lambda: [[]])
 
     def direction_to(self, object_id: str) -> Optional[np.ndarray]:
         """Horizontal unit vector from the target to a perceived object (None if unknown)."""
@@ -268,6 +271,13 @@ def get_correction(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
     limit, e.g. w + 10 mm at the 80 mm aperture) is replaced by the next level's, so the
     planner never repeats a grasp that just failed; the returned level says which ran.
     """
+    nxt = _next_candidate(diagnosis, grasp, ctx)
+    if nxt is not None:
+        return Correction(level=level, rule=f"{diagnosis.failure_type.value}: next-best "
+                          "clearance candidate",
+                          text=f"{diagnosis.failure_type.value}: next-best clearance "
+                          f"candidate: {describe_change(grasp, nxt)}", grasp=nxt,
+                          base=base.copy(), ops={"next_candidate": True})
     correction = _correction_at(diagnosis, level, grasp, base, ctx, config)
     while (config.escalate_unchanged and correction.level < 3
            and _same(correction.grasp, grasp)):
@@ -276,6 +286,23 @@ def get_correction(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
         correction.rule = f"{skipped} changes nothing (at a limit), escalated to {correction.rule}"
         correction.text = f"{correction.rule}: {describe_change(grasp, correction.grasp)}"
     return correction
+
+
+#: Failures of the approach that the next-best clearance candidate addresses.
+NEXT_CANDIDATE_FAILURES = (FailureType.COLLISION, FailureType.APPROACH_ANGLE)
+
+
+def _next_candidate(diagnosis: Diagnosis, grasp: GraspParameters,
+                    ctx: CorrectionContext) -> Optional[GraspParameters]:
+    """Pop the next candidate that differs from the failed grasp (None: none left / N/A)."""
+    if diagnosis.failure_type not in NEXT_CANDIDATE_FAILURES or not ctx.candidates:
+        return None
+    queue = ctx.candidates[0]
+    while queue:
+        cand = queue.pop(0)
+        if not _same(cand, grasp):
+            return cand
+    return None
 
 
 def _same(a: GraspParameters, b: GraspParameters) -> bool:

@@ -83,6 +83,11 @@ class RetrievalConfig:
     knowledge_base_path: str = ""
     acquired_experiences_path: str = ""
     embedding: Dict[str, Any] = field(default_factory=dict)
+    # Affordance fallback (issue 12): when level 1 is empty (a category the taxonomy or the
+    # knowledge base does not know), rank the whole knowledge base by
+    # w_affordance s_aff + fallback_size_weight s_size + w_visual s_vis.
+    fallback_enabled: bool = False
+    fallback_size_weight: float = 0.0
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -162,6 +167,8 @@ class RetrievalConfig:
             knowledge_base_path=str(cfg.get("knowledge_base_path") or ""),
             acquired_experiences_path=str(cfg.get("acquired_experiences_path") or ""),
             embedding=dict(cfg.get("embedding") or {}),
+            fallback_enabled=bool((cfg.get("fallback") or {}).get("enabled", False)),
+            fallback_size_weight=float((cfg.get("fallback") or {}).get("size_weight", 0.0)),
             source=source,
         )
 
@@ -221,6 +228,7 @@ class RetrievalResult:
     superclass: str = ""
     mode: str = "haa"
     embedding_model: str = ""
+    fallback: bool = False         # ranked by affordance / size over the whole KB (level 1 empty)
 
     @property
     def best(self) -> Optional[ScoredStrategy]:
@@ -402,7 +410,8 @@ class HAARAG:
     def retrieve(self, category: str, affordance: Union[AffordanceDescriptor, Mapping[str, Any]],
                  embedding: Optional[np.ndarray] = None, crop: Optional[np.ndarray] = None,
                  embedding_model: Optional[str] = None, k: Optional[int] = None,
-                 mode: Optional[str] = None) -> RetrievalResult:
+                 mode: Optional[str] = None,
+                 size: Optional[Sequence[float]] = None) -> RetrievalResult:
         """Top-k strategies for an object of ``category`` with ``affordance``.
 
         The visual query is ``embedding`` (a vector made by ``embedding_model``, which must be
@@ -427,15 +436,77 @@ class HAARAG:
         if canon is None:
             empty.reason = (f"unknown category {category!r}: not in the taxonomy "
                             f"({self.taxonomy.source or 'kb_data/taxonomy.yaml'})")
-            return empty
+            return self._fallback(aff, vector, size, int(k), mode, empty, notes)
         sup = self.taxonomy.superclass_of[canon]
         empty.category, empty.superclass = canon, sup
         if sup not in self.index.superclass_id:
             empty.reason = (f"no experience of category '{canon}' or of its superclass "
                             f"'{sup}' in the knowledge base")
-            return empty
+            return self._fallback(aff, vector, size, int(k), mode, empty, notes)
         query = _Query(canon, sup, aff, vector, notes)
         return self._retrieve(query, int(k), mode)
+
+    # ------------------------------------------------------------------ fallback
+    def _row_sizes(self) -> Optional[np.ndarray]:
+        """Sorted extents (3,) of every index row from its render_spec (None: no entries)."""
+        if getattr(self, "_sizes", None) is None:
+            try:
+                rows = [self.index.experience(i) for i in range(len(self.index))]
+            except (ValidationError, TypeError, IndexError, AttributeError):
+                return None
+            self._sizes = np.array([sorted(float(v) for v in e.render_spec.get("size", (0, 0, 0)))
+                                    for e in rows], dtype=np.float64)
+        return self._sizes
+
+    def _fallback(self, aff: AffordanceDescriptor, vector: Optional[np.ndarray],
+                  size: Optional[Sequence[float]], k: int, mode: str,
+                  empty: RetrievalResult, notes: List[str]) -> RetrievalResult:
+        """Level 1 is empty: the whole KB ranked by affordance, size and appearance."""
+        cfg, ix = self.config, self.index
+        if not cfg.fallback_enabled or mode != "haa" or len(ix) == 0:
+            return empty
+        notes = list(notes)
+        pos = np.arange(len(ix))
+        s_aff, terms = self._affordance(pos, aff, self._material_row(aff.material, notes),
+                                        self._region_row(aff.region, notes))
+        s_size = np.zeros(len(ix))
+        sizes = self._row_sizes() if size is not None else None
+        if sizes is not None:
+            q = np.sort(np.asarray(size, dtype=np.float64).reshape(-1)[:3])
+            if q.size == 3 and np.all(np.isfinite(q)) and np.all(q > 0):
+                ratio = np.minimum(sizes, q) / np.maximum(np.maximum(sizes, q), 1e-9)
+                s_size = np.prod(ratio, axis=1) ** (1.0 / 3.0)   # geometric-mean extent ratio
+        else:
+            notes.append("no perceived size: fallback without the size term")
+        s_vis = self._visual(pos, vector)
+        penalty = np.where(ix.success, 0.0, cfg.failure_penalty)
+        fused = (cfg.w_affordance * s_aff + cfg.fallback_size_weight * s_size
+                 + cfg.w_visual * s_vis) * (1.0 - penalty)
+        keep = np.flatnonzero(s_aff >= cfg.tau_aff - _TAU_EPS)
+        if keep.size == 0:
+            empty.reason += f"; fallback: no experience reaches tau_aff = {cfg.tau_aff:g}"
+            return empty
+        order = keep[_top_k(fused[keep], min(k, keep.size), ix.kb_row[keep])]
+        strategies = []
+        for rank, i in enumerate(order, start=1):
+            exp = ix.experience(int(i))
+            term = {name: float(t[i]) for name, t in terms.items()}
+            term["size"] = float(s_size[i])
+            strategies.append(ScoredStrategy(
+                experience=exp, s_cat=0.0, s_aff=float(s_aff[i]), s_aff_terms=term,
+                s_vis=float(s_vis[i]), penalty=float(penalty[i]), s_final=float(fused[i]),
+                rank=rank, mode=mode,
+                explanation=(f"#{rank} {exp.id} ({exp.category}) FALLBACK (level 1 empty): "
+                             f"aff {s_aff[i]:.2f} ({exp.affordance.type.value}, "
+                             f"{exp.affordance.material}), size {s_size[i]:.2f}, vis "
+                             f"{s_vis[i]:.2f}; final {fused[i]:.3f}")))
+        reason = (f"fallback: {empty.reason}; {len(strategies)} of {keep.size} experiences "
+                  f"passing tau_aff = {cfg.tau_aff:g}, ranked by {cfg.w_affordance:g} s_aff + "
+                  f"{cfg.fallback_size_weight:g} s_size + {cfg.w_visual:g} s_vis")
+        if notes:
+            reason += "; " + "; ".join(notes)
+        return RetrievalResult(strategies, reason, 0, int(keep.size), 0, empty.category,
+                               empty.superclass, mode, ix.model_id, fallback=True)
 
     # ------------------------------------------------------------------ levels
     def _retrieve(self, q: _Query, k: int, mode: str) -> RetrievalResult:

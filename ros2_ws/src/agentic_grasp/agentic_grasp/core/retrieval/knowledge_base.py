@@ -62,6 +62,7 @@ class Experience:
     object_name: str = ""
     failure_mode: Optional[str] = None
     source: str = ""            # "file:line" it was read from, for messages
+    fit: Optional[Dict[str, Any]] = None   # how the grasp adapts (core/grasping/fit.py)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], source: str = "") -> "Experience":
@@ -80,6 +81,7 @@ class Experience:
             object_name=str(record.get("object_name", "")),
             failure_mode=record.get("failure_mode"),
             source=source,
+            fit=dict(record["fit"]) if record.get("fit") is not None else None,
         )
 
     def to_record(self) -> Dict[str, Any]:
@@ -96,6 +98,8 @@ class Experience:
         record["failure_mode"] = None if self.success else (self.failure_mode or "unknown")
         record["provenance"] = self.provenance
         record["render_spec"] = _plain(self.render_spec)
+        if self.fit is not None:
+            record["fit"] = _plain(self.fit)
         return record
 
     def grasp_parameters(self) -> GraspParameters:

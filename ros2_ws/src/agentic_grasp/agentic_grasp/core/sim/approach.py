@@ -152,6 +152,34 @@ def impact(body: Body, normal: np.ndarray, box: OBB, s: float, g: GraspParameter
     return events, change, force
 
 
+def finger_in_liquid(target: Body, R: np.ndarray, p: np.ndarray, opening: float,
+                     prm: PhysicsParams) -> str:
+    """Which finger dips into a filled, spillable container's liquid ('' when none).
+
+    A finger whose tip, at the executed grasp pose, lies inside a hollow part's inner radius
+    and below the liquid surface (the rim minus the freeboard) is in the content: an upright
+    open container is entered from above only, so the tip height and radius decide it.
+    """
+    inst = target.instance
+    fill = target.model.fill
+    if inst.state != ObjectState.FILLED or fill is None or not fill.spillable:
+        return ""
+    off = opening / 2.0 + prm.finger_thickness_m / 2.0
+    tips = [p + R @ np.array([0.0, side * off, prm.z_tip]) for side in (1.0, -1.0)]
+    for solid in target.solids:
+        if solid.wall <= 0.0 or solid.shape != Shape.CYLINDER or abs(float(solid.R[2, 2])) < 0.99:
+            continue
+        r_in = float(solid.h[0]) - solid.wall
+        surface = float(solid.h[2]) - fill.freeboard_m
+        for tip in tips:
+            local = solid.R.T @ (tip - solid.c)
+            if math.hypot(float(local[0]), float(local[1])) < r_in \
+                    and float(local[2]) < surface and float(local[2]) > -float(solid.h[2]):
+                return (f"spill: a finger enters the liquid in {inst.id} "
+                        f"{(surface - float(local[2])) * 1000:.0f} mm below its surface")
+    return ""
+
+
 def diagnose_landing(geo: ContactGeometry, g: GraspParameters, prm: PhysicsParams,
                       surround: float) -> Tuple[FailureType, str]:
     """Why a finger lands on the target: too narrow, wrong wrist yaw, or off position."""

@@ -12,7 +12,9 @@ forces, friction and noise:
   the hand), crush (FORCE_DAMAGE) and denting (DEFORMATION) against the object's limits;
 - LIFT: friction cone with contact-normal wedging and torsional / pressure couples against
   gravity plus lift inertia (SLIP when the static load is not held, DROP when the dynamic
-  one is not), liquid content sloshing or tilting (CONSTRAINT_VIOLATION "spill").
+  one is not), liquid content sloshing or tilting (CONSTRAINT_VIOLATION "spill");
+- a finger that reaches into a filled container's liquid (inside the rim, below the surface)
+  spills it in the APPROACH phase (CONSTRAINT_VIOLATION).
 
 The pieces live in :mod:`approach` (hand sweep, impacts on neighbours, landing diagnosis),
 :mod:`contact` (where the fingers meet the target), :mod:`grip` (close and lift) and
@@ -26,14 +28,14 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from agentic_grasp.core.sim import quality
-from agentic_grasp.core.sim.approach import (diagnose_landing, impact, surrounding_width,
-                                             sweep_hand)
+from agentic_grasp.core.sim.approach import (diagnose_landing, finger_in_liquid, impact,
+                                             surrounding_width, sweep_hand)
 from agentic_grasp.core.sim.bodies import (AttemptNoise, AttemptPlan, Body, PhaseReport,
                                            make_event)
 from agentic_grasp.core.sim.contact import analyse
 from agentic_grasp.core.sim.grip import close, lift, measure_contact
 from agentic_grasp.core.sim.params import PhysicsParams, QualityParams
-from agentic_grasp.core.types import FailureType, GraspParameters, Phase
+from agentic_grasp.core.types import FailureType, GraspParameters, ObjectState, Phase
 
 __all__ = ["AttemptNoise", "AttemptPlan", "Body", "MEASUREMENT_KEYS", "PhaseReport",
            "plan_attempt"]
@@ -140,6 +142,15 @@ def plan_attempt(target: Body, others: List[Body], g: GraspParameters, prm: Phys
                 approach.events.append(make_event("damaged", Phase.APPROACH,
                                                   f"impact {force:.0f} N", inst.id))
                 approach.changes.append((inst.id, {"damaged": True}))
+    if failed is None:
+        dipped = finger_in_liquid(target, R, p, g.width, prm)
+        if dipped:
+            fill = target.model.fill
+            approach.events.append(make_event(FailureType.CONSTRAINT_VIOLATION,
+                                              Phase.APPROACH, dipped, inst.id))
+            approach.changes.append((inst.id, {"state": ObjectState.EMPTY,
+                                               "mass": max(inst.mass - fill.mass_kg, 1e-4)}))
+            failed = Phase.APPROACH
     force = measure_contact(target, geo, R, p, g, prm, noise, m)
     if failed is None:
         report = reports[Phase.CLOSE] = PhaseReport()

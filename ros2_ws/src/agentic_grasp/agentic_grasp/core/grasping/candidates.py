@@ -1,0 +1,188 @@
+"""Clearance-aware candidate grasps (issue 12, deliverable 3).
+
+Around a base grasp (a retrieved strategy fitted to the perceived object) the generator
+varies what the strategy leaves free: the grasp point around a round object (a rim pinch
+can be taken anywhere on the rim; a box is symmetric under a half turn), the wrist yaw
+(any yaw for a grasp around the body, whose opening is refitted to the extent across the
+new closing axis; up to ``part_wrist_limit_rad`` for a part, the opening widened by
+1 / cos), and approach tilts away from each perceived neighbour. Each candidate's hand is
+swept along its approach against the perceived neighbours' boxes (:mod:`.hand`); hard
+limits: fingertips above the table, palm and wrist clear of the target, and no finger inside
+the rim of a filled container. The chosen candidate has the largest clearance, counted up
+to ``required_clearance_m`` (beyond it more clearance buys nothing); ties go to the smallest
+change from the strategy. Without a feasible candidate the least-bad one is returned and
+flagged.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from agentic_grasp.core.grasping.config import GraspSynthesisConfig
+from agentic_grasp.core.grasping.fit import extent_at
+from agentic_grasp.core.grasping.hand import Box, HandModel, gap_matrix, object_box, rot_z
+from agentic_grasp.core.kinematics import closing_axis, wrist_yaw_for_closing_axis
+from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
+
+VERTICAL = np.array([0.0, 0.0, -1.0])
+
+
+@dataclass
+class Candidate:
+    grasp: GraspParameters
+    clearance_m: float              # swept hand vs perceived neighbours
+    nearest: str                    # "<hand part> vs <object id>"
+    table_gap_m: float
+    target_gap_m: float             # palm / wrist vs the target's box
+    feasible: bool
+    deviation: float
+    label: str
+
+    def to_dict(self) -> Dict[str, Any]:
+        def r(v: float) -> Optional[float]:
+            return None if not math.isfinite(v) else round(float(v), 4)
+        return {"label": self.label, "clearance_m": r(self.clearance_m),
+                "nearest": self.nearest, "table_gap_m": r(self.table_gap_m),
+                "target_gap_m": r(self.target_gap_m), "feasible": self.feasible,
+                "grasp": self.grasp.to_dict()}
+
+
+@dataclass
+class CandidateSet:
+    ranked: List[Candidate] = field(default_factory=list)
+    n_generated: int = 0
+    collision_free: bool = True
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def best(self) -> Optional[Candidate]:
+        return self.ranked[0] if self.ranked else None
+
+    def summary(self) -> Dict[str, Any]:
+        best = self.best
+        return {"n_candidates": self.n_generated, "collision_free": self.collision_free,
+                "chosen": None if best is None else best.to_dict(), "notes": list(self.notes)}
+
+
+def _tilted(base: GraspParameters, tilt: float, away: np.ndarray) -> GraspParameters:
+    """The grasp with its approach tilted by ``tilt`` so the hand leans towards ``away``
+    (same finger line), as the paper's collision bias does."""
+    a = base.approach - math.tan(tilt) * np.array([away[0], away[1], 0.0])
+    a = a / np.linalg.norm(a)
+    axis = closing_axis(base.approach, base.wrist_yaw)
+    if abs(float(axis @ a)) > 0.95:
+        return base.copy(approach=a)
+    return base.copy(approach=a, wrist_yaw=wrist_yaw_for_closing_axis(a, axis))
+
+
+def generate_candidates(base: GraspParameters, target: ObjectInstance,
+                        neighbours: Sequence[Box], cfg: GraspSynthesisConfig,
+                        hand: HandModel, opening: str = "part", vertical_only: bool = False,
+                        filled: bool = False, away_dirs: Sequence[np.ndarray] = ()
+                        ) -> CandidateSet:
+    """Rank candidates around ``base`` (module docstring)."""
+    centre = np.asarray(target.position, dtype=float)
+    sx, sy = float(target.size[0]), float(target.size[1])
+    round_obj = target.shape in (Shape.CYLINDER, Shape.SPHERE) and abs(sx - sy) < 0.004
+    offset = base.position[:2] - centre[:2]
+    off_h = float(np.linalg.norm(offset))
+    vertical = float(base.approach[2]) <= -0.99
+    if off_h > 0.001 and vertical and round_obj:
+        arounds = [2.0 * math.pi * k / cfg.around_steps for k in range(cfg.around_steps)]
+    elif off_h > 0.001 and vertical:
+        arounds = [0.0, math.pi]
+    else:
+        arounds = [0.0]
+    deltas = [d for d in cfg.wrist_offsets_rad
+              if opening == "extent" or abs(d) <= cfg.part_wrist_limit_rad + 1e-9]
+    if not vertical:
+        deltas = [0.0]
+    # a part (handle, rim) is pinched along its own direction: tilting the fingers sideways
+    # swings them into the body, so only grasps around the body are tilted
+    tilts = [0.0] if (vertical_only or not vertical or opening != "extent") \
+        else list(cfg.tilts_rad)
+    max_w = cfg.hand.max_opening_m
+    grasps: List[GraspParameters] = []
+    labels: List[str] = []
+    devs: List[float] = []
+    for phi in arounds:
+        R = rot_z(phi)
+        pos = base.position.copy()
+        pos[:2] = centre[:2] + (R[:2, :2] @ offset)
+        g_phi = base.copy(position=pos, wrist_yaw=base.wrist_yaw + phi)
+        for delta in deltas:
+            g = g_phi.copy(wrist_yaw=g_phi.wrist_yaw + delta)
+            if opening == "extent":
+                extent = extent_at(target, g, cfg.hand.pad_depth_m)
+                if extent > max_w - 2.0 * cfg.finger_clearance_m:
+                    continue
+                g = g.copy(width=min(max_w, extent + cfg.opening_margin_m))
+            elif delta:
+                g = g.copy(width=min(max_w, base.width / math.cos(delta)))
+            for tilt in tilts:
+                dirs = [None] if tilt == 0.0 else list(away_dirs)
+                for u in dirs:
+                    gt = g if u is None else _tilted(g, tilt, u)
+                    grasps.append(gt)
+                    phi_w = abs(math.atan2(math.sin(phi), math.cos(phi)))
+                    devs.append(abs(delta) + phi_w + tilt)
+                    labels.append(f"around {math.degrees(phi):.0f} deg, wrist "
+                                  f"{math.degrees(delta):+.0f} deg, tilt "
+                                  f"{math.degrees(tilt):.0f} deg")
+    out = CandidateSet(n_generated=len(grasps))
+    if not grasps:
+        out.collision_free = False
+        out.notes.append("no candidate fits the hand's opening")
+        return out
+    hand_boxes = [hand.boxes(g) for g in grasps]
+    flat = [b for boxes in hand_boxes for b in boxes]
+    nb = len(hand_boxes[0])
+    gaps = gap_matrix(flat, list(neighbours)).reshape(len(grasps), nb, -1) \
+        if neighbours else np.full((len(grasps), nb, 1), np.inf)
+    tgt = gap_matrix(flat, [object_box(target)]).reshape(len(grasps), nb)
+    names = [b.name for b in hand_boxes[0]]
+    cands: List[Candidate] = []
+    half_in = min(sx, sy) / 2.0 - cfg.filled_rim_wall_m
+    local = rot_z(float(target.yaw)).T @ (base.position - centre)
+    outside = bool(np.any(np.abs(local[:2]) > np.asarray(target.size[:2]) / 2.0))
+    for i, g in enumerate(grasps):
+        flat_g = gaps[i]
+        k = np.unravel_index(int(np.argmin(flat_g)), flat_g.shape)
+        clear = float(flat_g[k])
+        nearest = "" if not neighbours else f"{names[k[0]]} vs {neighbours[k[1]].name}"
+        table = hand.lowest_point(g)
+        t_gap = float(min(tgt[i][j] for j, n in enumerate(names) if n in ("palm", "wrist")))
+        feasible = table >= 0.0 and t_gap > 0.0 and clear > 0.0
+        if outside:     # a part outside the body (a handle): the fingers must clear the body
+            f_gap = float(min(tgt[i][j] for j, n in enumerate(names) if n == "finger"))
+            if f_gap <= 0.0:
+                feasible = False
+                nearest = (nearest + "; " if nearest else "") + "finger meets the body"
+        if filled:
+            fingers = hand.finger_points(g)
+            if np.any(np.linalg.norm(fingers[:, :2] - centre[:2], axis=1) < half_in):
+                feasible = False
+                nearest = (nearest + "; " if nearest else "") + "finger inside the rim"
+        cands.append(Candidate(g, clear, nearest, table, t_gap, feasible, devs[i], labels[i]))
+    req = cfg.required_clearance_m
+
+    def key(c: Candidate):
+        worst = min(c.clearance_m, c.table_gap_m, c.target_gap_m)
+        return (not c.feasible, -min(c.clearance_m, req) if c.feasible else -worst,
+                c.deviation)
+
+    cands.sort(key=key)
+    out.ranked = cands
+    best = cands[0]
+    out.collision_free = best.feasible
+    if not best.feasible:
+        out.notes.append(f"no collision-free candidate among {len(cands)}: the least-bad one "
+                         f"({best.label}, clearance {best.clearance_m * 1e3:.0f} mm, "
+                         f"{best.nearest or 'table/target'})")
+    return out
+
+
+__all__ = ["Candidate", "CandidateSet", "generate_candidates"]

@@ -1,0 +1,103 @@
+"""Constants of grasp fitting and clearance-aware candidates (config/planner.yaml,
+``grasp_synthesis:``). Defaults equal the file; every number is derived there from the hand's
+geometry or the robot's accuracy, never from the benchmark scenes."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, Mapping, Tuple
+
+from agentic_grasp.core.errors import ConfigError
+
+CONSTRAINT_MODES = ("paper", "clearance")
+
+
+@dataclass
+class HandConfig:
+    """Franka Hand geometry (franka_description / MoveIt panda hand), gripper frame:
+    z = approach, y = closing axis, TCP at the centre of the finger pads."""
+
+    max_opening_m: float = 0.08
+    finger_width_m: float = 0.020
+    finger_thickness_m: float = 0.012
+    finger_length_m: float = 0.055
+    pad_depth_m: float = 0.020
+    palm_size_m: Tuple[float, float, float] = (0.06, 0.20, 0.07)
+    wrist_size_m: Tuple[float, float, float] = (0.09, 0.09, 0.10)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            vals = tuple(float(v) for v in value) if isinstance(value, (list, tuple)) \
+                else (float(value),)
+            if any(not math.isfinite(v) or v <= 0.0 for v in vals):
+                raise ConfigError(f"planner.grasp_synthesis.hand.{f.name} must be > 0")
+            setattr(self, f.name, vals if isinstance(value, (list, tuple)) else vals[0])
+        if len(self.palm_size_m) != 3 or len(self.wrist_size_m) != 3:
+            raise ConfigError("planner.grasp_synthesis.hand: palm/wrist sizes are 3-vectors")
+
+
+@dataclass
+class GraspSynthesisConfig:
+    constraint_mode: str = "clearance"
+    fit_strategies: bool = True
+    retrieve_k: int = 6
+    opening_margin_m: float = 0.02
+    finger_clearance_m: float = 0.001
+    min_part_opening_m: float = 0.02
+    table_clearance_m: float = 0.002
+    required_clearance_m: float = 0.022
+    neighbour_radius_m: float = 0.15
+    unknown_neighbour_size_m: float = 0.12
+    wrist_offsets_rad: Tuple[float, ...] = (0.0, 0.2617993877991494, -0.2617993877991494,
+                                            0.5235987755982988, -0.5235987755982988,
+                                            0.7853981633974483, -0.7853981633974483,
+                                            1.5707963267948966)
+    part_wrist_limit_rad: float = 0.5235987755982988
+    around_steps: int = 8
+    tilts_rad: Tuple[float, ...] = (0.0, 0.17453292519943295, 0.3490658503988659)
+    filled_rim_wall_m: float = 0.01
+    hand: HandConfig = field(default_factory=HandConfig)
+
+    def __post_init__(self) -> None:
+        if self.constraint_mode not in CONSTRAINT_MODES:
+            raise ConfigError(f"planner.grasp_synthesis.constraint_mode must be one of "
+                              f"{CONSTRAINT_MODES}, got {self.constraint_mode!r}")
+        self.fit_strategies = bool(self.fit_strategies)
+        if isinstance(self.hand, Mapping):
+            self.hand = HandConfig(**dict(self.hand))
+        for name in ("opening_margin_m", "finger_clearance_m", "min_part_opening_m", "table_clearance_m",
+                     "required_clearance_m", "neighbour_radius_m", "unknown_neighbour_size_m",
+                     "part_wrist_limit_rad", "filled_rim_wall_m"):
+            value = float(getattr(self, name))
+            if not math.isfinite(value) or value < 0.0:
+                raise ConfigError(f"planner.grasp_synthesis.{name} must be >= 0")
+            setattr(self, name, value)
+        self.retrieve_k = int(self.retrieve_k)
+        if self.retrieve_k < 1:
+            raise ConfigError("planner.grasp_synthesis.retrieve_k must be >= 1")
+        self.around_steps = int(self.around_steps)
+        if self.around_steps < 1:
+            raise ConfigError("planner.grasp_synthesis.around_steps must be >= 1")
+        self.wrist_offsets_rad = tuple(float(v) for v in self.wrist_offsets_rad)
+        self.tilts_rad = tuple(float(v) for v in self.tilts_rad)
+        if not self.wrist_offsets_rad or not self.tilts_rad:
+            raise ConfigError("planner.grasp_synthesis: wrist_offsets_rad and tilts_rad "
+                              "must not be empty")
+        if any(not 0.0 <= t < math.pi / 2 for t in self.tilts_rad):
+            raise ConfigError("planner.grasp_synthesis.tilts_rad must be in [0, pi/2)")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> "GraspSynthesisConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown planner.grasp_synthesis parameter(s) {unknown}")
+        kwargs: Dict[str, Any] = dict(data)
+        if isinstance(kwargs.get("hand"), Mapping):
+            hk = {f.name for f in fields(HandConfig)}
+            bad = sorted(set(kwargs["hand"]) - hk)
+            if bad:
+                raise ConfigError(f"unknown planner.grasp_synthesis.hand parameter(s) {bad}")
+            kwargs["hand"] = HandConfig(**dict(kwargs["hand"]))
+        return cls(**kwargs)

@@ -1,0 +1,158 @@
+"""A geometric Franka Hand swept along an approach (planner side).
+
+Four boxes in the gripper frame (z = approach, y = closing axis, TCP at the pad centre):
+the palm, the wrist (link 7 + flange) above it, and the two fingers at the commanded
+opening. Moving along its own z axis, a box sweeps a box on the same axes, so the volume a
+hand part sweeps from the pre-grasp pose (stand-off h) to the grasp pose is one box, h longer
+along z. Clearances are separating-axis gaps between those swept boxes and the perceived
+objects' oriented boxes (a lower bound of the distance; <= 0 means they meet).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import List, Sequence, Tuple
+
+import numpy as np
+
+from agentic_grasp.core.grasping.config import HandConfig
+from agentic_grasp.core.kinematics import PandaKinematics
+from agentic_grasp.core.types import GraspParameters, ObjectInstance
+
+
+@dataclass
+class Box:
+    """Oriented box: centre c, axes as the columns of R, half extents h."""
+
+    c: np.ndarray
+    R: np.ndarray
+    h: np.ndarray
+    name: str = ""
+
+
+def rot_z(yaw: float) -> np.ndarray:
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def object_box(obj: ObjectInstance, inflate: float = 0.0) -> Box:
+    """The perceived object's oriented bounding box (cylinders and spheres boxed: safe side)."""
+    return Box(np.asarray(obj.position, dtype=float), rot_z(obj.yaw),
+               np.asarray(obj.size, dtype=float) / 2.0 + inflate, obj.id)
+
+
+def obb_gap(a: Box, b: Box) -> float:
+    """Largest separating gap of two boxes over the 15 SAT axes (> 0 apart, <= 0 overlap)."""
+    axes = [a.R[:, i] for i in range(3)] + [b.R[:, i] for i in range(3)]
+    for i in range(3):
+        for j in range(3):
+            axes.append(np.cross(a.R[:, i], b.R[:, j]))
+    A = np.array(axes)
+    n = np.linalg.norm(A, axis=1)
+    ok = n > 1e-6
+    A = A[ok] / n[ok, None]
+    ra = np.abs(A @ a.R) @ a.h
+    rb = np.abs(A @ b.R) @ b.h
+    d = np.abs(A @ (b.c - a.c))
+    return float(np.max(d - ra - rb))
+
+
+class HandModel:
+    """The hand's boxes at a grasp, swept or not (module docstring)."""
+
+    def __init__(self, config: HandConfig) -> None:
+        self.cfg = config
+        self.z_tip = config.pad_depth_m / 2.0
+        self.z_palm = self.z_tip - config.finger_length_m
+
+    def local_boxes(self, opening: float) -> List[Tuple[str, np.ndarray, np.ndarray]]:
+        c = self.cfg
+        px, py, pz = c.palm_size_m
+        wx, wy, wz = c.wrist_size_m
+        t, L = c.finger_thickness_m, c.finger_length_m
+        zf = (self.z_palm + self.z_tip) / 2.0
+        return [("palm", np.array([0.0, 0.0, self.z_palm - pz / 2.0]),
+                 np.array([px, py, pz]) / 2.0),
+                ("wrist", np.array([0.0, 0.0, self.z_palm - pz - wz / 2.0]),
+                 np.array([wx, wy, wz]) / 2.0),
+                ("finger", np.array([0.0, opening / 2.0 + t / 2.0, zf]),
+                 np.array([c.finger_width_m, t, L]) / 2.0),
+                ("finger", np.array([0.0, -opening / 2.0 - t / 2.0, zf]),
+                 np.array([c.finger_width_m, t, L]) / 2.0)]
+
+    @staticmethod
+    def rotation(grasp: GraspParameters) -> np.ndarray:
+        return PandaKinematics.tcp_pose(grasp.position, grasp.approach, grasp.wrist_yaw)[:3, :3]
+
+    def boxes(self, grasp: GraspParameters, swept: bool = True) -> List[Box]:
+        """World boxes of the hand at ``grasp``; ``swept``: over the whole approach."""
+        R = self.rotation(grasp)
+        h = float(grasp.approach_height) if swept else 0.0
+        out = []
+        for name, centre, half in self.local_boxes(min(float(grasp.width),
+                                                       self.cfg.max_opening_m)):
+            c = centre.copy()
+            hh = half.copy()
+            c[2] -= h / 2.0                 # the pre-grasp pose trails by h along -z
+            hh[2] += h / 2.0
+            out.append(Box(np.asarray(grasp.position, dtype=float) + R @ c, R, hh, name))
+        return out
+
+    def finger_points(self, grasp: GraspParameters) -> np.ndarray:
+        """The two finger centres (pad height) at the grasp pose, world frame."""
+        R = self.rotation(grasp)
+        off = min(float(grasp.width), self.cfg.max_opening_m) / 2.0 \
+            + self.cfg.finger_thickness_m / 2.0
+        p = np.asarray(grasp.position, dtype=float)
+        return np.array([p + R[:, 1] * off, p - R[:, 1] * off])
+
+    def lowest_point(self, grasp: GraspParameters) -> float:
+        """Lowest z of the hand at the grasp pose (the fingertips, or a tilted corner)."""
+        lows = []
+        for box in self.boxes(grasp, swept=False):
+            lows.append(float(box.c[2] - np.abs(box.R[2]) @ box.h))
+        return min(lows)
+
+    def clearance(self, grasp: GraspParameters, obstacles: Sequence[Box],
+                  parts: Sequence[str] = ("palm", "wrist", "finger")
+                  ) -> Tuple[float, str, str]:
+        """(smallest gap, hand part, obstacle) of the swept hand against ``obstacles``."""
+        best = (math.inf, "", "")
+        for hb in self.boxes(grasp, swept=True):
+            if hb.name not in parts:
+                continue
+            for ob in obstacles:
+                gap = obb_gap(hb, ob)
+                if gap < best[0]:
+                    best = (gap, hb.name, ob.name)
+        return best
+
+
+
+
+def gap_matrix(A: Sequence[Box], B: Sequence[Box]) -> np.ndarray:
+    """obb_gap for every pair (len(A), len(B)), vectorised over the 15 SAT axes."""
+    if not len(A) or not len(B):
+        return np.full((len(A), len(B)), np.inf)
+    Ac = np.array([a.c for a in A]); AR = np.array([a.R for a in A])
+    Ah = np.array([a.h for a in A])
+    Bc = np.array([b.c for b in B]); BR = np.array([b.R for b in B])
+    Bh = np.array([b.h for b in B])
+    Aax = AR.transpose(0, 2, 1)[:, None]           # (N, 1, 3 axes, 3)
+    Bax = BR.transpose(0, 2, 1)[None]              # (1, M, 3, 3)
+    N, M = len(A), len(B)
+    Aax = np.broadcast_to(Aax, (N, M, 3, 3))
+    Bax = np.broadcast_to(Bax, (N, M, 3, 3))
+    cross = np.cross(Aax[:, :, :, None, :], Bax[:, :, None, :, :]).reshape(N, M, 9, 3)
+    axes = np.concatenate([Aax, Bax, cross], axis=2)               # (N, M, 15, 3)
+    norm = np.linalg.norm(axes, axis=-1)
+    ok = norm > 1e-6
+    axes = axes / np.where(ok, norm, 1.0)[..., None]
+    ra = np.einsum("nmki,ni->nmk", np.abs(np.einsum("nmkj,nji->nmki", axes, AR)), Ah)
+    rb = np.einsum("nmki,mi->nmk", np.abs(np.einsum("nmkj,mji->nmki", axes, BR)), Bh)
+    d = np.abs(np.einsum("nmkj,nmj->nmk", axes, Bc[None] - Ac[:, None]))
+    gap = np.where(ok, d - ra - rb, -np.inf)
+    return gap.max(axis=2)
+
+
+__all__ = ["Box", "HandModel", "gap_matrix", "obb_gap", "object_box", "rot_z"]

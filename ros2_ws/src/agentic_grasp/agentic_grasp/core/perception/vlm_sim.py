@@ -1,0 +1,509 @@
+"""A simulated Qwen3-VL: the answer a VLM would give, from what the camera sees.
+
+``backend="vlm_sim"`` stands in for the real VLM in the benchmark and the node graph when
+no GPU is at hand. It writes the same JSON answer (:mod:`.schema`) a real Qwen3-VL writes
+and sends it through the same parsing, validation (:func:`.vlm_client.interpret_answer`)
+and depth geometry (:meth:`.vlm_client.VlmBackend.locate`) as a real answer, so every
+metre downstream comes from the depth image, exactly as with the real model.
+
+What it sees (the "camera"): a per-pixel object-id mask of the frame (the renderer's
+instance image, a fair stand-in for the segmentation a VLM performs implicitly) and, per
+mask id, the labels a VLM would *name*: category, state, fragility and the affordance. It
+never reads a pose, a size or a yaw. Per visible object:
+
+- point_2d: the centroid of the object's visible pixels (snapped to the nearest visible
+  pixel when the centroid falls off the object, e.g. inside a ring), plus Gaussian
+  ``point_std`` on each axis, in Qwen3-VL's 0..1000 units;
+- bbox_2d: the visible pixels' bounding box, each edge plus Gaussian ``box_std``;
+- missed objects: an object whose visible area is below ``miss_full_area_px`` is left out
+  with a probability rising linearly to ``miss_prob_small`` at ``miss_min_area_px`` and
+  below (small objects and heavily occluded ones both show few pixels);
+- category confusion (``category_confusion_prob``, partners in ``confusion_map``),
+  affordance-type confusion (``affordance_confusion_prob``, uniform over the other 7
+  types), a wrong state (``state_error_prob``) and fragility noise (``fragility_std``,
+  clipped to [0, 1]).
+
+The target is the object the instruction names (:func:`.oracle.resolve_targets` over the
+labels of the objects reported): that is language understanding, which a VLM does.
+
+Every draw comes from one numpy generator seeded from (seed, call index), so the k-th call
+of a trial with a given seed gives the same answer in every configuration. The default
+rates and where they come from are in config/perception.yaml (``vlm_sim:``).
+
+Cost model (:class:`VlmLatencyModel`): a real call costs ``prefill_s`` plus the answer's
+completion tokens at ``decode_tok_per_s`` (the paper's 155.5 tok/s); the answer's tokens are
+counted with :func:`count_tokens` (Qwen's tokenizer splits numbers into single digits).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import time
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.perception import schema
+from agentic_grasp.core.perception.backend import PerceptionBackend, PerceptionResult
+from agentic_grasp.core.perception.oracle import (_ALL_WORDS, _SORT_FRAGILITY,
+                                                 DEFAULT_CONFUSION_MAP, _find, _words,
+                                                 resolve_targets)
+from agentic_grasp.core.perception.vlm_client import (EncodedImage, Interpretation,
+                                                      VlmBackend, VlmConfig, _check_inputs)
+from agentic_grasp.core.types import AffordanceType, ObjectInstance, ObjectState
+
+LOGGER = logging.getLogger(__name__)
+
+BACKEND_NAME = "vlm_sim"
+
+#: What the simulated VLM is given per frame: the object-id mask (H x W int, -1 table,
+#: -2 background, k >= 0 = labels[k]) and the labels. Only the labels' id, category, name,
+#: state, fragility and affordance are read.
+Segmentation = Tuple[np.ndarray, Sequence[ObjectInstance]]
+SegmentationProvider = Callable[[Camera], Segmentation]
+
+_ID_RE = re.compile(r"[^a-z0-9_]+")
+_WORD_RE = re.compile(r"[^a-z]+")
+_REASON_RE = re.compile(r"[^A-Za-z0-9 .,'-]+")
+#: Qwen2/Qwen3 tokenizers: every digit is its own token; a word or a punctuation mark
+#: is about one token (an approximation for the answer's length, good to ~20 %).
+_TOKEN_RE = re.compile(r"\d|[A-Za-z]+|[^\sA-Za-z\d]")
+
+
+def count_tokens(text: str) -> int:
+    """Approximate completion tokens of a JSON answer (see ``_TOKEN_RE``)."""
+    return len(_TOKEN_RE.findall(text))
+
+
+def vlm_id(text: str) -> str:
+    """An id the hardened schema accepts: lowercase letters, digits, underscore, 1-32."""
+    out = _ID_RE.sub("_", str(text).lower()).strip("_")[:32]
+    return out or "object"
+
+
+def vlm_words(text: str, max_len: int = 40) -> str:
+    """Lowercase words with single spaces (category, region), at most ``max_len`` chars."""
+    out = " ".join(_WORD_RE.sub(" ", str(text).lower()).split())[:max_len].strip()
+    return out or "object"
+
+
+@dataclass
+class VlmLatencyModel:
+    """Seconds a real VLM call would take: prefill + completion tokens / decode rate."""
+
+    prefill_s: float = 0.35
+    decode_tok_per_s: float = 155.5
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.prefill_s) and self.prefill_s >= 0.0):
+            raise ConfigError("vlm_sim.latency.prefill_s must be >= 0")
+        if not (math.isfinite(self.decode_tok_per_s) and self.decode_tok_per_s > 0.0):
+            raise ConfigError("vlm_sim.latency.decode_tok_per_s must be > 0")
+
+    def seconds(self, completion_tokens: int) -> float:
+        return float(self.prefill_s + max(0, int(completion_tokens)) / self.decode_tok_per_s)
+
+
+@dataclass
+class VlmSimConfig:
+    """The error model (``vlm_sim.*`` in config/perception.yaml, where each default's source
+    is given; the defaults here are the same). :meth:`zero_noise` = a perfect VLM."""
+
+    seed: int = 0
+    point_std: float = 9.0               # 0..1000 units, per axis
+    box_std: float = 12.5                # 0..1000 units, per edge
+    category_confusion_prob: float = 0.03
+    affordance_confusion_prob: float = 0.05
+    state_error_prob: float = 0.02
+    fragility_std: float = 0.1
+    miss_prob_small: float = 0.5
+    miss_min_area_px: float = 100.0
+    miss_full_area_px: float = 400.0
+    image_token_px: int = 32             # Qwen3-VL: 16 px patches merged 2x2 -> 32 px/token
+    prompt_text_tokens: int = 420        # system + user prompt text (counted once)
+    confusion_map: Dict[str, List[str]] = field(
+        default_factory=lambda: {k: list(v) for k, v in DEFAULT_CONFUSION_MAP.items()})
+    latency: VlmLatencyModel = field(default_factory=VlmLatencyModel)
+
+    def __post_init__(self) -> None:
+        for name in ("category_confusion_prob", "affordance_confusion_prob",
+                     "state_error_prob", "miss_prob_small"):
+            value = float(getattr(self, name))
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"vlm_sim.{name} must be in [0, 1], got {value}")
+            setattr(self, name, value)
+        for name in ("point_std", "box_std", "fragility_std", "miss_min_area_px",
+                     "miss_full_area_px"):
+            value = float(getattr(self, name))
+            if not (math.isfinite(value) and value >= 0.0):
+                raise ConfigError(f"vlm_sim.{name} must be >= 0, got {value}")
+            setattr(self, name, value)
+        if self.miss_full_area_px < self.miss_min_area_px:
+            raise ConfigError("vlm_sim: need miss_min_area_px <= miss_full_area_px")
+        if int(self.image_token_px) < 1 or int(self.prompt_text_tokens) < 0:
+            raise ConfigError("vlm_sim: image_token_px >= 1 and prompt_text_tokens >= 0")
+        self.seed = int(self.seed)
+        cleaned: Dict[str, List[str]] = {}
+        for key, partners in dict(self.confusion_map or {}).items():
+            if isinstance(partners, str):
+                partners = [partners]
+            names = [vlm_words(p.replace("_", " ")) for p in partners if str(p).strip()]
+            if names:
+                cleaned[vlm_words(str(key).replace("_", " "))] = names
+        self.confusion_map = cleaned
+        if isinstance(self.latency, Mapping):
+            self.latency = VlmLatencyModel(**{k: float(v) for k, v in self.latency.items()})
+
+    @classmethod
+    def from_params(cls, params: Optional[Mapping[str, Any]]) -> "VlmSimConfig":
+        params = dict(params or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ConfigError(f"vlm_sim: unknown parameter(s) {', '.join(unknown)}")
+        latency = dict(params.pop("latency", None) or {})
+        bad = sorted(set(latency) - {"prefill_s", "decode_tok_per_s"})
+        if bad:
+            raise ConfigError(f"vlm_sim.latency: unknown parameter(s) {', '.join(bad)}")
+        return cls(latency=VlmLatencyModel(**{k: float(v) for k, v in latency.items()}),
+                   **params)
+
+    def zero_noise(self) -> "VlmSimConfig":
+        """The same model with every error rate 0 (a perfect VLM)."""
+        out = VlmSimConfig(**{f.name: getattr(self, f.name) for f in fields(self)})
+        for name in ("point_std", "box_std", "category_confusion_prob",
+                     "affordance_confusion_prob", "state_error_prob", "fragility_std",
+                     "miss_prob_small"):
+            setattr(out, name, 0.0)
+        return out
+
+
+@dataclass
+class _Seen:
+    """One object as the camera shows it: its label and its visible pixels' statistics."""
+
+    label: ObjectInstance
+    area: int
+    centre: Tuple[float, float]           # (u, v) on the object
+    box: Tuple[float, float, float, float]
+
+
+def visible_objects(instance: np.ndarray, labels: Sequence[ObjectInstance]) -> List[_Seen]:
+    """Per labelled object with visible pixels: area, on-object centre point, pixel box."""
+    vs, us = np.nonzero(instance >= 0)
+    if vs.size == 0:
+        return []
+    ids = instance[vs, us]
+    order = np.argsort(ids, kind="stable")
+    ids, us, vs = ids[order], us[order], vs[order]
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    ends = np.r_[starts[1:], ids.size]
+    seen: List[_Seen] = []
+    for a, b in zip(starts, ends):
+        k = int(ids[a])
+        if k >= len(labels):
+            continue
+        u, v = us[a:b].astype(float), vs[a:b].astype(float)
+        cu, cv = float(u.mean()), float(v.mean())
+        ru, rv = int(round(cu)), int(round(cv))
+        if not (0 <= rv < instance.shape[0] and 0 <= ru < instance.shape[1]
+                and instance[rv, ru] == k):
+            j = int(np.argmin((u - cu) ** 2 + (v - cv) ** 2))   # nearest visible pixel
+            cu, cv = float(u[j]), float(v[j])
+        seen.append(_Seen(labels[k], int(b - a), (cu, cv),
+                          (float(u.min()), float(v.min()), float(u.max()) + 1.0,
+                           float(v.max()) + 1.0)))
+    return seen
+
+
+class VlmSimBackend(PerceptionBackend):
+    """The simulated VLM (module docstring); ``segmentation(camera)`` gives mask + labels."""
+
+    name = BACKEND_NAME
+
+    def __init__(self, segmentation: SegmentationProvider,
+                 config: Optional[VlmSimConfig] = None,
+                 client_config: Optional[VlmConfig] = None, seed: Optional[int] = None):
+        self.config = config or VlmSimConfig()
+        self.client = VlmBackend(client_config or VlmConfig())
+        self._segmentation = segmentation
+        self.seed = self.config.seed if seed is None else int(seed)
+        self.calls = 0
+        #: The checked form of the last answer (the re-perception policy reuses it).
+        self.last_interpretation: Optional[Interpretation] = None
+
+    def reseed(self, seed: int) -> None:
+        """Start a new trial: seed and call counter (benchmarks seed each trial)."""
+        self.seed, self.calls = int(seed), 0
+
+    # ---- the answer -------------------------------------------------------------------------
+    def answer(self, instance: np.ndarray, labels: Sequence[ObjectInstance],
+               instruction: str, rng: np.random.Generator) -> Dict[str, Any]:
+        """The JSON answer (a dict in :data:`.schema.PERCEPTION_SCHEMA`) for one frame."""
+        cfg = self.config
+        height, width = instance.shape[:2]
+        seen = visible_objects(instance, labels)
+        reported: List[_Seen] = []
+        for item in seen:
+            if rng.random() >= self._miss_probability(item.area):
+                reported.append(item)
+        reported = reported[:schema.MAX_OBJECTS]
+        ids: Dict[str, str] = {}
+        objects = []
+        sx, sy = 1000.0 / width, 1000.0 / height
+        for item in reported:
+            lab = item.label
+            oid = vlm_id(lab.id)
+            k = 2
+            while oid in ids.values():
+                oid = vlm_id(f"{vlm_id(lab.id)[:28]}_{k}")
+                k += 1
+            ids[lab.id] = oid
+            pu = _norm(item.centre[0] * sx + rng.normal(0.0, cfg.point_std)
+                       if cfg.point_std > 0 else item.centre[0] * sx)
+            pv = _norm(item.centre[1] * sy + rng.normal(0.0, cfg.point_std)
+                       if cfg.point_std > 0 else item.centre[1] * sy)
+            edges = [item.box[0] * sx, item.box[1] * sy, item.box[2] * sx, item.box[3] * sy]
+            if cfg.box_std > 0:
+                edges = [e + float(rng.normal(0.0, cfg.box_std)) for e in edges]
+            x1, x2 = sorted((_norm(edges[0]), _norm(edges[2])))
+            y1, y2 = sorted((_norm(edges[1]), _norm(edges[3])))
+            objects.append({"id": oid, "category": self._category(lab, rng),
+                            "point_2d": [pu, pv], "bbox_2d": [x1, y1, x2, y2],
+                            "state": self._state(lab.state, rng),
+                            "fragility": self._fragility(lab.fragility, rng)})
+        target_id, reason = self._referent(instruction, labels, reported)
+        if target_id is None:
+            return {"target_found": False, "reason": reason, "target_id": None,
+                    "target_affordance": None, "objects": objects}
+        target = next(r.label for r in reported if r.label.id == target_id)
+        aff = target.affordance
+        a_type = aff.type if aff is not None else AffordanceType.GRASPABLE_BODY
+        if cfg.affordance_confusion_prob > 0 and rng.random() < cfg.affordance_confusion_prob:
+            others = [t for t in AffordanceType if t != a_type]
+            a_type = others[int(rng.integers(len(others)))]
+        material = aff.material if aff is not None else "other"
+        if material not in schema.MATERIALS:
+            material = "other"
+        region = vlm_words(aff.region if aff is not None else "body")
+        return {"target_found": True, "reason": "", "target_id": ids[target.id],
+                "target_affordance": {"type": a_type.value, "material": material,
+                                      "region": region},
+                "objects": objects}
+
+    @staticmethod
+    def _referent(instruction: str, labels: Sequence[ObjectInstance],
+                  reported: Sequence[_Seen]) -> Tuple[Optional[str], str]:
+        """(target id, reason when none): the object the instruction asks for, if reported.
+
+        Reading the instruction is language understanding, so the referent is resolved over
+        every label of the scene (hidden ones included): "the tennis ball behind the box"
+        refers to the ball, and when the ball is hidden the answer is "not found", not the
+        box. Whole-scene instructions ("clear the table", "sort by fragility") take the
+        first object reported in the instruction's order.
+        """
+        shown = {r.label.id for r in reported}
+        named = resolve_targets(instruction, list(labels))
+        text = _words(instruction)
+        whole = any(_find(p, text) >= 0 for p in _ALL_WORDS) or bool(_SORT_FRAGILITY.search(text))
+        if whole:
+            for oid in named:
+                if oid in shown:
+                    return oid, ""
+            return None, "no object is visible on the table"
+        if not named:
+            return None, "no object in the image matches the instruction"
+        if named[0] not in shown:
+            return None, "the target is not visible (hidden or too small to make out)"
+        return named[0], ""
+
+    def _miss_probability(self, area: int) -> float:
+        cfg = self.config
+        if cfg.miss_prob_small <= 0.0 or area >= cfg.miss_full_area_px:
+            return 0.0
+        if area <= cfg.miss_min_area_px or cfg.miss_full_area_px <= cfg.miss_min_area_px:
+            return cfg.miss_prob_small
+        frac = (cfg.miss_full_area_px - area) / (cfg.miss_full_area_px - cfg.miss_min_area_px)
+        return cfg.miss_prob_small * frac
+
+    def _category(self, label: ObjectInstance, rng: np.random.Generator) -> str:
+        category = vlm_words(label.category.replace("_", " "))
+        partners = self.config.confusion_map.get(category)
+        if partners and self.config.category_confusion_prob > 0 \
+                and rng.random() < self.config.category_confusion_prob:
+            return partners[int(rng.integers(len(partners)))]
+        return category
+
+    def _state(self, state: ObjectState, rng: np.random.Generator) -> str:
+        if self.config.state_error_prob > 0 and rng.random() < self.config.state_error_prob:
+            others = [s for s in ObjectState if s != state]
+            return others[int(rng.integers(len(others)))].value
+        return state.value
+
+    def _fragility(self, value: float, rng: np.random.Generator) -> float:
+        if self.config.fragility_std > 0:
+            value = value + float(rng.normal(0.0, self.config.fragility_std))
+        return round(float(min(1.0, max(0.0, value))), 2)
+
+    # ---- the call ---------------------------------------------------------------------------
+    def prompt_tokens(self, width: int, height: int) -> int:
+        """Image tokens of the frame as sent (longer side at most image_max_side) + text."""
+        scale = max(1.0, max(width, height) / float(self.client.config.image_max_side))
+        px = self.config.image_token_px
+        return (math.ceil(width / scale / px) * math.ceil(height / scale / px)
+                + self.config.prompt_text_tokens)
+
+    def perceive(self, rgb: np.ndarray, depth: np.ndarray, camera: Camera,
+                 instruction: str) -> PerceptionResult:
+        start = time.perf_counter()
+        try:
+            problem = _check_inputs(rgb, depth, camera)
+            if problem:
+                return PerceptionResult.failure(BACKEND_NAME, problem,
+                                                latency_s=time.perf_counter() - start)
+            instance, labels = self._segmentation(camera)
+            if instance.shape[:2] != rgb.shape[:2]:
+                return PerceptionResult.failure(
+                    BACKEND_NAME, f"segmentation is {instance.shape[1]}x{instance.shape[0]} "
+                    f"but the image is {rgb.shape[1]}x{rgb.shape[0]}",
+                    latency_s=time.perf_counter() - start)
+            rng = np.random.default_rng([self.seed, self.calls, 0x5653])
+            self.calls += 1
+            answer = self.answer(instance, labels, instruction, rng)
+            raw = json.dumps(answer, separators=(",", ":"))
+            interp, problem = check_raw(self.client, raw, rgb.shape[:2])
+            self.last_interpretation = interp
+            if interp is None:
+                result = PerceptionResult.failure(BACKEND_NAME,
+                                                  f"invalid VLM answer: {problem}", raw=raw)
+            else:
+                result = locate_answer(self.client, BACKEND_NAME, interp, raw, rgb.shape[:2],
+                                       depth, camera)
+            result.latency_s = time.perf_counter() - start
+            result.requests = 1
+            result.prompt_tokens = self.prompt_tokens(rgb.shape[1], rgb.shape[0])
+            result.completion_tokens = count_tokens(raw)
+            return result
+        except Exception as exc:  # noqa: BLE001 - perceive() must never raise (contract)
+            LOGGER.exception("vlm_sim perception failed")
+            return PerceptionResult.failure(
+                BACKEND_NAME, f"perception failed: {type(exc).__name__}: {exc}",
+                latency_s=time.perf_counter() - start)
+
+    def interpret(self, raw: str, image_shape: Tuple[int, int], depth: np.ndarray,
+                  camera: Camera) -> PerceptionResult:
+        """A raw answer through the real client's checks and depth geometry (no tokens)."""
+        return interpret_raw(self.client, BACKEND_NAME, raw, image_shape, depth, camera)
+
+
+def interpret_raw(client: VlmBackend, backend: str, raw: str, image_shape: Tuple[int, int],
+                  depth: np.ndarray, camera: Camera) -> PerceptionResult:
+    """Parse, validate and locate one raw VLM answer with ``client`` (vlm or vlm_sim).
+
+    Token counts and requests are left 0 (no model call is made here).
+    """
+    interp, problem = check_raw(client, raw, image_shape)
+    if interp is None:
+        return PerceptionResult.failure(backend, f"invalid VLM answer: {problem}", raw=raw)
+    return locate_answer(client, backend, interp, raw, image_shape, depth, camera)
+
+
+def check_raw(client: VlmBackend, raw: str, image_shape: Tuple[int, int]
+              ) -> Tuple[Optional[Interpretation], str]:
+    """(interpretation, problem) of a raw answer: the real client's parse and checks."""
+    height, width = image_shape
+    scale = max(1.0, max(width, height) / float(client.config.image_max_side))
+    sent = EncodedImage(data_url="", width=int(round(width / scale)),
+                        height=int(round(height / scale)), scale=scale)
+    interp, problem = client.check(raw, "stop", width, height, sent)
+    return (None, problem) if problem else (interp, "")
+
+
+def locate_answer(client: VlmBackend, backend: str, interp: Interpretation, raw: str,
+                  image_shape: Tuple[int, int], depth: np.ndarray, camera: Camera
+                  ) -> PerceptionResult:
+    """A checked answer located in ``depth`` by the real client's depth geometry.
+
+    The re-perception policy calls this with a kept answer and a fresh depth image.
+    """
+    objects, target, warnings, error = client.locate(interp, depth, camera, image_shape)
+    return PerceptionResult(backend=backend, target_found=interp.target_found, target=target,
+                            objects=objects, warnings=list(interp.warnings) + warnings,
+                            error=error, raw=raw)
+
+
+def bench_calls(n: int = 20, perfect: bool = False) -> Dict[str, Any]:
+    """Time vlm_sim on the first frame of every benchmark task (``bench vlm-sim``).
+
+    Reports, per call: the answer (mask statistics, error draws, JSON) with the client's
+    parse and checks (the simulated VLM's own cost, budget 10 ms), the depth geometry of
+    every reported object (the same code a real answer runs), and rendering the frame.
+    Times are CPU time of this process (``time.process_time``): on a shared machine wall
+    time measures the other processes as much as this code.
+    """
+    from agentic_grasp.core.perception import load_params
+    from agentic_grasp.core.render import render_view
+    from agentic_grasp.core.sim import Simulator, list_tasks
+
+    sim = Simulator.from_config()
+    camera = Camera()
+    params = load_params()
+    state: Dict[str, Any] = {}
+    backend = VlmSimBackend(lambda _c: (state["frame"].instance, state["objects"]),
+                            VlmSimConfig.from_params(params.get("vlm_sim")),
+                            VlmConfig.from_params(params.get("vlm"), params.get("depth")))
+    if perfect:
+        backend.config = backend.config.zero_noise()
+    answer_ms: List[float] = []
+    geometry_ms: List[float] = []
+    render_ms: List[float] = []
+    tokens: List[int] = []
+    for task in list_tasks():
+        spec = sim.load_task(task, trial_seed=1)
+        state["objects"] = sim.objects()
+        for k in range(n):
+            t0 = time.process_time()
+            state["frame"] = frame = render_view(state["objects"], camera)
+            t1 = time.process_time()
+            rng = np.random.default_rng([k, 1])
+            raw = json.dumps(backend.answer(frame.instance, state["objects"],
+                                            spec.instruction, rng), separators=(",", ":"))
+            interp, _ = check_raw(backend.client, raw, frame.rgb.shape[:2])
+            t2 = time.process_time()
+            if interp is not None:
+                locate_answer(backend.client, BACKEND_NAME, interp, raw, frame.rgb.shape[:2],
+                              frame.depth, camera)
+            t3 = time.process_time()
+            render_ms.append(1e3 * (t1 - t0))
+            answer_ms.append(1e3 * (t2 - t1))
+            geometry_ms.append(1e3 * (t3 - t2))
+            tokens.append(count_tokens(raw))
+
+    def stats(values: List[float]) -> Dict[str, float]:
+        return {"p50_ms": round(float(np.percentile(values, 50)), 3),
+                "p90_ms": round(float(np.percentile(values, 90)), 3)}
+
+    latency = backend.config.latency
+    return {"calls": len(answer_ms), "answer_and_checks": stats(answer_ms),
+            "depth_geometry": stats(geometry_ms), "render_view": stats(render_ms),
+            "completion_tokens_p50": int(np.percentile(tokens, 50)),
+            "modelled_vlm_latency_s_p50": round(latency.seconds(
+                int(np.percentile(tokens, 50))), 3)}
+
+
+def _norm(value: float) -> int:
+    """A coordinate in Qwen's 0..1000 range (the hardened schema bounds it)."""
+    if not math.isfinite(value):
+        return 0
+    return int(min(1000, max(0, round(value))))
+
+
+__all__ = ["BACKEND_NAME", "Segmentation", "SegmentationProvider", "VlmLatencyModel",
+           "VlmSimBackend", "VlmSimConfig", "check_raw", "count_tokens", "interpret_raw",
+           "locate_answer",
+           "visible_objects", "vlm_id", "vlm_words"]

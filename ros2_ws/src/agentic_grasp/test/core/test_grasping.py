@@ -1,0 +1,173 @@
+"""Grasp fitting, the Franka Hand sweep and clearance-aware candidates (core/grasping)."""
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentic_grasp.core.grasping import GraspSynthesisConfig, HandModel, fit_record
+from agentic_grasp.core.grasping.candidates import generate_candidates
+from agentic_grasp.core.grasping.fit import fit_strategy
+from agentic_grasp.core.grasping.hand import Box, gap_matrix, obb_gap, object_box, rot_z
+from agentic_grasp.core.planner.configurations import PlannerConfig
+from agentic_grasp.core.planner.failure import Diagnosis
+from agentic_grasp.core.planner.recovery import CorrectionContext, get_correction
+from agentic_grasp.core.types import (FailureType, GraspParameters, ObjectInstance, ObjectState,
+                                      Shape)
+
+CFG = GraspSynthesisConfig()
+HAND = HandModel(CFG.hand)
+KB = Path(__file__).resolve().parents[5] / "kb_data" / "experiences"
+
+CUP_HANDLE = {"position": [0.0525, 0.0, 0.0], "approach": [0.0, 0.0, -1.0], "width": 0.03,
+              "force": 15.0, "grasp_type": "pinch", "approach_height": 0.1, "speed": 0.08,
+              "wrist_yaw": 0.0}
+CUP_SPEC = {"shape": "cylinder", "size": [0.08, 0.08, 0.09]}
+BALL_GRASP = {"position": [0.0, 0.0, 0.0], "approach": [0.0, 0.0, -1.0], "width": 0.08,
+              "force": 10.0, "grasp_type": "power", "approach_height": 0.1, "speed": 0.1,
+              "wrist_yaw": 0.0}
+BALL_SPEC = {"shape": "sphere", "size": [0.065, 0.065, 0.065]}
+
+
+def obj(oid="t", shape=Shape.CYLINDER, xy=(0.5, 0.0), size=(0.08, 0.08, 0.09), yaw=0.0,
+        state=ObjectState.EMPTY, category="cup"):
+    return ObjectInstance(id=oid, category=category, shape=shape,
+                          position=np.array([xy[0], xy[1], size[2] / 2.0]),
+                          size=np.array(size, dtype=float), yaw=yaw, state=state)
+
+
+def fit(grasp, spec, target, region="body", handle_yaw=None):
+    rec = fit_record({"grasp": grasp, "render_spec": spec, "affordance": {"region": region}})
+    return fit_strategy(grasp, spec, rec, target, CFG, HAND, handle_yaw)
+
+
+def test_every_experience_carries_the_fit_record_its_grasp_implies():
+    n = 0
+    for path in sorted(KB.glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            assert rec["fit"] == fit_record(rec), rec["id"]
+            n += 1
+    assert n == 125
+
+
+def test_handle_offset_scales_with_the_perceived_cup_and_follows_the_handle_side():
+    big = obj(size=(0.10, 0.10, 0.11))
+    res = fit(CUP_HANDLE, CUP_SPEC, big, region="handle")
+    assert res.breakdown["yaw_ref"] == "handle" and res.breakdown["opening"] == "part"
+    # 52.5 mm on an 8 cm cup = 1.3125 half-widths = 65.6 mm on a 10 cm cup
+    assert res.grasp.position[0] - 0.5 == pytest.approx(0.065625)
+    assert res.grasp.width == pytest.approx(0.03)
+    turned = fit(CUP_HANDLE, CUP_SPEC, big, region="handle", handle_yaw=math.pi / 2)
+    assert turned.grasp.position[:2] == pytest.approx([0.5, 0.065625])
+    assert turned.grasp.wrist_yaw == pytest.approx(math.pi / 2)
+
+
+def test_body_opening_comes_from_the_perceived_extent_plus_margin():
+    egg = obj(shape=Shape.SPHERE, size=(0.045, 0.045, 0.045), category="egg")
+    res = fit(BALL_GRASP, BALL_SPEC, egg)
+    assert res.grasp.width == pytest.approx(0.045 + CFG.opening_margin_m)
+    near_max = obj(shape=Shape.SPHERE, size=(0.075, 0.075, 0.075))
+    clamped = fit(BALL_GRASP, BALL_SPEC, near_max)
+    assert clamped.grasp.width == pytest.approx(CFG.hand.max_opening_m)
+    assert any("clamped" in n for n in clamped.breakdown["notes"])
+    too_big = obj(shape=Shape.SPHERE, size=(0.12, 0.12, 0.12))
+    skipped = fit(BALL_GRASP, BALL_SPEC, too_big)
+    assert skipped.skipped and "no finger clearance" in skipped.breakdown["skipped"]
+
+
+def test_a_flat_object_grasped_at_its_centre_is_raised_above_the_table():
+    phone = obj(shape=Shape.BOX, size=(0.07, 0.15, 0.01), category="smartphone")
+    grasp = dict(BALL_GRASP, width=0.08, wrist_yaw=-math.pi / 2)
+    res = fit(grasp, {"shape": "box", "size": [0.07, 0.15, 0.01]}, phone, region="sides")
+    assert HAND.lowest_point(res.grasp) >= CFG.table_clearance_m - 1e-9
+    assert res.breakdown["raised_mm"] > 0
+
+
+def test_gap_matrix_equals_pairwise_sat_gaps():
+    rng = np.random.default_rng(3)
+    boxes = [Box(rng.normal(size=3) * 0.1, rot_z(rng.uniform(-3, 3)), rng.uniform(0.01, 0.05, 3),
+                 str(i)) for i in range(6)]
+    g = gap_matrix(boxes[:3], boxes[3:])
+    assert np.allclose(g, [[obb_gap(a, b) for b in boxes[3:]] for a in boxes[:3]])
+
+
+def test_swept_palm_meets_a_neighbour_under_the_approach_only():
+    g = GraspParameters(position=np.array([0.5, 0.0, 0.045]), approach=np.array([0, 0, -1.0]),
+                        width=0.03, force=10.0, grasp_type="pinch", approach_height=0.1,
+                        wrist_yaw=0.0)
+    under = object_box(obj("v", xy=(0.5, 0.12), size=(0.08, 0.08, 0.15)))
+    beside = object_box(obj("w", xy=(0.5, 0.25), size=(0.08, 0.08, 0.15)))
+    assert HAND.clearance(g, [under])[0] < 0.0           # the 200 mm palm reaches y = 0.1
+    assert HAND.clearance(g, [beside])[0] > 0.05
+
+
+def test_candidates_turn_the_palm_away_from_a_close_neighbour():
+    target = obj(shape=Shape.BOX, size=(0.05, 0.05, 0.05), category="cube")
+    base = fit(dict(BALL_GRASP, width=0.07), {"shape": "box", "size": [0.05, 0.05, 0.05]},
+               target).grasp
+    vase = object_box(obj("vase", xy=(0.5, 0.11), size=(0.08, 0.08, 0.15)))
+    assert HAND.clearance(base, [vase])[0] < 0.0
+    cs = generate_candidates(base, target, [vase], CFG, HAND, opening="extent",
+                             away_dirs=[np.array([0.0, -1.0, 0.0])])
+    assert cs.collision_free and cs.best.clearance_m >= CFG.required_clearance_m
+    assert HAND.clearance(cs.best.grasp, [vase])[0] == pytest.approx(cs.best.clearance_m)
+
+
+def test_no_finger_inside_the_rim_of_a_filled_container():
+    cup = obj(state=ObjectState.FILLED)
+    rim = GraspParameters(position=np.array([0.5375, 0.0, 0.08]), approach=np.array([0, 0, -1.0]),
+                          width=0.025, force=12.0, grasp_type="pinch", approach_height=0.1,
+                          wrist_yaw=math.pi / 2)        # closing radially across the wall
+    far = object_box(obj("far", xy=(0.5, 0.14), size=(0.05, 0.05, 0.05)))
+    cs = generate_candidates(rim, cup, [far], CFG, HAND, opening="part", vertical_only=True,
+                             filled=True)
+    assert not cs.collision_free and "inside the rim" in cs.best.nearest
+    empty = generate_candidates(rim, obj(), [far], CFG, HAND, opening="part")
+    assert empty.collision_free
+
+
+def test_a_collision_moves_to_the_next_best_candidate():
+    g = GraspParameters(position=np.array([0.5, 0.0, 0.05]), approach=np.array([0, 0, -1.0]),
+                        width=0.04, force=10.0, grasp_type="power")
+    nxt = g.copy(wrist_yaw=0.5)
+    ctx = CorrectionContext(target=obj(), g0=g, b0=g, constrain=lambda x: x,
+                            rng=np.random.default_rng(0), candidates=[[g.copy(), nxt]])
+    diag = Diagnosis(FailureType.COLLISION, "palm hits v", "event")
+    corr = get_correction(diag, 1, g, g, ctx, PlannerConfig())
+    assert corr.ops == {"next_candidate": True} and corr.grasp.wrist_yaw == pytest.approx(0.5)
+    slip = get_correction(Diagnosis(FailureType.SLIP, "slid", "event"), 1, g, g, ctx,
+                          PlannerConfig())
+    assert "next_candidate" not in slip.ops
+
+
+def test_constraint_mode_is_validated():
+    with pytest.raises(Exception):
+        GraspSynthesisConfig(constraint_mode="new")
+
+
+def test_unknown_category_falls_back_to_affordance_and_size():
+    from agentic_grasp.core.planner.episode import retriever_for
+    from agentic_grasp.core.types import AffordanceDescriptor
+    body = AffordanceDescriptor(type="Graspable_Body", material="metal", fragility=0.1,
+                                region="body")
+    res = retriever_for().retrieve("thermos", body, size=[0.075, 0.075, 0.25])
+    assert res.fallback and res.strategies and "fallback" in res.reason
+    assert all(s.experience.affordance.type.value == "Graspable_Body" for s in res.strategies)
+    assert all("FALLBACK" in s.explanation for s in res.strategies)
+    small = retriever_for().retrieve("thermos", body, size=[0.02, 0.02, 0.02])
+    assert [s.experience.id for s in small.strategies] != [s.experience.id
+                                                           for s in res.strategies]
+    known = retriever_for().retrieve("cup", body)
+    assert not known.fallback
+
+
+def test_handle_strategies_are_skipped_when_the_handle_side_is_unknown():
+    cup = obj()
+    rec = fit_record({"grasp": CUP_HANDLE, "render_spec": CUP_SPEC,
+                      "affordance": {"region": "handle"}})
+    res = fit_strategy(CUP_HANDLE, CUP_SPEC, rec, cup, CFG, HAND, None, yaw_known=False)
+    assert res.skipped and "handle side not perceived" in res.breakdown["skipped"]
+    assert not fit_strategy(CUP_HANDLE, CUP_SPEC, rec, cup, CFG, HAND, 0.3,
+                            yaw_known=False).skipped
