@@ -9,7 +9,7 @@ import json
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", nargs="?", default="paper",
                         choices=("paper", "sim", "graph", "retrieval", "scene-graph",
-                                 "perception", "vlm-sim"),
+                                 "perception", "vlm-sim", "learning"),
                         help="paper (default): the paper's protocol, Tables II-V and the OOD "
                         "study beside the paper; sim: one simulated attempt in-process, and "
                         "ExecuteGrasp through ROS beside the bare action round trip; graph: one "
@@ -19,7 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "constraints for 10 and 200 objects; perception: VLM client overhead "
                         "per call beside the bare HTTP round trip; vlm-sim: the simulated "
                         "VLM's answer per call beside the depth geometry and rendering it "
-                        "feeds")
+                        "feeds; learning: success per block of 10 goals with and without "
+                        "experience acquisition, paired seeds, held-out evaluation")
     parser.add_argument("-n", type=int, default=0, help="samples (default per benchmark)")
     parser.add_argument("--inprocess-only", action="store_true",
                         help="sim: skip the ROS part")
@@ -27,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from agentic_grasp.commands.bench_paper import add_paper_arguments
 
     add_paper_arguments(parser)
+    from agentic_grasp.commands.bench_learning import add_learning_arguments
+
+    add_learning_arguments(parser)
 
 
 def _bench_sim(args) -> dict:
@@ -103,6 +107,12 @@ def _bench_vlm_sim(args) -> dict:
     return result
 
 
+def _bench_learning(args) -> dict:
+    from agentic_grasp.commands.bench_learning import run_learning_bench
+
+    return run_learning_bench(args)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.what == "paper":
         from agentic_grasp.commands.bench_paper import run_paper
@@ -110,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         return run_paper(args)
     result = {"sim": _bench_sim, "graph": _bench_graph, "retrieval": _bench_retrieval,
               "scene-graph": _bench_scene_graph, "perception": _bench_perception,
-              "vlm-sim": _bench_vlm_sim}[args.what](args)
+              "vlm-sim": _bench_vlm_sim, "learning": _bench_learning}[args.what](args)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     return 0
