@@ -9,7 +9,7 @@ import json
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", nargs="?", default="paper",
                         choices=("paper", "sim", "graph", "retrieval", "scene-graph",
-                                 "perception", "vlm-sim", "learning"),
+                                 "perception", "vlm-sim", "geometry", "learning"),
                         help="paper (default): the paper's protocol, Tables II-V and the OOD "
                         "study beside the paper; sim: one simulated attempt in-process, and "
                         "ExecuteGrasp through ROS beside the bare action round trip; graph: one "
@@ -19,12 +19,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "constraints for 10 and 200 objects; perception: VLM client overhead "
                         "per call beside the bare HTTP round trip; vlm-sim: the simulated "
                         "VLM's answer per call beside the depth geometry and rendering it "
-                        "feeds; learning: success per block of 10 goals with and without "
+                        "feeds; geometry: depth geometry of every catalogue object at "
+                        "random poses against the renderer's truth (-n poses per object); "
+                        "learning: success per block of 10 goals with and without "
                         "experience acquisition, paired seeds, held-out evaluation")
     parser.add_argument("-n", type=int, default=0, help="samples (default per benchmark)")
     parser.add_argument("--inprocess-only", action="store_true",
                         help="sim: skip the ROS part")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    geometry = parser.add_argument_group("geometry")
+    geometry.add_argument("--geometry-seed", type=int, default=0, help="seed of the poses")
+    geometry.add_argument("--pointing-noise-px", type=float, default=0.0,
+                          help="Gaussian noise (px, 1 sigma) on the perfect VLM's point and "
+                          "box corners")
+    geometry.add_argument("--neighbours", action="store_true",
+                          help="a random catalogue object beside each one (occlusion)")
+    geometry.add_argument("--depth-noise-mm", type=float, default=0.0,
+                          help="Gaussian depth noise of the rendered frames (mm, 1 sigma)")
     from agentic_grasp.commands.bench_paper import add_paper_arguments
 
     add_paper_arguments(parser)
@@ -113,6 +124,18 @@ def _bench_learning(args) -> dict:
     return run_learning_bench(args)
 
 
+def _bench_geometry(args) -> dict:
+    from agentic_grasp.core.perception.geometry_bench import format_report, run_geometry_bench
+
+    result = run_geometry_bench(poses=args.n or 12, seed=args.geometry_seed,
+                                noise_px=args.pointing_noise_px, neighbours=args.neighbours,
+                                depth_noise_m=args.depth_noise_mm / 1e3)
+    result.pop("_trials")
+    if not args.json:
+        print(format_report(result))
+    return result
+
+
 def run(args: argparse.Namespace) -> int:
     if args.what == "paper":
         from agentic_grasp.commands.bench_paper import run_paper
@@ -120,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
         return run_paper(args)
     result = {"sim": _bench_sim, "graph": _bench_graph, "retrieval": _bench_retrieval,
               "scene-graph": _bench_scene_graph, "perception": _bench_perception,
-              "vlm-sim": _bench_vlm_sim, "learning": _bench_learning}[args.what](args)
+              "vlm-sim": _bench_vlm_sim, "geometry": _bench_geometry,
+              "learning": _bench_learning}[args.what](args)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     return 0

@@ -15,7 +15,11 @@ Topics (relative names; remap them for another camera):
   oracle and vlm_sim backends also ``sim/ground_truth`` (SceneGraph, latched): the oracle
   answers from it, vlm_sim renders the frame's object-id mask from it (the stand-in for a
   VLM's implicit segmentation; it reads labels, never poses, from the message);
-- out: ``perception/result`` (PerceptionResult, latched: the last answer).
+- out: ``perception/result`` (PerceptionResult, latched: the last answer) and
+  ``perception/target_crop`` (rgb8 Image, latched): the camera frame cropped at the
+  perceived target's box (square, padded, ``target_crop_px`` a side, cut as the knowledge
+  base's crops are), header.frame_id = the target's id, stamp = the frame's. The planner
+  sends it to retrieve_strategies as the visual query (s_vis of HAA-RAG).
 
 Frames: the colour and depth images are paired by header stamp (the newest colour image
 whose depth image is within ``max_frame_skew_s``), so a depth image from another instant is
@@ -60,7 +64,7 @@ from std_msgs.msg import Header
 from agentic_grasp import qos
 from agentic_grasp.conversions import (camera_from_info, depth_from_msg,
                                        perception_result_to_msg, rgb_from_msg,
-                                       scene_objects_from_msg)
+                                       rgb_to_msg, scene_objects_from_msg)
 from agentic_grasp.core.camera import Camera, look_at
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.perception import (BACKENDS, DepthConfig, OracleConfig,
@@ -71,7 +75,7 @@ from agentic_grasp.core.perception.reperception import (ReperceivingPerception,
                                                         ReperceptionConfig)
 from agentic_grasp.core.perception.vlm_client import DEFAULT_FRAGILITY_PRIORS
 from agentic_grasp.core.perception.vlm_sim import VlmLatencyModel, VlmSimConfig
-from agentic_grasp.core.render import render_view
+from agentic_grasp.core.render import crop_box, render_view
 from agentic_grasp.core.types import ObjectInstance
 from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare
@@ -85,6 +89,7 @@ DEPTH_TOPIC = "camera/depth/image_raw"
 INFO_TOPIC = "camera/color/camera_info"
 TRUTH_TOPIC = "sim/ground_truth"
 RESULT_TOPIC = "perception/result"
+CROP_TOPIC = "perception/target_crop"
 SERVICE = "perceive"
 #: Colour and depth images kept for pairing by stamp (the simulator re-sends at 2 Hz).
 FRAME_HISTORY = 4
@@ -120,8 +125,6 @@ DEPTH_DESCRIPTIONS: Dict[str, str] = {
     "table_z": "Height of the table top in world (m)",
     "min_height_above_table_m": "Object points must be this far above the table (m)",
     "snap_to_table_m": "An object whose bottom is this close to the table stands on it (m)",
-    "max_object_radius_m": "Object points must lie within this horizontal distance of the "
-                           "pointed surface point (m)",
     "min_object_points": "With fewer object points the centre comes from the ray and the "
                          "height from the box (coarse)",
     "max_bbox_samples": "At most this many box pixels are back-projected",
@@ -298,6 +301,11 @@ class PerceptionNode(Node):
         skew = float(declare(self, "max_frame_skew_s", 0.05,
                              "Largest stamp difference between the colour and the depth "
                              "image used together (s)"))
+        self.crop_px = int(declare(self, "target_crop_px", 64,
+                                   "Side of the target crop published for the visual query "
+                                   "(px; = retrieval embedding.crop_size_px)"))
+        if self.crop_px < 8:
+            raise ConfigError(f"target_crop_px must be >= 8, got {self.crop_px}")
         eye = declare(self, "camera.eye", [1.15, 0.0, 0.75],
                       "Camera position in world (m); with camera.target it gives T_world_cam "
                       "(a real robot would read it from TF)")
@@ -342,6 +350,7 @@ class PerceptionNode(Node):
                                                  qos.LATCHED, callback_group=sensors)
             self._truth_topic = truth_sub.topic_name
         self.pub_result = self.create_publisher(PerceptionResultMsg, RESULT_TOPIC, qos.LATCHED)
+        self.pub_crop = self.create_publisher(Image, CROP_TOPIC, qos.LATCHED)
         self.create_service(Perceive, SERVICE, self._on_perceive,
                             callback_group=MutuallyExclusiveCallbackGroup())
         detail = ""
@@ -522,11 +531,23 @@ class PerceptionNode(Node):
         header.stamp = frame.stamp
         start = time.perf_counter()
         try:
-            return self.serving.perceive(frame.rgb, frame.depth, frame.camera, instruction)
+            result = self.serving.perceive(frame.rgb, frame.depth, frame.camera, instruction)
+            self._publish_crop(result, frame)
+            return result
         except Exception as exc:  # noqa: BLE001 - the contract says never; the node survives
             self.get_logger().error(f"{name} backend raised: {exc!r}")
             return PerceptionResult.failure(name, f"perception failed: {type(exc).__name__}: "
                                                   f"{exc}", latency_s=time.perf_counter() - start)
+
+
+    def _publish_crop(self, result: PerceptionResult, frame: Frame) -> None:
+        """The camera crop at the perceived target's box (nothing without a box)."""
+        target = result.target
+        if target is None or target.bbox is None or frame.rgb.shape[:2] != frame.depth.shape:
+            return
+        crop = crop_box(frame.rgb, target.bbox, size=self.crop_px)
+        header = Header(stamp=frame.stamp, frame_id=target.id)
+        self.pub_crop.publish(rgb_to_msg(crop, header))
 
 
 def _camera_pose(eye: Any, target: Any) -> np.ndarray:

@@ -8,7 +8,10 @@ in agentic_grasp.core.planner) with its four peers reached over ROS:
   after every failed attempt; an answer with an error (e.g. no colour/depth pair yet) is
   asked again ``perceive_retries`` times after ``perceive_retry_delay_s``, since such
   errors pass with the next camera frame;
-- HAA-RAG: the retrieval node's ``retrieve_strategies`` service, once per sub-goal;
+- HAA-RAG: the retrieval node's ``retrieve_strategies`` service, once per sub-goal, with
+  the perception node's camera crop at the perceived target box (``perception/target_crop``)
+  as ``target_crop`` when ``visual_query`` is camera (the default), so s_vis is computed by
+  the retrieval node's configured embedding model;
 - scene graph + constraints: the scene-graph node's ``infer_constraints`` service, once per
   sub-goal (the node also publishes G and its markers for RViz);
 - the arm: the executor's ``execute_grasp`` action, one goal per attempt.
@@ -70,6 +73,7 @@ from geometry_msgs.msg import Pose, Quaternion, Vector3
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from sensor_msgs.msg import Image
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -80,7 +84,7 @@ from agentic_grasp.backends.executor_arm import ExecutorArmBackend
 from agentic_grasp.backends.perception_service import PerceptionService
 from agentic_grasp.backends.retrieval_service import RetrievalService
 from agentic_grasp.backends.scene_graph_service import SceneGraphService
-from agentic_grasp.conversions import attempt_record_to_msg, point
+from agentic_grasp.conversions import attempt_record_to_msg, point, rgb_from_msg
 from agentic_grasp.core.arm import ArmBackend, ArmResult, CancelCheck, PhaseCallback
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.retrieval.acquisition import (Acquirer, AcquisitionContext,
@@ -99,6 +103,8 @@ NODE_NAME = "planner"
 ACTION = "grasp_object"
 ATTEMPTS_TOPIC = "planner/attempts"
 MARKERS_TOPIC = "planner/markers"
+#: The perception node's camera crop at the perceived target box (the visual query).
+CROP_TOPIC = "perception/target_crop"
 STAGES = ("perceive", "retrieve", "reason", "plan", "execute", "reflect", "done")
 MEMORY_LIFETIMES = ("session", "goal")
 #: Threads of the node's executor: the goal's own thread, the peers' responses and feedback,
@@ -196,8 +202,14 @@ class NodeSettings:
     world_frame: str = "world"
     perceive_retries: int = 1
     perceive_retry_delay_s: float = 0.5
+    visual_query: str = "camera"
+    crop_wait_s: float = 0.5
 
     def __post_init__(self) -> None:
+        if self.visual_query not in ("camera", "none"):
+            raise ConfigError(f"visual_query must be camera or none, got {self.visual_query!r}")
+        if not 0.0 <= float(self.crop_wait_s) < 10.0:
+            raise ConfigError("crop_wait_s must be in [0, 10) s")
         for name in ("perceive_timeout_s", "retrieve_timeout_s", "constraints_timeout_s",
                      "execute_timeout_s"):
             value = float(getattr(self, name))
@@ -467,6 +479,37 @@ class GoalSession:
             self._flush()
 
 
+class TargetCrops:
+    """The perception node's target crops (``perception/target_crop``), for the visual query.
+
+    ``expect()`` before a perceive call forgets older crops; ``crop_for(id, wait)`` returns
+    the crop of that call's target (waiting up to ``wait`` s, as the crop may arrive just
+    after the service's response), or None: then retrieval runs without s_vis.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._crops: Dict[str, np.ndarray] = {}
+
+    def expect(self) -> None:
+        with self._cond:
+            self._crops.clear()
+
+    def add(self, msg: Image) -> None:
+        try:
+            crop = rgb_from_msg(msg)
+        except Exception:  # noqa: BLE001 - a bad crop only costs the visual query
+            return
+        with self._cond:
+            self._crops[msg.header.frame_id] = crop
+            self._cond.notify_all()
+
+    def crop_for(self, target_id: str, wait_s: float) -> Optional[np.ndarray]:
+        with self._cond:
+            self._cond.wait_for(lambda: target_id in self._crops, timeout=wait_s)
+            return self._crops.get(target_id)
+
+
 class _BoundRetriever:
     """The retrieval service for one goal: feedback first, waits cut short by its cancel."""
 
@@ -542,6 +585,10 @@ class PlannerNode(Node):
         self.pub_attempts = self.create_publisher(AttemptRecord, ATTEMPTS_TOPIC,
                                                   qos.RELIABLE_STREAM)
         self.pub_markers = self.create_publisher(MarkerArray, MARKERS_TOPIC, qos.LATCHED)
+        self.crops = TargetCrops()
+        if s.visual_query == "camera":
+            self.create_subscription(Image, CROP_TOPIC, self.crops.add, qos.LATCHED,
+                                     callback_group=peers)
         self._memories: Dict[str, EpisodicMemory] = {}
         self._lock = threading.Lock()
         self._busy = False
@@ -595,7 +642,14 @@ class PlannerNode(Node):
                                      "unusable VLM answer) is asked again this many times"),
             perceive_retry_delay_s=declare(self, "perceive_retry_delay_s",
                                            d.perceive_retry_delay_s,
-                                           "Pause before asking perception again (s)"))
+                                           "Pause before asking perception again (s)"),
+            visual_query=declare(self, "visual_query", d.visual_query,
+                                 "s_vis of HAA-RAG: camera (the perception node's crop of "
+                                 "the camera frame at the perceived target box, sent as "
+                                 "target_crop) or none (s_vis = 0)"),
+            crop_wait_s=declare(self, "crop_wait_s", d.crop_wait_s,
+                                "How long retrieval waits for the target crop of the last "
+                                "perception call before querying without one (s)"))
 
     def _declare_acquisition(self) -> Optional[Acquirer]:
         """Experience acquisition (core/retrieval/acquisition.py): one experience per attempt."""
@@ -681,9 +735,13 @@ class PlannerNode(Node):
                               lambda: self.arm.last_outcome_msg, self._header)
         config = self.planner_config.with_configuration(configuration)
         conf = get_configuration(configuration)
+        visual = None
+        if self.settings.visual_query == "camera":
+            def visual(target, _wait=self.settings.crop_wait_s):
+                return self.crops.crop_for(target.id, _wait)
         planner = ReflectivePlanner(
             config, _BoundRetriever(self.retrieval, signal, session) if conf.retrieval else None,
-            self._constraint_fn(signal, session))
+            self._constraint_fn(signal, session), visual_query=visual)
         planner.reseed(config.seed)
         if self._acquirer is not None:          # one goal at a time: the context is this goal's
             self._acquirer.context = replace(self._acquirer.context, goal_id=goal_id,
@@ -692,6 +750,7 @@ class PlannerNode(Node):
 
         def perceive(text: str):
             session.stage("perceive", f"perceiving: {text}", upcoming=True)
+            self.crops.expect()
             result = self.perception.perceive(text, signal)
             for _ in range(self.settings.perceive_retries):
                 if result.ok:

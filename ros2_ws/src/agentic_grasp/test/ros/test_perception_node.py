@@ -348,7 +348,22 @@ def vlm_sim(peer, scene):
 
 def test_vlm_sim_answers_from_the_frame_and_reuses_its_answer_on_an_unchanged_scene(
         peer, vlm_sim):
+    crops: List[Image] = []
+    arrived = threading.Event()
+
+    def on_crop(msg: Image) -> None:
+        crops.append(msg)
+        arrived.set()
+
+    peer.node.create_subscription(Image, f"{vlm_sim.ns}/perception/target_crop", on_crop,
+                                  qos.LATCHED)
     first = peer.perceive(vlm_sim.ns, CUP_INSTRUCTION)
+    # The camera crop at the perceived target box, for the planner's visual query.
+    assert arrived.wait(WAIT_S), "no target crop published"
+    crop = crops[-1]
+    assert crop.header.frame_id == "cup_1" and (crop.width, crop.height) == (64, 64)
+    pixels = rgb_from_msg(crop)[24:40, 24:40].reshape(-1, 3).mean(axis=0)
+    assert np.abs(pixels - np.asarray(TRUTH["cup_1"].color)).max() < 80   # the cup is in it
     assert first.error == "", first.error
     assert first.backend == "vlm_sim" and first.target_found and first.target_id == "cup_1"
     assert first.requests == 1 and first.completion_tokens > 50 and first.prompt_tokens > 300
@@ -554,3 +569,19 @@ def test_an_unknown_backend_stops_the_node_at_start():
     with pytest.raises(ConfigError, match="backend"):
         PerceptionNode(namespace="/t_bad", parameter_overrides=[
             Parameter("backend", value="magic")])
+
+
+def test_the_planner_takes_the_crop_of_the_last_perception_call_only():
+    from agentic_grasp.conversions import rgb_to_msg
+    from agentic_grasp.nodes.planner_node import TargetCrops
+
+    crops = TargetCrops()
+    crop = np.full((64, 64, 3), 7, dtype=np.uint8)
+    crops.add(rgb_to_msg(crop, Header(frame_id="cup_1")))
+    assert np.array_equal(crops.crop_for("cup_1", 0.0), crop)
+    assert crops.crop_for("cube_1", 0.01) is None          # another target: no crop
+    crops.expect()                                          # a new perception call
+    assert crops.crop_for("cup_1", 0.01) is None           # the old crop is not reused
+    later = threading.Timer(0.05, crops.add, [rgb_to_msg(crop, Header(frame_id="cup_1"))])
+    later.start()
+    assert crops.crop_for("cup_1", WAIT_S) is not None     # waits for a late crop

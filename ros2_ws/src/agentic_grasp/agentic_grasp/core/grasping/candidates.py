@@ -117,7 +117,7 @@ def generate_candidates(base: GraspParameters, target: ObjectInstance,
             g = g_phi.copy(wrist_yaw=g_phi.wrist_yaw + delta)
             if opening == "extent":
                 extent = extent_at(target, g, cfg.hand.pad_depth_m)
-                if extent > max_w:
+                if extent > max_w - 2.0 * cfg.finger_clearance_m:
                     continue
                 g = g.copy(width=min(max_w, extent + cfg.opening_margin_m))
             elif delta:

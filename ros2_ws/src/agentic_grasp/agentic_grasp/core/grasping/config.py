@@ -43,6 +43,7 @@ class GraspSynthesisConfig:
     fit_strategies: bool = True
     retrieve_k: int = 6
     opening_margin_m: float = 0.02
+    finger_clearance_m: float = 0.001
     min_part_opening_m: float = 0.02
     table_clearance_m: float = 0.002
     required_clearance_m: float = 0.022
@@ -65,7 +66,7 @@ class GraspSynthesisConfig:
         self.fit_strategies = bool(self.fit_strategies)
         if isinstance(self.hand, Mapping):
             self.hand = HandConfig(**dict(self.hand))
-        for name in ("opening_margin_m", "min_part_opening_m", "table_clearance_m",
+        for name in ("opening_margin_m", "finger_clearance_m", "min_part_opening_m", "table_clearance_m",
                      "required_clearance_m", "neighbour_radius_m", "unknown_neighbour_size_m",
                      "part_wrist_limit_rad", "filled_rim_wall_m"):
             value = float(getattr(self, name))

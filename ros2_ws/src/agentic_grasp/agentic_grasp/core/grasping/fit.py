@@ -168,9 +168,10 @@ def fit_strategy(record_grasp: Mapping[str, Any], spec: Mapping[str, Any],
     if fit.get("opening") == "extent":
         extent = extent_at(target, grasp, cfg.hand.pad_depth_m)
         out["perceived_extent_mm"] = round(extent * 1e3, 1)
-        if extent > max_w:
+        if extent > max_w - 2.0 * cfg.finger_clearance_m:
             out["skipped"] = (f"the perceived extent {extent * 1e3:.0f} mm across the closing "
-                              f"axis exceeds the hand's {max_w * 1e3:.0f} mm opening")
+                              f"axis leaves no finger clearance in the hand's "
+                              f"{max_w * 1e3:.0f} mm opening")
             out["notes"] = notes
             return FitResult(None, out)
         width = extent + cfg.opening_margin_m

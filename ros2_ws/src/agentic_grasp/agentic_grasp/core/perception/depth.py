@@ -52,10 +52,12 @@ class DepthConfig:
     search_radius_px: int = 40
     box_pad_frac: float = 0.1
     box_pad_px: int = 4
+    max_box_growths: int = 2
     edge_jump_m: float = 0.01
     part_reach_m: float = 0.035
     top_band_m: float = 0.006
     sphere_rms_frac: float = 0.03
+    sphere_rms_floor_m: float = 0.0015
     curvature_drop_frac: float = 0.12
     disc_hull_ratio: float = 0.9
     handle_margin_m: float = 0.005
@@ -79,9 +81,10 @@ class DepthConfig:
             raise ConfigError("depth.search_radius_px and min_handle_points must be >= 1")
         if not 0.5 < self.disc_hull_ratio < 1.0:
             raise ConfigError("depth.disc_hull_ratio must be in (0.5, 1)")
-        if self.box_pad_px < 0:
-            raise ConfigError("depth.box_pad_px must be >= 0")
-        for name in ("top_band_m", "handle_margin_m", "interior_margin_m", "box_pad_frac"):
+        if self.box_pad_px < 0 or self.max_box_growths < 0:
+            raise ConfigError("depth.box_pad_px and max_box_growths must be >= 0")
+        for name in ("top_band_m", "handle_margin_m", "interior_margin_m", "box_pad_frac",
+                     "sphere_rms_floor_m"):
             if getattr(self, name) < 0.0:
                 raise ConfigError(f"depth.{name} must be >= 0")
 
@@ -152,6 +155,19 @@ def backproject_many(camera: Camera, us: np.ndarray, vs: np.ndarray,
     return camera.cam_to_world(pc)
 
 
+def _grow(box: Tuple[int, int, int, int], touches: Sequence[bool], width: int,
+          height: int) -> Tuple[int, int, int, int]:
+    """``box`` grown by half its size on each side in ``touches`` (left, top, right,
+    bottom), clipped to the image."""
+    x1, y1, x2, y2 = box
+    gx = max(8, (x2 - x1 + 1) // 2)
+    gy = max(8, (y2 - y1 + 1) // 2)
+    left, top, right, bottom = touches
+    return (max(0, x1 - gx) if left else x1, max(0, y1 - gy) if top else y1,
+            min(width - 1, x2 + gx) if right else x2,
+            min(height - 1, y2 + gy) if bottom else y2)
+
+
 def _padded(bbox: Sequence[float], frac: float, px: int) -> Sequence[float]:
     """The box grown on every side: a VLM's box may cut the object's edge, and the
     segmentation, not the box, decides which pixels are the object's."""
@@ -203,6 +219,16 @@ def estimate_geometry(depth: np.ndarray, camera: Camera, pixel: Sequence[float],
     if n_nan:
         notes.append(f"{n_nan} NaN depth pixel(s) in the box ignored")
     seg = segment_object(depth, camera, search, (u, v), cfg, cfg.max_bbox_samples)
+    for _ in range(cfg.max_box_growths):
+        # The object's surface runs into the box's edge: the box cut it (a VLM's box is
+        # not exact). Grow those sides by half the box and segment again.
+        grown = _grow(search, seg.touches, width_px, height_px)
+        if grown == search:
+            break
+        search = grown
+        seg = segment_object(depth, camera, search, (u, v), cfg, cfg.max_bbox_samples)
+    if search != box and box is not None:
+        notes.append("the object runs past its box; the box was grown to hold it")
     notes.extend(seg.notes)
     if len(seg.points) >= cfg.min_object_points:
         geom = describe(seg.points, cfg, seg.support_z, seg.stride)

@@ -18,7 +18,7 @@ pixels of its box (camera model: :class:`~agentic_grasp.core.camera.Camera`):
    the table when within ``snap_to_table_m`` (standing on it), otherwise kept (stacked).
 3. **Shape class** (box / cylinder / sphere) from the points:
    - sphere: a least-squares sphere fits the points within ``sphere_rms_frac`` of its radius
-     and its diameter matches the visible height;
+     (or ``sphere_rms_floor_m``, the depth noise) and its top is the points' top;
    - lying cylinder (``upright`` False): across the footprint's short axis the top is curved
      (points 75-95 % of the way to the side are more than ``curvature_drop_frac`` of the width
      below the top), where a box or a standing object is flat;
@@ -98,6 +98,7 @@ class Segment:
     notes: List[str]
     support_z: Optional[float] = None    # what it stands on; None: bottom not in view
     stride: int = 1                      # pixel sampling step of the points
+    touches: Tuple[bool, bool, bool, bool] = (False, False, False, False)  # l, t, r, b
 
 
 def _wrap_half_pi(angle: float) -> float:
@@ -191,7 +192,9 @@ def segment_object(depth: np.ndarray, camera: Camera, box: Tuple[int, int, int, 
         notes.append(f"stands on a wider surface at z = {level * 1e3:.0f} mm, joined to it "
                      "without a depth step; split off")
     support_z = _support_below(depth, camera, chosen, us, vs, zs, stride, cfg)
-    return Segment(pts[chosen], len(big), notes, support_z, stride)
+    touches = (bool(chosen[:, 0].any()), bool(chosen[0, :].any()),
+               bool(chosen[:, -1].any()), bool(chosen[-1, :].any()))
+    return Segment(pts[chosen], len(big), notes, support_z, stride, touches)
 
 
 def _support_level(pts: np.ndarray, chosen: np.ndarray, point_z: Optional[float],
@@ -321,7 +324,7 @@ def describe(points: np.ndarray, cfg, support_z: Optional[float] = None,
     centre_s, radius, rms = fit_sphere(points)
     # (Its lower part is hidden from a camera above the table, so the fit's own top and
     # footprint are checked, not the visible height.)
-    if (radius > 0.0 and rms <= cfg.sphere_rms_frac * radius
+    if (radius > 0.0 and rms <= max(cfg.sphere_rms_frac * radius, cfg.sphere_rms_floor_m)
             and abs(centre_s[2] + radius - top) <= max(0.003, 0.1 * radius)
             and 2.0 * radius <= 2.0 * max(length, width, top - bottom)
             and centre_s[2] - radius >= cfg.table_z - max(0.005, 0.1 * radius)):

@@ -75,6 +75,7 @@ class Trial:
     cpu_ms: float = 0.0
     notes: List[str] = field(default_factory=list)
     scene: List[ObjectInstance] = field(default_factory=list)   # what was drawn
+    answer: Optional[tuple] = None                                # (point, box) given
 
 
 def handle_part(model: ObjectModel):
@@ -148,7 +149,8 @@ def _handle_instance(obj: ObjectInstance, part, index: int) -> ObjectInstance:
 
 def run_trial(model: ObjectModel, rng: np.random.Generator, camera: Camera,
               cfg: DepthConfig, *, noise_px: float = 0.0, fallen: bool = False,
-              neighbour: Optional[ObjectModel] = None) -> Optional[Trial]:
+              neighbour: Optional[ObjectModel] = None,
+              depth_noise_m: float = 0.0) -> Optional[Trial]:
     """One placement of ``model``; None when it is not visible at all."""
     table = TableSpec()
     x, y = rng.uniform(*X_RANGE), rng.uniform(*Y_RANGE)
@@ -172,7 +174,7 @@ def run_trial(model: ObjectModel, rng: np.random.Generator, camera: Camera,
                 scene.append(neighbour.instantiate("nb", nx, ny, rng.uniform(-3, 3)))
                 break
     truth = truth_of(obj, table)
-    frame = render_scene(scene, camera, table)
+    frame = render_scene(scene, camera, table, depth_noise_std=depth_noise_m, rng=rng)
     vlm = perfect_vlm(frame, body_ids, camera, truth.centre, rng, noise_px)
     if vlm is None:
         return None
@@ -208,7 +210,7 @@ def run_trial(model: ObjectModel, rng: np.random.Generator, camera: Camera,
     upright_ok = geom.upright == truth.upright if truth.shape == Shape.CYLINDER else True
     return Trial(model.key, truth, centre_err, extent_err, yaw_err,
                  geom.shape == truth.shape, upright_ok, handle_ok,
-                 hidden_unknown, ms, cpu_ms, list(geom.notes), scene)
+                 hidden_unknown, ms, cpu_ms, list(geom.notes), scene, vlm)
 
 
 def _pct(values: Sequence[float], q: float) -> Optional[float]:
@@ -245,7 +247,7 @@ def summarise(trials: Sequence[Trial]) -> Dict[str, object]:
 
 def run_geometry_bench(poses: int = 12, seed: int = 0, noise_px: float = 0.0,
                        neighbours: bool = False, fallen_share: float = 0.25,
-                       min_visible: float = 0.5,
+                       min_visible: float = 0.5, depth_noise_m: float = 0.0,
                        catalogue: Optional[Catalogue] = None,
                        camera: Optional[Camera] = None,
                        cfg: Optional[DepthConfig] = None) -> Dict[str, object]:
@@ -269,7 +271,7 @@ def run_geometry_bench(poses: int = 12, seed: int = 0, noise_px: float = 0.0,
             fallen = rng.random() < fallen_share
             nb = catalogue.get(keys[int(rng.integers(len(keys)))]) if neighbours else None
             trial = run_trial(model, rng, camera, cfg, noise_px=noise_px, fallen=fallen,
-                              neighbour=nb)
+                              neighbour=nb, depth_noise_m=depth_noise_m)
             if trial is not None and trial.truth.visible >= min_visible:
                 mine.append(trial)
         trials.extend(mine)
@@ -277,7 +279,8 @@ def run_geometry_bench(poses: int = 12, seed: int = 0, noise_px: float = 0.0,
     overall = summarise(trials)
     overall["bounds"] = dict(BOUNDS)
     return {"overall": overall, "per_object": per_key, "poses": poses, "seed": seed,
-            "noise_px": noise_px, "neighbours": neighbours, "_trials": trials}
+            "noise_px": noise_px, "neighbours": neighbours, "depth_noise_m": depth_noise_m,
+            "_trials": trials}
 
 
 def format_report(report: Dict[str, object]) -> str:
@@ -287,7 +290,8 @@ def format_report(report: Dict[str, object]) -> str:
 
     lines = [f"depth geometry vs renderer truth: {report['poses']} poses per object, "
              f"seed {report['seed']}, pointing noise {report['noise_px']} px, "
-             f"neighbours {'on' if report['neighbours'] else 'off'}",
+             f"neighbours {'on' if report['neighbours'] else 'off'}, depth noise "
+             f"{report.get('depth_noise_m', 0.0) * 1e3:g} mm",
              f"{'object':<16}{'n':>4}{'centre p50/p90 mm':>19}{'extent p50/p90 mm':>19}"
              f"{'yaw p50/p90 deg':>17}{'handle':>8}{'shape':>7}{'ms p50':>8}{'cpu ms':>8}"]
     rows = list(report["per_object"].items()) + [("ALL", report["overall"])]

@@ -283,7 +283,8 @@ class OracleBackend(PerceptionBackend):
                 size=np.asarray(obj.size, dtype=float).copy(), state=obj.state,
                 fragility=fragility,
                 affordance=self._affordance(obj, fragility) if is_target else None,
-                confidence=1.0, name=name, shape=obj.shape, yaw=float(obj.yaw))
+                confidence=1.0, name=name, shape=obj.shape, yaw=float(obj.yaw),
+                yaw_known=True, upright=bool(obj.upright))
             if is_target:
                 target = perceived
                 if perceived.affordance is None:

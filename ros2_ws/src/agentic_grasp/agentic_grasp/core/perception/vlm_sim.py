@@ -111,16 +111,17 @@ class VlmLatencyModel:
 
 @dataclass
 class VlmSimConfig:
-    """The error model (``vlm_sim.*`` in config/perception.yaml); all zero = a perfect VLM."""
+    """The error model (``vlm_sim.*`` in config/perception.yaml, where each default's source
+    is given; the defaults here are the same). :meth:`zero_noise` = a perfect VLM."""
 
     seed: int = 0
-    point_std: float = 0.0               # 0..1000 units, per axis
-    box_std: float = 0.0                 # 0..1000 units, per edge
-    category_confusion_prob: float = 0.0
-    affordance_confusion_prob: float = 0.0
-    state_error_prob: float = 0.0
-    fragility_std: float = 0.0
-    miss_prob_small: float = 0.0
+    point_std: float = 9.0               # 0..1000 units, per axis
+    box_std: float = 12.5                # 0..1000 units, per edge
+    category_confusion_prob: float = 0.03
+    affordance_confusion_prob: float = 0.05
+    state_error_prob: float = 0.02
+    fragility_std: float = 0.1
+    miss_prob_small: float = 0.5
     miss_min_area_px: float = 100.0
     miss_full_area_px: float = 400.0
     image_token_px: int = 32             # Qwen3-VL: 16 px patches merged 2x2 -> 32 px/token

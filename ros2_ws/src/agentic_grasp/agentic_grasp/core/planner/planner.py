@@ -418,6 +418,8 @@ class ReflectivePlanner:
                 world = grasp_to_world(exp, target)
             grasps.append(clamp_grasp(world, self.config.limits))
             names.append(f"{exp.id}, s_final {strategy.s_final:.3f}")
+            summary["n_successful_grasps"] = summary.get("n_successful_grasps", 0) \
+                + int(exp.success)
         return grasps, names, summary
 
     def _any_fits(self, strategies: Sequence[Any], target: ObjectInstance) -> bool:
@@ -570,17 +572,21 @@ class ReflectivePlanner:
         if scene is not None and scene.neighbours and init["alternatives"] \
                 and init["source"] == "retrieval":
             # clearance mode: the strategy whose best candidate clears the neighbours most
-            bases = [init["base"]] + list(init["alternatives"])
-            names = ["retrieved " + init["detail"]] + list(init["names"])
+            # only strategies that succeeded before compete (they are ranked first)
+            n_ok = max(1, int(init["retrieval"].get("n_successful_grasps", 1)))
+            bases = ([init["base"]] + list(init["alternatives"]))[:n_ok]
+            names = (["retrieved " + init["detail"]] + list(init["names"]))[:n_ok]
             keys = []
             for b in bases:
                 constrain(b)
                 keys.append(grasp_clearance.rank_key(goal.candidates, synth))
             pick = min(range(len(bases)), key=lambda i: (keys[i], i))
             if pick > 0:
+                rest_b = list(init["alternatives"])[n_ok - 1:]
+                rest_n = list(init["names"])[n_ok - 1:]
                 init["base"] = bases[pick]
-                init["alternatives"] = bases[:pick] + bases[pick + 1:]
-                init["names"] = names[:pick] + names[pick + 1:]
+                init["alternatives"] = bases[:pick] + bases[pick + 1:] + rest_b
+                init["names"] = names[:pick] + names[pick + 1:] + rest_n
                 init["detail"] = (f"retrieved strategy {names[pick]} (its best candidate "
                                   "clears the perceived neighbours most)")
         b0 = init["base"]
