@@ -36,7 +36,6 @@ from agentic_grasp.core.retrieval.embedding import (EmbeddingCache, VisualEmbedd
 from agentic_grasp.core.retrieval.haa_rag import HAARAG, RetrievalConfig, build_retriever
 from agentic_grasp.core.retrieval.knowledge_base import (Experience, KnowledgeBase,
                                                          record_problems)
-from agentic_grasp.core.retrieval.taxonomy import Taxonomy
 
 _LOG = logging.getLogger(__name__)
 
