@@ -9,7 +9,7 @@ shrank or was replaced (``kb prune`` rewrites it atomically) is read again from 
 :class:`LiveRetriever` wraps :class:`.haa_rag.HAARAG`: before every retrieval it polls the
 log; new valid records are added to the :class:`.consolidation.Consolidator` (O(1) each),
 only the consolidated entries not seen before are embedded, and a new HAARAG over the authored
-entries + the consolidated acquired ones replaces the old one (one reference swap). So an
+entries + the consolidated acquired ones that succeeded at least once replaces the old one (one reference swap). So an
 experience written by one goal is served to the next, and a restart, which reads the file
 once from the start through the same code path, gives the same state: nothing lost, nothing
 duplicated (ids are unique; a repeated id is skipped with a warning, the first one wins).
@@ -121,6 +121,7 @@ class LiveRetriever:
         self._raw: List[Any] = []
         self.rejected: List[str] = []
         self.acquired_records = 0
+        self.withheld = 0
 
     # ------------------------------------------------------------------ state
     @property
@@ -157,7 +158,7 @@ class LiveRetriever:
         return {"acquired_records": self.acquired_records,
                 "consolidated": len(self._consolidator), "served": len(self._rag.kb)
                 - len(self.base.kb), "dropped": len(self._consolidator.dropped),
-                "rejected": len(self.rejected)}
+                "withheld_never_succeeded": self.withheld, "rejected": len(self.rejected)}
 
     # ------------------------------------------------------------------ refresh
     def refresh(self) -> bool:
@@ -204,7 +205,14 @@ class LiveRetriever:
         return out
 
     def _rebuild(self) -> None:
-        acquired = self._consolidator.experiences()
+        merged = self._consolidator.experiences()
+        # An acquired grasp that never succeeded is not served: the planner would execute it
+        # whenever the successful strategies do not fit the perceived object (it uses
+        # retrieved failures as grasps, not as warnings). Its attempts still count in kb stats,
+        # and it is served again once one attempt in its cell succeeds (the penalty then
+        # scales with its failure rate).
+        acquired = [e for e in merged if int((e.outcomes or {}).get("successes", 0)) > 0]
+        self.withheld = len(merged) - len(acquired)
         for d in self._consolidator.dropped[-5:]:
             _LOG.info("consolidation dropped %s (%s, %d attempts): %s", d.id, d.category,
                       d.attempts, d.reason)
