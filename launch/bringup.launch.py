@@ -94,6 +94,11 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("params_file", default_value=DEFAULT_ARGS["params_file"],
                               description="Extra ROS params file applied after "
                                           "config/<node>.yaml (empty: none)"),
+        DeclareLaunchArgument("acquired", default_value=DEFAULT_ARGS["acquired"],
+                              description="Experience acquisition: the acquired-experiences "
+                                          "file (planner appends, retrieval follows it); "
+                                          "default = $XDG_DATA_HOME/agentic_grasp/"
+                                          "acquired_experiences.jsonl, none = off"),
         DeclareLaunchArgument("record", default_value="",
                               description="Record the run's topics with ros2 bag to this "
                                           "folder (empty: do not record)"),

@@ -2,7 +2,9 @@
 
 Each entry names the node, its console script (ros2 launch) and module (plain processes), its
 params file under config/, and when it runs. Arguments mirror the launch file's:
-arm (sim | moveit), perception (oracle | vlm | vlm_sim), vlm_url, params_file.
+arm (sim | moveit), perception (oracle | vlm | vlm_sim), vlm_url, params_file, acquired
+(experience acquisition: the acquired-experiences file the planner appends to and the
+retrieval node follows; 'default' = the per-user file, 'none' = off).
 """
 from __future__ import annotations
 
@@ -30,10 +32,14 @@ NODES: List[NodeSpec] = [
              overrides=lambda a: {"backend": a.get("perception", "oracle"),
                                   "vlm.url": a.get("vlm_url", "http://127.0.0.1:8000/v1")}),
     NodeSpec("retrieval", "retrieval_node", "agentic_grasp.nodes.retrieval_node",
-             "retrieval.yaml"),
+             "retrieval.yaml",
+             overrides=lambda a: {"acquired_experiences_path": a.get("acquired", "default")}),
     NodeSpec("scene_graph", "scene_graph_node", "agentic_grasp.nodes.scene_graph_node",
              "scene_graph.yaml"),
-    NodeSpec("planner", "planner_node", "agentic_grasp.nodes.planner_node", "planner.yaml"),
+    NodeSpec("planner", "planner_node", "agentic_grasp.nodes.planner_node", "planner.yaml",
+             overrides=lambda a: {"acquisition.path": a.get("acquired", "default"),
+                                  "acquisition.perception_backend":
+                                      a.get("perception", "oracle")}),
 ]
 
 #: Topics a recorded run keeps (ros2 bag record on a ROS 2 install).
@@ -55,7 +61,8 @@ RECORDER = NodeSpec("recorder", "recorder", "agentic_grasp.recording.recorder", 
                                          "storage": a.get("record_storage") or "mcap"})
 
 DEFAULT_ARGS: Dict[str, str] = {"arm": "sim", "perception": "oracle",
-                                "vlm_url": "http://127.0.0.1:8000/v1", "params_file": ""}
+                                "vlm_url": "http://127.0.0.1:8000/v1", "params_file": "",
+                                "acquired": "default"}
 
 
 def selected_nodes(args: Dict[str, str]) -> List[NodeSpec]:

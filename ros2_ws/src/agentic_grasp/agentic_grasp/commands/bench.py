@@ -9,7 +9,7 @@ import json
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", nargs="?", default="paper",
                         choices=("paper", "sim", "graph", "retrieval", "scene-graph",
-                                 "perception", "soak", "vlm-sim", "geometry"),
+                                 "perception", "soak", "vlm-sim", "geometry", "learning"),
                         help="paper (default): the paper's protocol, Tables II-V and the OOD "
                         "study beside the paper; sim: one simulated attempt in-process, and "
                         "ExecuteGrasp through ROS beside the bare action round trip; graph: one "
@@ -22,7 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "--every goals, latency p50/p99; vlm-sim: the simulated "
                         "VLM's answer per call beside the depth geometry and rendering it "
                         "feeds; geometry: depth geometry of every catalogue object at "
-                        "random poses against the renderer's truth (-n poses per object)")
+                        "random poses against the renderer's truth (-n poses per object); "
+                        "learning: success per block of 10 goals with and without "
+                        "experience acquisition, paired seeds, held-out evaluation")
     parser.add_argument("-n", type=int, default=0, help="samples (default per benchmark)")
     parser.add_argument("--inprocess-only", action="store_true",
                         help="sim: skip the ROS part")
@@ -41,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from agentic_grasp.commands.bench_paper import add_paper_arguments
 
     add_paper_arguments(parser)
+    from agentic_grasp.commands.bench_learning import add_learning_arguments
+
+    add_learning_arguments(parser)
 
 
 def _bench_sim(args) -> dict:
@@ -128,6 +133,12 @@ def _bench_vlm_sim(args) -> dict:
     return result
 
 
+def _bench_learning(args) -> dict:
+    from agentic_grasp.commands.bench_learning import run_learning_bench
+
+    return run_learning_bench(args)
+
+
 def _bench_geometry(args) -> dict:
     from agentic_grasp.core.perception.geometry_bench import format_report, run_geometry_bench
 
@@ -148,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     result = {"sim": _bench_sim, "graph": _bench_graph, "retrieval": _bench_retrieval,
               "scene-graph": _bench_scene_graph, "perception": _bench_perception,
               "soak": _bench_soak, "vlm-sim": _bench_vlm_sim,
-              "geometry": _bench_geometry}[args.what](args)
+              "geometry": _bench_geometry, "learning": _bench_learning}[args.what](args)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     return 0

@@ -19,6 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="OpenAI-compatible endpoint of the vLLM server")
     parser.add_argument("--params-file", default="",
                         help="extra ROS params file applied after config/<node>.yaml")
+    parser.add_argument("--acquired", default="default",
+                        help="experience acquisition file (planner appends one experience per "
+                        "attempt, retrieval serves it live); default: $XDG_DATA_HOME/"
+                        "agentic_grasp/acquired_experiences.jsonl; 'none' turns it off")
     parser.add_argument("--record", default="",
                         help="record the run's topics to this rosbag2 folder")
     parser.add_argument("--record-storage", choices=("mcap", "sqlite3"), default="mcap",
@@ -33,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
 
     launcher = Launcher({"arm": args.arm, "perception": args.perception,
                          "vlm_url": args.vlm_url, "params_file": args.params_file,
-                         "record": args.record, "record_storage": args.record_storage})
+                         "record": args.record, "record_storage": args.record_storage,
+                         "acquired": args.acquired})
     launcher.start()
     print(f"[bringup] started: {', '.join(launcher.procs)} (Ctrl-C to stop)", flush=True)
     return launcher.wait_forever(supervise=not args.no_respawn)

@@ -71,7 +71,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -93,6 +93,8 @@ from agentic_grasp.backends.scene_graph_service import SceneGraphService
 from agentic_grasp.conversions import attempt_record_to_msg, point, rgb_from_msg
 from agentic_grasp.core.arm import ArmBackend, ArmResult, CancelCheck, PhaseCallback
 from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.retrieval.acquisition import (Acquirer, AcquisitionContext,
+                                                      resolve_acquired_path)
 from agentic_grasp.core.kinematics import closing_axis
 from agentic_grasp.core.planner import (CONFIGURATIONS, STATUS_BLOCKED, STATUS_CANCELED,
                                         STATUS_NOT_PERCEIVED, EpisodicMemory, PlannerConfig,
@@ -581,6 +583,7 @@ class PlannerNode(Node):
         super().__init__(NODE_NAME, **node_kwargs)
         self.planner_config = self._declare_planner_parameters()
         self.settings = self._declare_node_parameters()
+        self._acquirer = self._declare_acquisition()
         self._warn_undeclared()
         s = self.settings
         peers = ReentrantCallbackGroup()
@@ -662,6 +665,22 @@ class PlannerNode(Node):
             crop_wait_s=declare(self, "crop_wait_s", d.crop_wait_s,
                                 "How long retrieval waits for the target crop of the last "
                                 "perception call before querying without one (s)"))
+
+    def _declare_acquisition(self) -> Optional[Acquirer]:
+        """Experience acquisition (core/retrieval/acquisition.py): one experience per attempt."""
+        path = declare(self, "acquisition.path", "",
+                       "Acquired-experiences JSONL file the planner appends one experience "
+                       "per attempt to (the retrieval node's acquired_experiences_path); '' "
+                       "or 'none' = off, 'default' = $XDG_DATA_HOME/agentic_grasp/"
+                       "acquired_experiences.jsonl")
+        backend = declare(self, "acquisition.perception_backend", "",
+                          "Perception backend recorded in each experience's provenance "
+                          "(bringup sets it from its perception argument)")
+        resolved = resolve_acquired_path(path)
+        if resolved is None:
+            return None
+        self.get_logger().info(f"experience acquisition on: appending to {resolved}")
+        return Acquirer(resolved, context=AcquisitionContext(perception_backend=backend))
 
     def _warn_undeclared(self) -> None:
         # rclpy keeps the overrides in this attribute and offers no public accessor.
@@ -770,6 +789,10 @@ class PlannerNode(Node):
             config, _BoundRetriever(self.retrieval, signal, session) if conf.retrieval else None,
             self._constraint_fn(signal, session), visual_query=visual)
         planner.reseed(config.seed)
+        if self._acquirer is not None:          # one goal at a time: the context is this goal's
+            self._acquirer.context = replace(self._acquirer.context, goal_id=goal_id,
+                                             configuration=configuration)
+            planner.attempt_sink = self._acquirer
 
         def perceive(text: str):
             session.stage("perceive", f"perceiving: {text}", upcoming=True)

@@ -44,8 +44,9 @@ region_family_score, material_similarity.*, failure_penalty, clip_only_failure_p
 mode) may be changed at run time; a combination the core rejects is refused as a whole with
 the reason. The knowledge base paths and ``embedding.*`` are read at start-up only (changing
 them means reloading and re-embedding the knowledge base: restart the node); setting them
-at run time is refused. Acquired experiences appended while the node runs are seen after a
-restart.
+at run time is refused. Acquired experiences appended while the node runs are picked up
+before the next request (core/retrieval/live.py: an append offset, consolidated, only new
+entries embedded); a restart reads the same file to the same state.
 """
 from __future__ import annotations
 
@@ -60,7 +61,9 @@ from rclpy.parameter import Parameter
 from agentic_grasp.conversions import retrieval_query_from_msg, retrieved_strategy_to_msg
 from agentic_grasp.core.config import node_params
 from agentic_grasp.core.errors import ConfigError, ValidationError
-from agentic_grasp.core.retrieval import HAARAG, RetrievalConfig, build_retriever
+from agentic_grasp.core.retrieval import HAARAG, RetrievalConfig
+from agentic_grasp.core.retrieval.acquisition import resolve_acquired_path
+from agentic_grasp.core.retrieval.live import LiveRetriever, build_live_retriever
 from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare
 from agentic_grasp_interfaces.srv import RetrieveStrategies
@@ -76,7 +79,9 @@ DESCRIPTIONS: Dict[str, str] = {
     "knowledge_base_path": "Knowledge base: a kb_data folder, a folder of *.jsonl files or one "
                            "file; '' = <data root>/kb_data/experiences (start-up only)",
     "acquired_experiences_path": "JSONL file of experiences acquired during deployment, "
-                                 "loaded after the knowledge base when it exists; '' = none "
+                                 "followed live (new lines served from the next request); "
+                                 "'' or 'none' = none, 'default' = the per-user file "
+                                 "$XDG_DATA_HOME/agentic_grasp/acquired_experiences.jsonl "
                                  "(start-up only)",
     "mode": "Mode of a request with an empty mode: haa (three levels) or clip_only (category "
             "filter + visual re-rank, the Table IV baseline)",
@@ -140,7 +145,8 @@ class RetrievalNode(Node):
             self._names = self._declare_parameters()
             config = self._read_config({})
             started = time.perf_counter()
-            self._rag: HAARAG = build_retriever(config)
+            acquired = resolve_acquired_path(config.acquired_experiences_path)
+            self._rag: HAARAG = build_live_retriever(config, acquired_path=acquired or "")
         except Exception:
             self.destroy_node()     # a node that cannot serve must not linger on the graph
             raise
@@ -219,6 +225,11 @@ class RetrievalNode(Node):
         if not any(p.name in self._names for p in params):
             return
         old = self._rag
+        if isinstance(old, LiveRetriever):     # keeps following the acquired file
+            old.config = self._read_config({})
+            self.get_logger().info("retrieval parameters updated: "
+                                   + ", ".join(f"{p.name}={p.value}" for p in params))
+            return
         # Same knowledge base, index and embedder: only the scoring constants change. The
         # swap is one reference assignment: a request in flight keeps the retriever it took.
         self._rag = HAARAG(old.kb, self._read_config({}), old.embedder, index=old.index)

@@ -9,6 +9,14 @@ rclpy = pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is set up by scripts/
 
 
 @pytest.fixture(scope="session", autouse=True)
+def acquired_dir(tmp_path_factory):
+    # bringup acquires experiences into the per-user data folder by default: tests use a
+    # temporary one (the node processes inherit the environment).
+    os.environ["AGENTIC_GRASP_DATA_DIR"] = str(tmp_path_factory.mktemp("acquired"))
+    yield os.environ["AGENTIC_GRASP_DATA_DIR"]
+
+
+@pytest.fixture(scope="session", autouse=True)
 def ros_domain():
     # scripts/test.sh picks a random domain; keep discovery on this host either way.
     os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 90 + 5))
@@ -25,7 +33,8 @@ class Graph:
         from agentic_grasp.client import GraphClient
         from agentic_grasp.launcher import Launcher
 
-        self.launcher = Launcher(args, extra_params=overrides or {})
+        # acquisition off unless a test asks for it: tests must not learn from each other
+        self.launcher = Launcher({"acquired": "none", **args}, extra_params=overrides or {})
         self.launcher.start()
         self.client = GraphClient("test_client")
 

@@ -367,3 +367,40 @@ def test_cli_streams_feedback_and_exits_by_outcome(graph):
     refused = _cli("", "--json")
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "ERROR_INVALID_GOAL" in refused.stdout
+
+
+def test_bringup_acquires_every_attempt_and_retrieval_serves_it_live(graph):
+    """Acquisition is on by default in bringup (here into the session's temporary data
+    dir): each attempt of a goal is one experience with the goal's id, and the retrieval
+    node serves it to the next request without a restart."""
+    import json
+    import os
+
+    from agentic_grasp.core.retrieval.acquisition import default_acquired_path
+    from agentic_grasp_interfaces.msg import AffordanceDescriptor as AffordanceMsg
+    from agentic_grasp_interfaces.srv import RetrieveStrategies
+
+    path = default_acquired_path()
+    assert str(path).startswith(os.environ["AGENTIC_GRASP_DATA_DIR"])
+    graph.load("sg_banana", 1)
+    status, result, _, goal_id = graph.grasp("pick up the banana")
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    mine = [r for r in records if r["acquisition"]["goal_id"] == goal_id]
+    assert [r["acquisition"]["attempt"] for r in mine] == [a.attempt for a in result.attempts]
+    assert mine[-1]["success"] and mine[-1]["category"] == "banana"
+    assert mine[-1]["acquisition"]["perception_backend"] == "oracle"
+    client = graph.client.node.create_client(RetrieveStrategies, "retrieve_strategies")
+    assert client.wait_for_service(timeout_sec=10.0)
+    request = RetrieveStrategies.Request(
+        category="banana", k=50,
+        affordance=AffordanceMsg(type=mine[-1]["affordance"]["type"],
+                                 material=mine[-1]["affordance"]["material"],
+                                 fragility=float(mine[-1]["affordance"]["fragility"]),
+                                 graspable_region=mine[-1]["affordance"]["region"]))
+    future = client.call_async(request)
+    deadline = time.monotonic() + 10.0
+    while not future.done() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert future.done() and future.result().success
+    assert any(s.experience.id.startswith("acq-") for s in future.result().strategies)

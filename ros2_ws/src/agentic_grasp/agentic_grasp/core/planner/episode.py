@@ -322,11 +322,14 @@ def _in_order(grasped: List[str], targets: List[str]) -> bool:
 def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulator=None,
               knowledge_base=None, planner_config: Optional[PlannerConfig] = None,
               memory: Optional[EpisodicMemory] = None, perception: str = "oracle",
-              visual_query: Optional[str] = None) -> TrialResult:
+              visual_query: Optional[str] = None, retriever=None,
+              attempt_sink=None) -> TrialResult:
     """Run one trial of ``task_id`` under a Table II configuration (module docstring).
 
     ``perception``: one of :data:`PERCEPTION_MODES`; ``visual_query``: none | render |
-    camera (None = config/planner.yaml ``episode_visual_query``).
+    camera (None = config/planner.yaml ``episode_visual_query``). ``retriever``: a
+    retriever to use instead of the knowledge base's (a LiveRetriever that grows);
+    ``attempt_sink``: the planner's experience-acquisition hook (core/retrieval/acquisition).
 
     ``simulator`` defaults to one shared ``Simulator.from_config()``; ``knowledge_base`` to
     the configured knowledge base (HAA-RAG is built once per knowledge base). ``memory``:
@@ -339,7 +342,8 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
     sim = simulator if simulator is not None else _default_simulator()
     spec = sim.load_task(task_id, trial_seed=int(seed))
     truth = {o.id: o.fragility for o in sim.objects()}
-    retriever = retriever_for(knowledge_base) if conf.retrieval else None
+    if retriever is None or not conf.retrieval:
+        retriever = retriever_for(knowledge_base) if conf.retrieval else None
     eyes = CameraPerception(sim, perception, int(seed), _crop_size())
     query = visual_query if visual_query is not None else cfg.episode_visual_query
     visual = None
@@ -348,6 +352,7 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
     elif conf.retrieval and query == "camera":
         visual = eyes.crop
     planner = ReflectivePlanner(cfg, retriever, _constraint_fn(), visual_query=visual)
+    planner.attempt_sink = attempt_sink      # experience acquisition (bench learning)
     planner.reseed([int(seed), 7919])
     perceive = eyes.perceive
 

@@ -319,6 +319,11 @@ class ReflectivePlanner:
         self.hand = HandModel(self.config.grasp_synthesis.hand)
         self._handle_yaw: Optional[float] = None
         self._yaw_known = True
+        #: Experience acquisition (core/retrieval/acquisition.Acquirer): called with
+        #: (AttemptRecord, perceived target, GoalOutcome) once an attempt's outcome and
+        #: diagnosis are known. None = the robot does not learn from its attempts.
+        self.attempt_sink: Optional[Callable[[AttemptRecord, ObjectInstance, GoalOutcome],
+                                             Any]] = None
         if self.configuration.retrieval and retriever is None:
             _LOG.warning("configuration %s uses HAA-RAG but no retriever was given: the "
                          "default grasp will be used", self.configuration.name)
@@ -648,6 +653,7 @@ class ReflectivePlanner:
                 goal.message = f"canceled during attempt {r + 1}"
                 break
             if success:
+                self._acquire(record, ctx.target, goal)
                 goal.success, goal.status, goal.grasp = True, STATUS_SUCCEEDED, grasp
                 if cfg.memory and memory is not None and memory.enabled:
                     memory.store(target.category, base, ctx.target, attempts=r + 1)
@@ -660,6 +666,7 @@ class ReflectivePlanner:
             diagnosis = classify_failure(outcome, record.arm_error, result.message,
                                          elapsed, self.config.classification)
             record.diagnosis = diagnosis
+            self._acquire(record, ctx.target, goal)
             goal.compute_s += tm.reflection_s
             if reperceive is not None and r + 1 < n:       # only when another attempt follows
                 goal.perception_calls += 1
@@ -687,6 +694,15 @@ class ReflectivePlanner:
         return goal
 
     # ------------------------------------------------------------------ helpers
+    def _acquire(self, record: AttemptRecord, target: ObjectInstance,
+                 goal: GoalOutcome) -> None:
+        if self.attempt_sink is None:
+            return
+        try:
+            self.attempt_sink(record, target, goal)
+        except Exception as exc:  # noqa: BLE001 - learning must never fail a grasp
+            _LOG.warning("experience acquisition failed: %r", exc)
+
     def _refresh(self, reperceive: Callable[[], PerceptionResult], target_id: str,
                  ctx: CorrectionContext) -> Optional[ObjectInstance]:
         """Re-perceive the scene; when the target moved, carry g0, b0 and the alternatives

@@ -254,7 +254,8 @@ class RetrievalIndex:
                  materials: Sequence[str], material_of_row: np.ndarray,
                  fragility: np.ndarray, regions: Sequence[str], region_of_row: np.ndarray,
                  success: np.ndarray, vectors: Optional[np.ndarray] = None,
-                 model_id: str = "", experiences: Optional[Sequence[Experience]] = None) -> None:
+                 model_id: str = "", experiences: Optional[Sequence[Experience]] = None,
+                 failure_rate: Optional[np.ndarray] = None) -> None:
         n = len(category_of_row)
         for name, arr in (("type", type_of_row), ("material", material_of_row),
                           ("fragility", fragility), ("region", region_of_row),
@@ -282,6 +283,11 @@ class RetrievalIndex:
         self.regions = [normalise_word(r) for r in regions]
         self.region_of_row = np.asarray(region_of_row, dtype=np.int16)[order]
         self.success = np.asarray(success, dtype=bool)[order]
+        # failures / attempts per entry (consolidated acquired entries carry counts); the
+        # failure penalty scales with it, so 0/1 for an entry with a single outcome.
+        rate = (~np.asarray(success, dtype=bool)).astype(np.float64) if failure_rate is None \
+            else np.clip(np.asarray(failure_rate, dtype=np.float64), 0.0, 1.0)
+        self.failure_rate = rate[order]
         self.vectors = (np.ascontiguousarray(np.asarray(vectors, dtype=np.float32)[order])
                         if vectors is not None else None)
         self.model_id = model_id
@@ -318,7 +324,8 @@ class RetrievalIndex:
             regions,
             np.array([reg_id[normalise_word(e.affordance.region)] for e in exps], np.int16),
             np.array([e.success for e in exps], dtype=bool),
-            kb.vectors, kb.embedding_model, exps)
+            kb.vectors, kb.embedding_model, exps,
+            np.array([e.failure_rate for e in exps], dtype=np.float64))
 
     def __len__(self) -> int:
         return len(self.kb_row)
@@ -479,7 +486,7 @@ class HAARAG:
         else:
             notes.append("no perceived size: fallback without the size term")
         s_vis = self._visual(pos, vector)
-        penalty = np.where(ix.success, 0.0, cfg.failure_penalty)
+        penalty = cfg.failure_penalty * ix.failure_rate
         fused = (cfg.w_affordance * s_aff + cfg.fallback_size_weight * s_size
                  + cfg.w_visual * s_vis) * (1.0 - penalty)
         keep = np.flatnonzero(s_aff >= cfg.tau_aff - _TAU_EPS)
@@ -563,7 +570,8 @@ class HAARAG:
         else:
             fused = cfg.w_category * s_cat + cfg.w_visual * s_vis
             penalise = cfg.clip_only_failure_penalty
-        penalty = np.where(ix.success[chosen] | (not penalise), 0.0, cfg.failure_penalty)
+        penalty = cfg.failure_penalty * ix.failure_rate[chosen] if penalise \
+            else np.zeros(chosen.size)
         s_final = fused * (1.0 - penalty)
         order = _top_k(s_final, min(k, chosen.size), ix.kb_row[chosen])
 
@@ -669,7 +677,7 @@ class HAARAG:
                    f"{terms['region']:.2f}")
         else:
             aff = "affordance not used (clip_only)"
-        pen = f", x{1 - penalty:.1f} failure penalty" if penalty else ""
+        pen = f", x{1 - penalty:.3g} failure penalty" if penalty else ""
         return (f"#{rank} {exp.id} ({exp.category}, {outcome}): cat {s_cat:.2f} ({cat}); "
                 f"{aff}; vis {s_vis:.2f}; final {s_final:.3f}{pen}")
 

@@ -81,9 +81,8 @@ def append_line(path: Union[str, Path], obj: Any, fsync: bool = True) -> None:
         raise ValueError("a JSON line must not contain a raw newline")
     path.parent.mkdir(parents=True, exist_ok=True)
     created = not path.exists()
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = _open_locked(path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             _repair_tail(fd, path)
             written = os.write(fd, data)
@@ -97,6 +96,26 @@ def append_line(path: Union[str, Path], obj: Any, fsync: bool = True) -> None:
         os.close(fd)
     if created and fsync:
         _fsync_dir(path.parent)
+
+
+def _open_locked(path: Path) -> int:
+    """An O_APPEND descriptor of ``path`` under an exclusive flock, of the file that is at
+    ``path`` once the lock is held (``kb prune`` replaces the file under the same lock; an
+    append that waited for it must not land in the replaced, unlinked inode)."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.fstat(fd).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+        except BaseException:
+            os.close(fd)
+            raise
+        if same:
+            return fd
+        os.close(fd)               # closing releases the lock; open the new file
 
 
 def _repair_tail(fd: int, path: Path) -> None:

@@ -63,6 +63,19 @@ class Experience:
     failure_mode: Optional[str] = None
     source: str = ""            # "file:line" it was read from, for messages
     fit: Optional[Dict[str, Any]] = None   # how the grasp adapts (core/grasping/fit.py)
+    # Experience acquisition (core/retrieval/acquisition.py, consolidation.py): where an
+    # acquired entry came from, and the success/failure counts of merged near-duplicates.
+    acquisition: Optional[Dict[str, Any]] = None
+    outcomes: Optional[Dict[str, Any]] = None
+
+    @property
+    def failure_rate(self) -> float:
+        """Failures / attempts behind this entry (0 or 1 for a single outcome)."""
+        if self.outcomes:
+            n = int(self.outcomes.get("successes", 0)) + int(self.outcomes.get("failures", 0))
+            if n > 0:
+                return int(self.outcomes.get("failures", 0)) / n
+        return 0.0 if self.success else 1.0
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], source: str = "") -> "Experience":
@@ -82,6 +95,9 @@ class Experience:
             failure_mode=record.get("failure_mode"),
             source=source,
             fit=dict(record["fit"]) if record.get("fit") is not None else None,
+            acquisition=(dict(record["acquisition"]) if record.get("acquisition") is not None
+                         else None),
+            outcomes=dict(record["outcomes"]) if record.get("outcomes") is not None else None,
         )
 
     def to_record(self) -> Dict[str, Any]:
@@ -100,6 +116,10 @@ class Experience:
         record["render_spec"] = _plain(self.render_spec)
         if self.fit is not None:
             record["fit"] = _plain(self.fit)
+        if self.acquisition is not None:
+            record["acquisition"] = _plain(self.acquisition)
+        if self.outcomes is not None:
+            record["outcomes"] = _plain(self.outcomes)
         return record
 
     def grasp_parameters(self) -> GraspParameters:

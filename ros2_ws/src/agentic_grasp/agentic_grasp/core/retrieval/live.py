@@ -1,0 +1,259 @@
+"""Live pick-up of acquired experiences: HAA-RAG over the authored KB + a growing file.
+
+:class:`AcquiredLog` follows the acquired-experiences file with an append offset: each
+:meth:`~AcquiredLog.poll` is one ``os.stat`` and, when the file grew, one read of the new
+bytes up to the last complete line (a line being written, or torn by a SIGKILL, is left for
+later; :func:`.jsonl.append_line` cuts a torn tail before the next record). A file that
+shrank or was replaced (``kb prune`` rewrites it atomically) is read again from the start.
+
+:class:`LiveRetriever` wraps :class:`.haa_rag.HAARAG`: before every retrieval it polls the
+log; new valid records are added to the :class:`.consolidation.Consolidator` (O(1) each),
+only the consolidated entries not seen before are embedded, and a new HAARAG over the authored
+entries + the consolidated acquired ones that succeeded at least once replaces the old one (one reference swap). So an
+experience written by one goal is served to the next, and a restart, which reads the file
+once from the start through the same code path, gives the same state: nothing lost, nothing
+duplicated (ids are unique; a repeated id is skipped with a warning, the first one wins).
+
+Invalid acquired records never stop the node: each is skipped with the file:line and field
+in a warning (``rejected``); ``kb validate --acquired`` lists them.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from agentic_grasp.core.retrieval.acquisition import extend_taxonomy
+from agentic_grasp.core.retrieval.consolidation import ConsolidationConfig, Consolidator
+from agentic_grasp.core.retrieval.embedding import (EmbeddingCache, VisualEmbedder,
+                                                    embed_render_specs)
+from agentic_grasp.core.retrieval.haa_rag import HAARAG, RetrievalConfig, build_retriever
+from agentic_grasp.core.retrieval.knowledge_base import (Experience, KnowledgeBase,
+                                                         record_problems)
+
+_LOG = logging.getLogger(__name__)
+
+
+@dataclass
+class LogChunk:
+    """What one poll found: new (line, record) pairs, unparsable lines, and whether the
+    file was replaced (then ``records`` is the whole file again)."""
+
+    records: List[Tuple[int, Any]] = field(default_factory=list)
+    errors: List[Tuple[int, str]] = field(default_factory=list)
+    reset: bool = False
+
+
+class AcquiredLog:
+    """Follows one JSON Lines file by offset (module docstring)."""
+
+    def __init__(self, path: Union[str, Path]) -> None:
+        self.path = Path(path)
+        self.offset = 0
+        self.line = 0
+        self._identity: Optional[Tuple[int, int]] = None
+
+    def poll(self) -> LogChunk:
+        chunk = LogChunk()
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            if self.offset or self._identity is not None:
+                chunk.reset = True            # removed: nothing acquired any more
+                self.offset, self.line, self._identity = 0, 0, None
+            return chunk
+        identity = (st.st_dev, st.st_ino)
+        if self._identity is not None and (identity != self._identity
+                                           or st.st_size < self.offset):
+            chunk.reset = True
+            self.offset, self.line = 0, 0
+        self._identity = identity
+        if st.st_size == self.offset:
+            return chunk
+        with open(self.path, "rb") as fh:
+            fh.seek(self.offset)
+            data = fh.read(st.st_size - self.offset)
+        end = data.rfind(b"\n")
+        if end < 0:
+            return chunk                      # only a line in progress (or a torn tail)
+        self.offset += end + 1
+        for raw in data[:end].split(b"\n"):
+            self.line += 1
+            text = raw.strip()
+            if not text or text.startswith(b"#"):
+                continue
+            try:
+                chunk.records.append((self.line, json.loads(text.decode("utf-8"))))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                chunk.errors.append((self.line, f"not a JSON record: {exc}"))
+        return chunk
+
+
+class LiveRetriever:
+    """HAA-RAG over the authored knowledge base plus a live acquired file (module doc)."""
+
+    def __init__(self, base: HAARAG, path: Union[str, Path],
+                 consolidation: Optional[ConsolidationConfig] = None,
+                 cache: Union[EmbeddingCache, None, bool] = False, crop_size: int = 64) -> None:
+        self.base = base
+        self.path = Path(path)
+        self.consolidation = consolidation or ConsolidationConfig()
+        self.cache = cache if cache is not False else None
+        self.crop_size = int(crop_size)
+        self._log = AcquiredLog(self.path)
+        self._lock = threading.Lock()
+        self._rag = base
+        self._config = base.config
+        self._vectors: Dict[str, np.ndarray] = {}
+        self._taxonomy = base.kb.taxonomy if base.kb is not None else base.taxonomy
+        self._reset_state()
+        self.refresh()
+
+    def _reset_state(self) -> None:
+        self._consolidator = Consolidator(self.consolidation)
+        self._seen: Dict[str, str] = {}
+        self._raw: List[Any] = []
+        self.rejected: List[str] = []
+        self.acquired_records = 0
+        self.withheld = 0
+
+    # ------------------------------------------------------------------ state
+    @property
+    def rag(self) -> HAARAG:
+        return self._rag
+
+    @property
+    def config(self) -> RetrievalConfig:
+        return self._config
+
+    @config.setter
+    def config(self, value: RetrievalConfig) -> None:
+        with self._lock:
+            self._config = value
+            self._rag = HAARAG(self._rag.kb, value, self._rag.embedder, index=self._rag.index)
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        return self._rag.kb
+
+    @property
+    def index(self):
+        return self._rag.index
+
+    @property
+    def embedder(self) -> Optional[VisualEmbedder]:
+        return self._rag.embedder
+
+    @property
+    def dropped(self):
+        return list(self._consolidator.dropped)
+
+    def stats(self) -> Dict[str, Any]:
+        return {"acquired_records": self.acquired_records,
+                "consolidated": len(self._consolidator), "served": len(self._rag.kb)
+                - len(self.base.kb), "dropped": len(self._consolidator.dropped),
+                "withheld_never_succeeded": self.withheld, "rejected": len(self.rejected)}
+
+    # ------------------------------------------------------------------ refresh
+    def refresh(self) -> bool:
+        """Pick up what was appended since the last call; True when the served KB changed."""
+        with self._lock:
+            chunk = self._log.poll()
+            if chunk.reset:
+                _LOG.info("%s was replaced or shrank: reading it again", self.path)
+                self._reset_state()
+            for line, message in chunk.errors:
+                self._reject(f"{self.path}:{line}: {message}")
+            new = self._validated(chunk.records)
+            if not new and not chunk.reset:
+                return False
+            self._consolidator.add(new)
+            self._rebuild()
+            return True
+
+    def _reject(self, message: str) -> None:
+        self.rejected.append(message)
+        _LOG.warning("acquired experience skipped: %s", message)
+
+    def _validated(self, records: Sequence[Tuple[int, Any]]) -> List[Experience]:
+        out: List[Experience] = []
+        if not records:
+            return out
+        self._raw.extend(r for _, r in records)
+        self._taxonomy = extend_taxonomy(self.base.kb.taxonomy, self._raw)
+        authored = {e.id for e in self.base.kb}
+        for line, record in records:
+            where = f"{self.path}:{line}"
+            problems = record_problems(record, where, self._taxonomy)
+            if problems:
+                self._reject("; ".join(problems))
+                continue
+            eid = record["id"]
+            if eid in self._seen or eid in authored:
+                self._reject(f"{where}: entry '{eid}': field 'id': duplicate of "
+                             f"{self._seen.get(eid, 'an authored entry')}")
+                continue
+            self._seen[eid] = where
+            self.acquired_records += 1
+            out.append(Experience.from_record(record, where))
+        return out
+
+    def _rebuild(self) -> None:
+        merged = self._consolidator.experiences()
+        # An acquired grasp that never succeeded is not served: the planner would execute it
+        # whenever the successful strategies do not fit the perceived object (it uses
+        # retrieved failures as grasps, not as warnings). Its attempts still count in kb stats,
+        # and it is served again once one attempt in its cell succeeds (the penalty then
+        # scales with its failure rate).
+        acquired = [e for e in merged if int((e.outcomes or {}).get("successes", 0)) > 0]
+        self.withheld = len(merged) - len(acquired)
+        for d in self._consolidator.dropped[-5:]:
+            _LOG.info("consolidation dropped %s (%s, %d attempts): %s", d.id, d.category,
+                      d.attempts, d.reason)
+        base_kb = self.base.kb
+        kb = KnowledgeBase(list(base_kb.experiences) + acquired, self._taxonomy,
+                           list(base_kb.sources) + [str(self.path)])
+        embedder = self.base.embedder
+        if base_kb.vectors is not None and embedder is not None:
+            missing = [e for e in acquired if e.id not in self._vectors]
+            if missing:
+                vecs = embed_render_specs([e.render_spec for e in missing], embedder,
+                                          self.cache, self.crop_size)
+                for e, v in zip(missing, vecs):
+                    self._vectors[e.id] = v
+            rows = [base_kb.vectors] + ([np.stack([self._vectors[e.id] for e in acquired])]
+                                        if acquired else [])
+            kb.set_vectors(np.concatenate(rows, axis=0), base_kb.embedding_model)
+        self._rag = HAARAG(kb, self._config, embedder)
+
+    # ------------------------------------------------------------------ retrieval
+    def retrieve(self, *args: Any, **kwargs: Any):
+        """HAARAG.retrieve after picking up new acquired experiences."""
+        self.refresh()
+        return self._rag.retrieve(*args, **kwargs)
+
+
+def build_live_retriever(config: Optional[RetrievalConfig] = None,
+                         embedder: Optional[VisualEmbedder] = None,
+                         acquired_path: Union[str, Path, None] = None,
+                         consolidation: Optional[ConsolidationConfig] = None):
+    """The authored HAA-RAG, wrapped in a LiveRetriever when an acquired path is set
+    (``acquired_path`` or the config's ``acquired_experiences_path``); else the plain one."""
+    config = config if config is not None else RetrievalConfig.from_config()
+    path = acquired_path if acquired_path is not None else config.acquired_experiences_path
+    base = build_retriever(replace(config, acquired_experiences_path=""), embedder)
+    if not path:
+        return base
+    cache_dir = config.embedding.get("cache_dir") or None
+    return LiveRetriever(base, path, consolidation or ConsolidationConfig.from_config(),
+                         cache=EmbeddingCache(cache_dir),
+                         crop_size=int(config.embedding.get("crop_size_px", 64)))
+
+
+__all__ = ["AcquiredLog", "LiveRetriever", "LogChunk", "build_live_retriever"]
