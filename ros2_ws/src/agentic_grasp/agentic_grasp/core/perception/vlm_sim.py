@@ -319,7 +319,7 @@ class VlmSimBackend(PerceptionBackend):
         if not named:
             return None, "no object in the image matches the instruction"
         if named[0] not in shown:
-            return None, "the target is not visible (hidden or too small to make out)"
+            return None, "the target is not visible, hidden or too small to make out"
         return named[0], ""
 
     def _miss_probability(self, area: int) -> float:
