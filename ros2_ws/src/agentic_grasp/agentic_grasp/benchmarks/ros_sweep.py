@@ -66,7 +66,7 @@ def run_ros_sweep(configurations: Sequence[str], tasks: Sequence[str], trials: i
 
     threshold = SceneGraphConfig.from_config().fragile_threshold
     # One memory per goal, like the in-process sweep's trial scope.
-    launcher = Launcher({"arm": "sim", "perception": "oracle"},
+    launcher = Launcher({"arm": "sim", "perception": "oracle", "acquired": "none"},
                         extra_params={"planner": {"memory_lifetime": "goal"}})
     launcher.start()
     records: List[TrialRecord] = []

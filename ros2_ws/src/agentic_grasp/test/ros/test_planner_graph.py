@@ -57,6 +57,8 @@ class PlannerGraph:
         from agentic_grasp.client import GraphClient
         from agentic_grasp.launcher import Launcher
 
+        # acquisition on (bringup's default) into the session's temporary data dir: the
+        # acquisition test below reads it; other modules' graphs run with it off.
         self.launcher = Launcher({}, extra_params={"sim": {"phase_delay_s": PHASE_DELAY_S},
                                                    "planner": TIMEOUTS})
         self.launcher.start()

@@ -48,7 +48,7 @@ def recorded(tmp_path_factory):
 
     bag = tmp_path_factory.mktemp("bags") / "run1"
     live_out = tmp_path_factory.mktemp("live")
-    launcher = Launcher({"record": str(bag)})
+    launcher = Launcher({"record": str(bag), "acquired": "none"})
     launcher.start()
     client = planner = live = None
     try:

@@ -49,8 +49,9 @@ class SupervisedGraph:
         from agentic_grasp.liveness import PeerMonitor
         from agentic_grasp_interfaces.srv import Perceive
 
-        self.launcher = Launcher({}, extra_params={"sim": {"phase_delay_s": PHASE_DELAY_S},
-                                                   "planner": TIMEOUTS})
+        self.launcher = Launcher({"acquired": "none"},
+                                 extra_params={"sim": {"phase_delay_s": PHASE_DELAY_S},
+                                               "planner": TIMEOUTS})
         self.launcher.start()
         self.launcher.supervise()
         try:

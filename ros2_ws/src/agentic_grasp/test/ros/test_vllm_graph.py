@@ -58,7 +58,7 @@ def vlm_graph(vllm_server):
     from agentic_grasp.commands.grasp import PlannerClient
     from agentic_grasp.launcher import Launcher
 
-    launcher = Launcher({"perception": "vlm", "vlm_url": vllm_server.url},
+    launcher = Launcher({"perception": "vlm", "acquired": "none", "vlm_url": vllm_server.url},
                         extra_params={"perception": {"vlm.timeout_s": VLM_TIMEOUT_S,
                                                      "vlm.max_attempts": 1},
                                       "planner": {"timeouts.perceive_s": PERCEIVE_S}})
