@@ -84,7 +84,7 @@ class World:
         objs = list(self.objects.values())
         target = instruction.split()[2] if instruction.startswith("pick up ") else ""
         if target not in self.objects:
-            from agentic_grasp.core.perception.oracle import resolve_targets
+            from agentic_grasp.core.instructions import resolve_targets
             ids = resolve_targets(instruction, objs)
             target = ids[0] if ids else ""
         return perception_of(objs, target)

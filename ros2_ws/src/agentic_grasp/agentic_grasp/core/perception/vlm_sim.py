@@ -50,9 +50,9 @@ from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.perception import schema
 from agentic_grasp.core.perception.backend import PerceptionBackend, PerceptionResult
-from agentic_grasp.core.perception.oracle import (_ALL_WORDS, _SORT_FRAGILITY,
-                                                 DEFAULT_CONFUSION_MAP, _find, _words,
-                                                 resolve_targets)
+from agentic_grasp.core.instructions import (ALL_WORDS, SORT_FRAGILITY, find, resolve_targets,
+                                             words)
+from agentic_grasp.core.perception.oracle import DEFAULT_CONFUSION_MAP
 from agentic_grasp.core.perception.vlm_client import (EncodedImage, Interpretation,
                                                       VlmBackend, VlmConfig, _check_inputs)
 from agentic_grasp.core.types import AffordanceType, ObjectInstance, ObjectState
@@ -309,8 +309,8 @@ class VlmSimBackend(PerceptionBackend):
         """
         shown = {r.label.id for r in reported}
         named = resolve_targets(instruction, list(labels))
-        text = _words(instruction)
-        whole = any(_find(p, text) >= 0 for p in _ALL_WORDS) or bool(_SORT_FRAGILITY.search(text))
+        text = words(instruction)
+        whole = any(find(p, text) >= 0 for p in ALL_WORDS) or bool(SORT_FRAGILITY.search(text))
         if whole:
             for oid in named:
                 if oid in shown:

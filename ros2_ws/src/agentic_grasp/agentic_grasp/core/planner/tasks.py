@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from agentic_grasp.core.perception.oracle import (_ALL_WORDS, _DESCENDING, _SORT_FRAGILITY,
-                                                  SYNONYMS, _find, _words, resolve_targets)
+from agentic_grasp.core.instructions import (ALL_WORDS, DESCENDING, SORT_FRAGILITY, SYNONYMS,
+                                             find, resolve_targets, words)
 from agentic_grasp.core.scene_graph import LEANING_ON, SUPPORTS, SceneGraph
 from agentic_grasp.core.types import ObjectInstance
 
@@ -83,10 +83,10 @@ class TaskPlan:
 
 def instruction_kind(instruction: str) -> str:
     """named | clear | sort_by_fragility, with resolve_targets' own phrase rules."""
-    text = _words(instruction)
-    if any(_find(phrase, text) >= 0 for phrase in _ALL_WORDS):
+    text = words(instruction)
+    if any(find(phrase, text) >= 0 for phrase in ALL_WORDS):
         return KIND_CLEAR
-    if _SORT_FRAGILITY.search(text):
+    if SORT_FRAGILITY.search(text):
         return KIND_SORT
     return KIND_NAMED
 
@@ -164,8 +164,8 @@ def plan_subgoals(instruction: str, objects: Sequence[ObjectInstance],
     None keeps the instruction's order.
     """
     kind = instruction_kind(instruction)
-    text = _words(instruction)
-    descending = kind == KIND_SORT and bool(_DESCENDING.search(text))
+    text = words(instruction)
+    descending = kind == KIND_SORT and bool(DESCENDING.search(text))
     by_id = {o.id: o for o in objects}
     requested = resolve_targets(instruction, objects)
     if kind == KIND_NAMED:
