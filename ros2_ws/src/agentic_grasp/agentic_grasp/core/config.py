@@ -7,7 +7,7 @@ tests) and the ROS nodes run on one configuration.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Union
+from typing import Any, Dict, Iterable, Mapping, Union
 
 import yaml
 
@@ -24,6 +24,13 @@ def load_yaml(path: Union[str, Path]) -> Any:
         raise ConfigError(f"{path}: file not found") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+
+
+def reject_unknown(where: str, params: Mapping[str, Any], known: Iterable[str]) -> None:
+    """A ConfigError naming every key of ``params`` outside ``known`` (typos in a config)."""
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ConfigError(f"{where}: unknown parameter(s) {', '.join(unknown)}")
 
 
 def node_params(node_name: str, path: Union[str, Path, None] = None) -> Dict[str, Any]:

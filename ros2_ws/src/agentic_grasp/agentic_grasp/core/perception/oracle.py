@@ -35,6 +35,7 @@ import numpy as np
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.config import reject_unknown
 from agentic_grasp.core.perception.backend import (PerceivedObject, PerceptionBackend,
                                                    PerceptionResult)
 from agentic_grasp.core.instructions import resolve_targets
@@ -91,11 +92,9 @@ class OracleConfig:
     def from_params(cls, params: Optional[Mapping[str, Any]]) -> "OracleConfig":
         params = dict(params or {})
         params.pop("seed", None)
-        known = {"category_confusion_prob", "confusion_map", "fragility_std", "position_std",
-                 "affordance_confusion_prob"}
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise ConfigError(f"oracle: unknown parameter(s) {', '.join(unknown)}")
+        reject_unknown("oracle", params, ("category_confusion_prob", "confusion_map",
+                                          "fragility_std", "position_std",
+                                          "affordance_confusion_prob"))
         return cls(**params)
 
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.config import reject_unknown
 from agentic_grasp.core.perception.backend import PerceptionBackend, PerceptionResult
 
 LOGGER = logging.getLogger(__name__)
@@ -59,10 +60,7 @@ class ReperceptionConfig:
     @classmethod
     def from_params(cls, params: Optional[Mapping[str, Any]]) -> "ReperceptionConfig":
         params = dict(params or {})
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise ConfigError(f"reperception: unknown parameter(s) {', '.join(unknown)}")
+        reject_unknown("reperception", params, cls.__dataclass_fields__)
         return cls(**params)
 
 

@@ -53,6 +53,7 @@ import numpy as np
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.config import reject_unknown
 from agentic_grasp.core.perception import schema
 from agentic_grasp.core.perception.backend import (PerceivedObject, PerceptionBackend,
                                                    PerceptionResult)
@@ -149,10 +150,7 @@ class VlmConfig:
                     depth: Optional[Mapping[str, Any]] = None) -> "VlmConfig":
         """Build from the ``vlm:`` mapping (and the ``depth:`` one); typos are errors."""
         params = dict(params or {})
-        known = {f.name for f in fields(cls)} - {"depth"}
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise ConfigError(f"vlm: unknown parameter(s) {', '.join(unknown)}")
+        reject_unknown("vlm", params, {f.name for f in fields(cls)} - {"depth"})
         kwargs: Dict[str, Any] = {}
         casts = {"timeout_s": float, "max_attempts": int, "backoff_base_s": float,
                  "backoff_max_s": float, "backoff_jitter": float, "seed": int,

@@ -48,6 +48,7 @@ import numpy as np
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.config import reject_unknown
 from agentic_grasp.core.perception import schema
 from agentic_grasp.core.perception.backend import PerceptionBackend, PerceptionResult
 from agentic_grasp.core.instructions import (ALL_WORDS, SORT_FRAGILITY, find, resolve_targets,
@@ -162,14 +163,9 @@ class VlmSimConfig:
     @classmethod
     def from_params(cls, params: Optional[Mapping[str, Any]]) -> "VlmSimConfig":
         params = dict(params or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise ConfigError(f"vlm_sim: unknown parameter(s) {', '.join(unknown)}")
+        reject_unknown("vlm_sim", params, (f.name for f in fields(cls)))
         latency = dict(params.pop("latency", None) or {})
-        bad = sorted(set(latency) - {"prefill_s", "decode_tok_per_s"})
-        if bad:
-            raise ConfigError(f"vlm_sim.latency: unknown parameter(s) {', '.join(bad)}")
+        reject_unknown("vlm_sim.latency", latency, ("prefill_s", "decode_tok_per_s"))
         return cls(latency=VlmLatencyModel(**{k: float(v) for k, v in latency.items()}),
                    **params)
 

@@ -28,7 +28,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from agentic_grasp.core import paths
-from agentic_grasp.core.config import load_yaml
+from agentic_grasp.core.config import load_yaml, reject_unknown
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.retrieval.knowledge_base import Experience
 
@@ -63,10 +63,7 @@ class ConsolidationConfig:
         path = Path(path) if path is not None else paths.config_dir() / "acquisition.yaml"
         data = load_yaml(path) if path.is_file() else {}
         section = (data or {}).get("consolidation") or {}
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(section) - known)
-        if unknown:
-            raise ConfigError(f"{path}: unknown consolidation keys {', '.join(unknown)}")
+        reject_unknown(f"{path}: consolidation", section, cls.__dataclass_fields__)
         return cls(**section)
 
 
