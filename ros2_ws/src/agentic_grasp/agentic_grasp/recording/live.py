@@ -15,8 +15,11 @@ import time
 from pathlib import Path
 from typing import Optional, Tuple, Union
 
-#: Time left for messages in flight after the goal log arrived (s).
-SETTLE_S = 0.5
+#: The planner topics a live recording must be connected to before it says it is attached.
+ATTACH_TOPICS = ("/planner/attempts", "/planner/goal_log")
+#: Time left for messages in flight after the goal log arrived (s): topics are delivered
+#: independently, and on a loaded machine attempt records were seen to lag the log.
+SETTLE_S = 2.0
 
 
 def record_next_goal(out_dir: Union[str, Path], timeout_s: float,
@@ -48,12 +51,17 @@ def record_next_goal(out_dir: Union[str, Path], timeout_s: float,
                 ended["at"] = time.monotonic()
 
         node.create_subscription(GoalLog, "/" + goal_log.TOPIC, on_log, goal_log.QOS)
-        print(f"attached: recording to {bag}; waiting for the next goal to end", flush=True)
-        if ready is not None:
-            ready.set()
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
         deadline = time.monotonic() + timeout_s
+        # Attached means the planner's publishers are discovered: attempt records are not
+        # latched, so a goal that starts before discovery would be recorded without them.
+        while context.ok() and time.monotonic() < deadline and any(
+                node.count_publishers(t) < 1 for t in ATTACH_TOPICS):
+            executor.spin_once(timeout_sec=0.05)
+        print(f"attached: recording to {bag}; waiting for the next goal to end", flush=True)
+        if ready is not None:
+            ready.set()
         while context.ok():
             executor.spin_once(timeout_sec=0.05)
             if "at" in ended and time.monotonic() - ended["at"] >= SETTLE_S:
