@@ -704,11 +704,13 @@ def attempt_record_to_msg(goal_id: str, subgoal_index: int, target_id: str, atte
                           outcome: Optional[GraspOutcomeMsg],
                           diagnosis: Optional[Mapping[str, Any]],
                           correction: Optional[Mapping[str, Any]], duration_s: float,
-                          header: Optional[Header] = None) -> Any:
+                          header: Optional[Header] = None,
+                          candidate: Optional[Mapping[str, Any]] = None) -> Any:
     """One AttemptRecord (Thought -> Action -> Observation, and the reflection on it).
 
     ``outcome`` is the GraspOutcome exactly as the executor returned it (measurements and
-    events intact); an attempt the arm never ran has an empty one.
+    events intact); an attempt the arm never ran has an empty one. ``candidate`` is the
+    planner's clearance report of the executed grasp (None: no clearance reasoning ran).
     """
     from agentic_grasp_interfaces.msg import AttemptRecord
 
@@ -721,4 +723,11 @@ def attempt_record_to_msg(goal_id: str, subgoal_index: int, target_id: str, atte
         msg.grasp = grasp_to_msg(grasp)
     if outcome is not None:
         msg.outcome = outcome
+    msg.clearance_m = math.nan
+    if candidate:
+        clear = candidate.get("clearance_m")
+        msg.candidate = str(candidate.get("label", ""))
+        msg.clearance_m = math.inf if clear is None else float(clear)
+        msg.clearance_nearest = str(candidate.get("nearest", ""))
+        msg.collision_free = bool(candidate.get("collision_free", False))
     return msg

@@ -286,8 +286,10 @@ def _quaternion(rotation: np.ndarray) -> Quaternion:
     return Quaternion(x=float(x), y=float(y), z=float(z), w=float(w))
 
 
-def grasp_markers(grasp: GraspParameters, header: Header, label: str = "") -> MarkerArray:
-    """The planned grasp for RViz: DELETEALL, approach arrow, two fingers, a label."""
+def grasp_markers(grasp: GraspParameters, header: Header, label: str = "",
+                  candidate: Optional[Dict[str, Any]] = None) -> MarkerArray:
+    """The planned grasp for RViz: DELETEALL, approach arrow, two fingers, a label (with the
+    chosen candidate and its clearance to the perceived neighbours, in clearance mode)."""
     p = np.asarray(grasp.position, dtype=float)
     a = np.asarray(grasp.approach, dtype=float)
     c = closing_axis(a, grasp.wrist_yaw)
@@ -311,6 +313,12 @@ def grasp_markers(grasp: GraspParameters, header: Header, label: str = "") -> Ma
                               color=ColorRGBA(r=0.85, g=0.85, b=0.9, a=0.9)))
     text = (f"{label}{grasp.grasp_type.value}, {grasp.force:.1f} N, "
             f"{grasp.width * 1e3:.0f} mm")
+    if candidate:
+        clear = candidate.get("clearance_m")
+        text += (f"\n{candidate.get('label', '')}: clearance "
+                 + ("free (no neighbour near)" if clear is None else f"{clear * 1e3:.0f} mm")
+                 + ("" if candidate.get("collision_free") else " NOT collision-free")
+                 + (f" ({candidate['nearest']})" if candidate.get("nearest") else ""))
     markers.append(Marker(header=header, ns=ns, id=4, type=Marker.TEXT_VIEW_FACING,
                           action=Marker.ADD,
                           pose=Pose(position=point(p + np.array([0.0, 0.0, 0.08]))),
@@ -332,6 +340,7 @@ class _Draft:
     thought: str
     grasp: Optional[GraspParameters]
     started: float
+    candidate: Optional[Dict[str, Any]] = None
     outcome: Any = None
     duration_s: float = 0.0
     ended: bool = False
@@ -346,7 +355,7 @@ class GoalSession:
 
     def __init__(self, goal_id: str, feedback: Callable[[GraspObject.Feedback], None],
                  publish_attempt: Callable[[AttemptRecord], None],
-                 publish_grasp: Callable[[GraspParameters, str], None],
+                 publish_grasp: Callable[..., None],
                  last_outcome: Callable[[], Any], header: Callable[[], Header]) -> None:
         self.goal_id = goal_id
         self._feedback = feedback
@@ -422,10 +431,12 @@ class GoalSession:
                 self._level = int(event.get("retry_level", 0))
                 grasp = GraspParameters.from_dict(event["grasp"]) if event.get("grasp") \
                     else None
+                candidate = event.get("candidate")
                 self._draft = _Draft(self.subgoal_index, target, self._attempt, self._level,
-                                     str(event.get("text", "")), grasp, time.perf_counter())
+                                     str(event.get("text", "")), grasp, time.perf_counter(),
+                                     candidate)
                 if grasp is not None:
-                    self._publish_grasp(grasp, f"{target} #{self._attempt + 1}: ")
+                    self._publish_grasp(grasp, f"{target} #{self._attempt + 1}: ", candidate)
                 self.stage("plan", str(event.get("text", "")))
             elif kind == "phase":
                 self.stage("execute", f"{event.get('phase')} ({event.get('index')}/"
@@ -480,7 +491,8 @@ class GoalSession:
         msg = attempt_record_to_msg(self.goal_id, draft.subgoal_index, draft.target_id,
                                     draft.attempt, draft.retry_level, draft.thought,
                                     draft.grasp, draft.outcome, diagnosis or None,
-                                    correction or None, draft.duration_s, self._header())
+                                    correction or None, draft.duration_s, self._header(),
+                                    candidate=draft.candidate)
         self.records.append(msg)
         self._publish_attempt(msg)
 
@@ -870,8 +882,9 @@ class PlannerNode(Node):
 
         return constraints
 
-    def _publish_grasp(self, grasp: GraspParameters, label: str) -> None:
-        self.pub_markers.publish(grasp_markers(grasp, self._header(), label))
+    def _publish_grasp(self, grasp: GraspParameters, label: str,
+                       candidate: Optional[Dict[str, Any]] = None) -> None:
+        self.pub_markers.publish(grasp_markers(grasp, self._header(), label, candidate))
 
     def _finish(self, goal_handle, result: GraspObject.Result) -> None:
         """End the goal in exactly one of succeed / canceled / abort."""

@@ -171,3 +171,36 @@ def test_handle_strategies_are_skipped_when_the_handle_side_is_unknown():
     assert res.skipped and "handle side not perceived" in res.breakdown["skipped"]
     assert not fit_strategy(CUP_HANDLE, CUP_SPEC, rec, cup, CFG, HAND, 0.3,
                             yaw_known=False).skipped
+
+
+def test_each_attempt_records_its_candidate_and_clearance():
+    """Issue 12: the attempt record names the executed candidate and its swept clearance to
+    the perceived neighbours; constraint_mode paper runs no clearance search and records none."""
+    from dataclasses import replace
+
+    from agentic_grasp.core.grasping.candidates import evaluate
+    from agentic_grasp.core.planner.episode import run_trial
+
+    result = run_trial("it_cup_near_vase", "full", 3, perception="vlm_sim")
+    attempts = [a for g in result.task.goals for a in g.attempts]
+    first = attempts[0].candidate
+    assert first["label"].startswith("around ") and "vase_1" in first["nearest"]
+    assert 0.0 < first["clearance_m"] < 0.3
+    assert attempts[0].to_dict()["candidate"] == first
+    for a in attempts[1:]:
+        assert a.candidate is not None and a.candidate["label"]
+    paper = replace(PlannerConfig.from_config(),
+                    grasp_synthesis=GraspSynthesisConfig(constraint_mode="paper"))
+    result = run_trial("it_cup_near_vase", "full", 3, perception="vlm_sim",
+                       planner_config=paper)
+    assert all(a.candidate is None for g in result.task.goals for a in g.attempts)
+    # evaluate() is the search's own scoring: a grasp far from every box is collision-free
+    target = obj("t", xy=(0.5, 0.0), size=(0.06, 0.06, 0.10))
+    g = GraspParameters(position=np.array([0.5, 0.0, 0.09]), approach=np.array([0, 0, -1.0]),
+                        width=0.075, force=10.0, grasp_type="pinch", approach_height=0.1)
+    far = object_box(obj("far", xy=(0.5, 0.6), size=(0.08, 0.08, 0.15)))
+    under = object_box(obj("v", xy=(0.5, 0.12), size=(0.08, 0.08, 0.15)))
+    cfg = GraspSynthesisConfig()
+    assert evaluate(g, target, [far], cfg, HAND).feasible
+    hit = evaluate(g, target, [under], cfg, HAND, label="x")
+    assert not hit.feasible and hit.clearance_m < 0.0 and "v" in hit.nearest

@@ -8,6 +8,8 @@ attempt (approach_angle) and succeeds on the second, as it does in process (run_
 """
 from __future__ import annotations
 
+import math
+
 import os
 import subprocess
 import sys
@@ -222,6 +224,9 @@ def test_banana_is_grasped_through_the_planner(graph):
     assert [a.attempt for a in published] == [a.attempt for a in result.attempts]
     assert published[-1].grasp == result.attempts[-1].grasp
     assert published[-1].diagnosis.failure_type == "none"
+    # Clearance mode with nothing near the banana: the strategy runs as fitted, in the clear.
+    assert published[-1].candidate == "strategy unchanged"
+    assert published[-1].clearance_m == math.inf and published[-1].collision_free
     # The planned grasp was drawn: DELETEALL, approach arrow, two fingers, a label.
     types = [m.type for m in graph.markers[-1].markers if m.action == Marker.ADD]
     assert types == [Marker.ARROW, Marker.CUBE, Marker.CUBE, Marker.TEXT_VIEW_FACING]
@@ -412,3 +417,16 @@ def test_bringup_acquires_every_attempt_and_retrieval_serves_it_live(graph):
         time.sleep(0.05)
     assert future.done() and future.result().success
     assert any(s.experience.id.startswith("acq-") for s in future.result().strategies)
+
+
+def test_attempt_record_and_markers_carry_the_chosen_candidate(graph):
+    """Issue 12: the candidate executed and its clearance to the perceived neighbours."""
+    graph.load("it_cup_near_vase", 0)
+    status, result, _feedback, goal_id = graph.grasp("pick up the ceramic cup")
+    first = graph.published(goal_id, len(result.attempts))[0]
+    assert first.candidate.startswith("around "), first.candidate     # a generated candidate
+    assert 0.0 < first.clearance_m < 0.3 and "vase_1" in first.clearance_nearest
+    assert first.candidate == result.attempts[0].candidate
+    texts = [m.text for array in graph.markers for m in array.markers
+             if m.type == Marker.TEXT_VIEW_FACING and "cup_1 #1" in m.text]
+    assert texts and f"clearance {first.clearance_m * 1e3:.0f} mm" in texts[-1], texts

@@ -78,6 +78,45 @@ def _tilted(base: GraspParameters, tilt: float, away: np.ndarray) -> GraspParame
     return base.copy(approach=a, wrist_yaw=wrist_yaw_for_closing_axis(a, axis))
 
 
+def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Sequence[float],
+           base: GraspParameters, target: ObjectInstance, neighbours: Sequence[Box],
+           hand: HandModel, cfg: GraspSynthesisConfig, filled: bool) -> List[Candidate]:
+    """Sweep each grasp's hand against the neighbours, the table and the target (unsorted)."""
+    centre = np.asarray(target.position, dtype=float)
+    sx, sy = float(target.size[0]), float(target.size[1])
+    hand_boxes = [hand.boxes(g) for g in grasps]
+    flat = [b for boxes in hand_boxes for b in boxes]
+    nb = len(hand_boxes[0])
+    gaps = gap_matrix(flat, list(neighbours)).reshape(len(grasps), nb, -1) \
+        if neighbours else np.full((len(grasps), nb, 1), np.inf)
+    tgt = gap_matrix(flat, [object_box(target)]).reshape(len(grasps), nb)
+    names = [b.name for b in hand_boxes[0]]
+    cands: List[Candidate] = []
+    half_in = min(sx, sy) / 2.0 - cfg.filled_rim_wall_m
+    local = rot_z(float(target.yaw)).T @ (base.position - centre)
+    outside = bool(np.any(np.abs(local[:2]) > np.asarray(target.size[:2]) / 2.0))
+    for i, g in enumerate(grasps):
+        flat_g = gaps[i]
+        k = np.unravel_index(int(np.argmin(flat_g)), flat_g.shape)
+        clear = float(flat_g[k])
+        nearest = "" if not neighbours else f"{names[k[0]]} vs {neighbours[k[1]].name}"
+        table = hand.lowest_point(g)
+        t_gap = float(min(tgt[i][j] for j, n in enumerate(names) if n in ("palm", "wrist")))
+        feasible = table >= 0.0 and t_gap > 0.0 and clear > 0.0
+        if outside:     # a part outside the body (a handle): the fingers must clear the body
+            f_gap = float(min(tgt[i][j] for j, n in enumerate(names) if n == "finger"))
+            if f_gap <= 0.0:
+                feasible = False
+                nearest = (nearest + "; " if nearest else "") + "finger meets the body"
+        if filled:
+            fingers = hand.finger_points(g)
+            if np.any(np.linalg.norm(fingers[:, :2] - centre[:2], axis=1) < half_in):
+                feasible = False
+                nearest = (nearest + "; " if nearest else "") + "finger inside the rim"
+        cands.append(Candidate(g, clear, nearest, table, t_gap, feasible, devs[i], labels[i]))
+    return cands
+
+
 def generate_candidates(base: GraspParameters, target: ObjectInstance,
                         neighbours: Sequence[Box], cfg: GraspSynthesisConfig,
                         hand: HandModel, opening: str = "part", vertical_only: bool = False,
@@ -137,36 +176,7 @@ def generate_candidates(base: GraspParameters, target: ObjectInstance,
         out.collision_free = False
         out.notes.append("no candidate fits the hand's opening")
         return out
-    hand_boxes = [hand.boxes(g) for g in grasps]
-    flat = [b for boxes in hand_boxes for b in boxes]
-    nb = len(hand_boxes[0])
-    gaps = gap_matrix(flat, list(neighbours)).reshape(len(grasps), nb, -1) \
-        if neighbours else np.full((len(grasps), nb, 1), np.inf)
-    tgt = gap_matrix(flat, [object_box(target)]).reshape(len(grasps), nb)
-    names = [b.name for b in hand_boxes[0]]
-    cands: List[Candidate] = []
-    half_in = min(sx, sy) / 2.0 - cfg.filled_rim_wall_m
-    local = rot_z(float(target.yaw)).T @ (base.position - centre)
-    outside = bool(np.any(np.abs(local[:2]) > np.asarray(target.size[:2]) / 2.0))
-    for i, g in enumerate(grasps):
-        flat_g = gaps[i]
-        k = np.unravel_index(int(np.argmin(flat_g)), flat_g.shape)
-        clear = float(flat_g[k])
-        nearest = "" if not neighbours else f"{names[k[0]]} vs {neighbours[k[1]].name}"
-        table = hand.lowest_point(g)
-        t_gap = float(min(tgt[i][j] for j, n in enumerate(names) if n in ("palm", "wrist")))
-        feasible = table >= 0.0 and t_gap > 0.0 and clear > 0.0
-        if outside:     # a part outside the body (a handle): the fingers must clear the body
-            f_gap = float(min(tgt[i][j] for j, n in enumerate(names) if n == "finger"))
-            if f_gap <= 0.0:
-                feasible = False
-                nearest = (nearest + "; " if nearest else "") + "finger meets the body"
-        if filled:
-            fingers = hand.finger_points(g)
-            if np.any(np.linalg.norm(fingers[:, :2] - centre[:2], axis=1) < half_in):
-                feasible = False
-                nearest = (nearest + "; " if nearest else "") + "finger inside the rim"
-        cands.append(Candidate(g, clear, nearest, table, t_gap, feasible, devs[i], labels[i]))
+    cands = _score(grasps, labels, devs, base, target, neighbours, hand, cfg, filled)
     req = cfg.required_clearance_m
 
     def key(c: Candidate):
@@ -185,4 +195,12 @@ def generate_candidates(base: GraspParameters, target: ObjectInstance,
     return out
 
 
-__all__ = ["Candidate", "CandidateSet", "generate_candidates"]
+def evaluate(grasp: GraspParameters, target: ObjectInstance, neighbours: Sequence[Box],
+             cfg: GraspSynthesisConfig, hand: HandModel, filled: bool = False,
+             label: str = "") -> Candidate:
+    """One grasp scored as a candidate (the same sweep and hard limits as the search), for
+    grasps the search did not generate, e.g. a level-1 correction's."""
+    return _score([grasp], [label], [0.0], grasp, target, neighbours, hand, cfg, filled)[0]
+
+
+__all__ = ["Candidate", "CandidateSet", "evaluate", "generate_candidates"]

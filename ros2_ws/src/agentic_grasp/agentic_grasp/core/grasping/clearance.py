@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from agentic_grasp.core.constraints import ConstraintSet, ConstraintType
-from agentic_grasp.core.grasping.candidates import generate_candidates
+from agentic_grasp.core.grasping.candidates import Candidate, evaluate, generate_candidates
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.grasping.fit import extent_at
 from agentic_grasp.core.grasping.hand import Box, HandModel, obb_gap, object_box
@@ -77,8 +77,9 @@ def opening_kind(grasp: GraspParameters, target: ObjectInstance) -> str:
 
 def choose(grasp: GraspParameters, scene: SceneGeometry, cfg: GraspSynthesisConfig,
            hand: HandModel, constraints: ConstraintSet, limits: Any
-           ) -> Tuple[GraspParameters, List[GraspParameters], Dict[str, Any]]:
-    """(chosen grasp, next-best candidates for recovery, summary for the record)."""
+           ) -> Tuple[GraspParameters, List[GraspParameters], Dict[str, Any], List[str]]:
+    """(chosen grasp, next-best candidates for recovery, summary for the record, the
+    next-best candidates' labels)."""
     from agentic_grasp.core.planner.recovery import clamp_grasp, with_approach
     g = grasp.copy()
     vertical_only = False
@@ -105,7 +106,8 @@ def choose(grasp: GraspParameters, scene: SceneGeometry, cfg: GraspSynthesisConf
     if not scene.neighbours:
         return clamp_grasp(g, limits), [], {"mode": "clearance", "n_candidates": 0,
                                             "notes": notes + ["no neighbour within "
-                                                              f"{cfg.neighbour_radius_m:.2f} m"]}
+                                                              f"{cfg.neighbour_radius_m:.2f} m"]
+                                            }, []
     cs = generate_candidates(g, scene.target, scene.neighbours, cfg, hand,
                              opening=opening_kind(g, scene.target),
                              vertical_only=vertical_only, filled=scene.filled,
@@ -114,9 +116,23 @@ def choose(grasp: GraspParameters, scene: SceneGeometry, cfg: GraspSynthesisConf
     summary["mode"] = "clearance"
     summary["notes"] = notes + summary["notes"]
     if cs.best is None:
-        return clamp_grasp(g, limits), [], summary
-    rest = [clamp_grasp(c.grasp, limits) for c in cs.ranked[1:] if c.feasible][:12]
-    return clamp_grasp(cs.best.grasp, limits), rest, summary
+        return clamp_grasp(g, limits), [], summary, []
+    queue = [c for c in cs.ranked[1:] if c.feasible][:12]
+    rest = [clamp_grasp(c.grasp, limits) for c in queue]
+    return clamp_grasp(cs.best.grasp, limits), rest, summary, [c.label for c in queue]
+
+
+def executed_candidate(grasp: GraspParameters, scene: SceneGeometry,
+                       cfg: GraspSynthesisConfig, hand: HandModel, label: str
+                       ) -> Dict[str, Any]:
+    """The grasp about to run, swept against the perceived neighbours as the search sweeps
+    its candidates: what the attempt record and the markers report (clearance_m None: no
+    neighbour within ``neighbour_radius_m``)."""
+    c: Candidate = evaluate(grasp, scene.target, scene.neighbours, cfg, hand,
+                            filled=scene.filled, label=label)
+    clear = c.clearance_m if math.isfinite(c.clearance_m) else None
+    return {"label": label, "clearance_m": None if clear is None else round(clear, 4),
+            "nearest": c.nearest, "collision_free": bool(c.feasible)}
 
 
 def rank_key(summary: Dict[str, Any], cfg: GraspSynthesisConfig) -> Tuple[bool, float]:
@@ -131,4 +147,4 @@ def rank_key(summary: Dict[str, Any], cfg: GraspSynthesisConfig) -> Tuple[bool, 
     return (not chosen.get("feasible", False), -float(clear))
 
 
-__all__ = ["SceneGeometry", "choose", "opening_kind", "rank_key"]
+__all__ = ["SceneGeometry", "choose", "executed_candidate", "opening_kind", "rank_key"]

@@ -49,6 +49,7 @@ from agentic_grasp.core.planner.memory import EpisodicMemory
 from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext, clamp_grasp,
                                                  get_correction, narrow_side, rebase_grasp,
                                                  with_approach, wrap_angle)
+from agentic_grasp.core.planner.recovery import _same as same_grasp
 from agentic_grasp.core.planner.tasks import TaskPlan, plan_subgoals
 from agentic_grasp.core.grasping import clearance as grasp_clearance
 from agentic_grasp.core.grasping.fit import fit_strategy, handle_yaw_of
@@ -135,6 +136,9 @@ class AttemptRecord:
     correction_executed: bool = False
     duration_s: float = 0.0                   # simulated / measured motion time
     wall_s: float = 0.0
+    # constraint_mode clearance: the executed grasp as a candidate (label, clearance_m,
+    # nearest, collision_free); None when no clearance reasoning ran
+    candidate: Optional[Dict[str, Any]] = None
 
     @property
     def failure_type(self) -> Optional[str]:
@@ -156,6 +160,7 @@ class AttemptRecord:
                 "diagnosis": diagnosis,
                 "next_grasp": (None if self.correction is None
                                else self.correction.grasp.to_dict()),
+                "candidate": None if self.candidate is None else dict(self.candidate),
                 "duration_s": round(self.duration_s, 4), "wall_s": round(self.wall_s, 6)}
 
 
@@ -552,14 +557,19 @@ class ReflectivePlanner:
         scene = grasp_clearance.SceneGeometry.build(perception, target, objects, synth,
                                                     constraints) if clearance_mode else None
         pending: List[List[GraspParameters]] = [[]]
+        # clearance mode: the candidates generated so far and their labels, to name the one
+        # each attempt executes in its record
+        generated: List[Tuple[GraspParameters, str]] = []
 
         def constrain(grasp: GraspParameters) -> GraspParameters:
             """g (+) Delta g, keeping the finger line when the approach turns."""
             if scene is not None:
-                chosen, ranked, summary = grasp_clearance.choose(
+                chosen, ranked, summary, labels = grasp_clearance.choose(
                     grasp, scene, synth, self.hand, constraints, self.config.limits)
                 pending[0] = ranked
                 goal.candidates = summary
+                best = (summary.get("chosen") or {}).get("label") or "strategy unchanged"
+                generated[:0] = [(chosen, best)] + list(zip(ranked, labels))
                 return chosen
             if not cfg.scene_graph or not len(constraints):
                 return grasp.copy()
@@ -626,8 +636,15 @@ class ReflectivePlanner:
             thought = self._thought(r, n, level_used, grasp, goal, constraints, last_diagnosis,
                                     last_correction)
             goal.compute_s += tm.thought_s
+            candidate = None
+            if scene is not None:
+                label = next((name for g, name in generated if same_grasp(g, grasp)),
+                             f"not a generated candidate (level-{level_used} correction)")
+                candidate = grasp_clearance.executed_candidate(grasp, scene, synth, self.hand,
+                                                               label)
             emit({"event": "thought", "target_id": target_id, "attempt": r,
-                  "retry_level": level_used, "text": thought, "grasp": grasp.to_dict()})
+                  "retry_level": level_used, "text": thought, "grasp": grasp.to_dict(),
+                  "candidate": candidate})
 
             def on_phase(phase: Phase, index: int, count: int, _r: int = r) -> None:
                 emit({"event": "phase", "target_id": target_id, "attempt": _r,
@@ -642,7 +659,7 @@ class ReflectivePlanner:
             record = AttemptRecord(r, level_used, thought, grasp, success, outcome,
                                    ArmError(result.error), result.message,
                                    duration_s=float(outcome.duration_s) if outcome else 0.0,
-                                   wall_s=elapsed)
+                                   wall_s=elapsed, candidate=candidate)
             goal.attempts.append(record)
             goal.motion_s += record.duration_s
             emit({"event": "observation", "target_id": target_id, "attempt": r,
