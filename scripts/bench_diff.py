@@ -4,7 +4,7 @@
 Usage: scripts/bench_diff.py BEFORE_DIR AFTER_DIR
 
 Compares tables.json and every *records.jsonl. Keys that measure this machine's wall clock
-(wall_s, setup_s, trials_per_s, mean_trial_wall_ms) are dropped; everything else (success,
+(wall_s, setup_s, trials_per_s, mean_trial_wall_ms) and the worker count are dropped; everything else (success,
 attempts, failure types, modelled times) must be identical. Exit 0 when identical, 1 when not,
 printing the first differences. Used to show that a refactoring left behaviour unchanged.
 """
@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-WALL_CLOCK = {"wall_s", "setup_s", "trials_per_s", "mean_trial_wall_ms"}
+WALL_CLOCK = {"wall_s", "setup_s", "trials_per_s", "mean_trial_wall_ms", "workers"}
 
 
 def strip(obj):

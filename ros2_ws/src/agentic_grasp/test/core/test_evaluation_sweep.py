@@ -141,9 +141,42 @@ def test_bench_command_runs_and_retabulates(tmp_path, capsys):
     assert data["totals"]["table_ii_sweep"]["trials"] == 4
     assert data["totals"]["table_v_sweep"]["trials"] == 2 * 2     # 2 extra rows x 2 trials
     assert set(data["tables"]) >= {"table_ii", "table_iii", "table_v", "per_task"}
+    # Table V again under constraint_mode paper (issue 12): all 3 rows, the same seeds
+    assert data["totals"]["table_v_paper_sweep"]["trials"] == 3 * 2
+    assert set(data["tables"]["table_v_paper"]["rows"]) == set(data["tables"]["table_v"]["rows"])
+    assert data["tables"]["table_v_paper"]["rows"]["no_scene_graph"] == \
+        data["tables"]["table_v"]["rows"]["no_scene_graph"]     # no graph: no mode to differ
+    assert len(read_records(out / "table_v_paper_records.jsonl")) == 6
     assert len(read_records(out / "records.jsonl")) == 4
     assert main(["--from-records", str(out), "--only", "table2", "--no-figures",
                  "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["tables"]["table_ii"] == data["tables"]["table_ii"]
     assert main(["--only", "nothing"]) == 2
+
+
+def test_constraint_mode_of_a_sweep_reaches_the_planner():
+    """constraint_mode "paper" turns the clearance search off (no candidate recorded), for
+    Table V's second set of rows; an unknown mode is refused by the protocol config."""
+    runner = TrialRunner()
+    from agentic_grasp.core.planner.episode import run_trial
+
+    for mode, has_candidate in (("paper", False), ("clearance", True)):
+        seen = {}
+        original = run_trial
+
+        def spy(*args, **kwargs):
+            result = original(*args, **kwargs)
+            seen["candidates"] = [a.candidate for g in result.task.goals for a in g.attempts]
+            return result
+
+        import agentic_grasp.core.planner.episode as episode
+        episode.run_trial, saved = spy, episode.run_trial
+        try:
+            runner.run("full", "it_cup_near_vase", 0, 0, perception="vlm_sim",
+                       constraint_mode=mode)
+        finally:
+            episode.run_trial = saved
+        assert all((c is not None) == has_candidate for c in seen["candidates"]), mode
+    with pytest.raises(ConfigError, match="table_v_constraint_modes"):
+        SweepConfig(table_v_constraint_modes=("fixed",))

@@ -56,6 +56,13 @@ class PaperBenchOptions:
         return out
 
 
+def _planner_constraint_mode() -> str:
+    """config/planner.yaml's grasp_synthesis.constraint_mode: the mode of every other run."""
+    from agentic_grasp.core.planner.configurations import PlannerConfig
+
+    return PlannerConfig.from_config().grasp_synthesis.constraint_mode
+
+
 def _records_path(out: Path, name: str, fmt: str) -> Path:
     return out / f"{RECORD_FILES[name]}.{fmt}"
 
@@ -95,6 +102,20 @@ def run_paper_benchmark(options: PaperBenchOptions) -> Dict[str, Any]:
             totals["table_v_sweep"] = result.totals()
             files["table_v_records"] = str(write_records(
                 result.records, _records_path(out, "table_v", fmt)))
+        # the same rows under each other constraint mode (issue 12: the paper's fixed
+        # adjustments beside the clearance-aware default), same trial seeds
+        for mode in cfg.table_v_constraint_modes:
+            if not it_tasks or mode == _planner_constraint_mode():
+                continue
+            result = run_sweep(cfg.table_v_configurations, it_tasks, cfg.trials_per_task,
+                               cfg.seeds, cfg.workers, options.progress,
+                               start_method=cfg.start_method, memory_scope=cfg.memory_scope,
+                               perception=cfg.perception, visual_query=cfg.visual_query,
+                               constraint_mode=mode)
+            records[f"table_v_{mode}"] = result.records
+            totals[f"table_v_{mode}_sweep"] = result.totals()
+            files[f"table_v_{mode}_records"] = str(write_records(
+                result.records, out / f"table_v_{mode}_records.{fmt}"))
     ood_labels: Dict[str, str] = {}
     if options.ood:
         from agentic_grasp.core.evaluation.ood import (format_validation, load_splits,
@@ -169,7 +190,12 @@ def tabulate(records: Dict[str, Sequence[TrialRecord]], cfg: SweepConfig,
         if index.tasks_of("IT") and any(c in index.configurations
                                         for c in cfg.table_v_configurations):
             tables["table_v"] = T.table_v(index, cfg.table_v_configurations, conf)
-            text.append(T.format_table_v(tables["table_v"]))
+            text.append(T.format_table_v(tables["table_v"], _planner_constraint_mode()))
+    for mode in cfg.table_v_constraint_modes:
+        if records.get(f"table_v_{mode}"):
+            index = T.RecordIndex(records[f"table_v_{mode}"])
+            tables[f"table_v_{mode}"] = T.table_v(index, cfg.table_v_configurations, conf)
+            text.append(T.format_table_v(tables[f"table_v_{mode}"], mode))
     if records.get("ood"):
         from agentic_grasp.core.evaluation.ood import SPLITS, load_splits
 
@@ -212,7 +238,11 @@ def write_report_figures(tables: Dict[str, Any], out: Path,
 def load_records(out_dir: Path, fmt: str = "") -> Dict[str, List[TrialRecord]]:
     """Records of a previous run found in ``out_dir`` (any of the sweeps)."""
     found: Dict[str, List[TrialRecord]] = {}
-    for name, stem in RECORD_FILES.items():
+    from agentic_grasp.core.grasping.config import CONSTRAINT_MODES
+
+    stems = dict(RECORD_FILES, **{f"table_v_{m}": f"table_v_{m}_records"
+                                  for m in CONSTRAINT_MODES})
+    for name, stem in stems.items():
         for ext in ((fmt,) if fmt else ("jsonl", "csv")):
             path = Path(out_dir) / f"{stem}.{ext}"
             if path.is_file():

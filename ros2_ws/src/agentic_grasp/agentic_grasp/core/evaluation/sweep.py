@@ -71,6 +71,9 @@ class SweepConfig:
     records_format: str = "jsonl"
     table_v_configurations: Tuple[str, ...] = ("no_scene_graph", "no_constraint_inference",
                                                "full")
+    # constraint modes Table V is run with besides planner.yaml's own (issue 12: "paper" =
+    # the paper's fixed adjustments beside the clearance-aware default)
+    table_v_constraint_modes: Tuple[str, ...] = ("paper",)
     ood_splits_file: str = "ood/splits.yaml"
     ood_trials_per_object: int = 30
     ood_seeds: Tuple[int, ...] = (0, 1, 2, 3, 4)
@@ -91,6 +94,13 @@ class SweepConfig:
 
         self.configurations = tuple(str(c) for c in self.configurations)
         self.table_v_configurations = tuple(str(c) for c in self.table_v_configurations)
+        from agentic_grasp.core.grasping.config import CONSTRAINT_MODES
+
+        self.table_v_constraint_modes = tuple(str(m) for m in self.table_v_constraint_modes)
+        for mode in self.table_v_constraint_modes:
+            if mode not in CONSTRAINT_MODES:
+                raise ConfigError(f"evaluation.table_v_constraint_modes: {mode!r} is not one "
+                                  f"of {CONSTRAINT_MODES}")
         for name in self.configurations + self.table_v_configurations:
             get_configuration(name)                 # ConfigError naming the valid ones
         self.tasks = tuple(str(t) for t in self.tasks)
@@ -170,18 +180,19 @@ class WorkUnit:
     memory_scope: str = "trial"
     perception: str = "oracle"
     visual_query: str = "none"
+    constraint_mode: str = ""            # "" = planner.yaml's grasp_synthesis.constraint_mode
 
 
 def make_units(configurations: Sequence[str], tasks: Sequence[str], trials: int,
                seeds: Sequence[int], splits: Optional[Mapping[str, str]] = None,
                memory_scope: str = "trial", perception: str = "oracle",
-               visual_query: str = "none") -> List[WorkUnit]:
+               visual_query: str = "none", constraint_mode: str = "") -> List[WorkUnit]:
     """Every (configuration, task, seed) unit with trials 0..trials-1."""
     if memory_scope not in MEMORY_SCOPES:
         raise ConfigError(f"memory_scope must be one of {MEMORY_SCOPES}, got {memory_scope!r}")
     splits = splits or {}
     return [WorkUnit(c, t, int(s), tuple(range(int(trials))), splits.get(t, ""),
-                     memory_scope, perception, visual_query)
+                     memory_scope, perception, visual_query, constraint_mode)
             for c in configurations for s in seeds for t in tasks]
 
 
@@ -202,13 +213,17 @@ class TrialRunner:
 
     def run(self, configuration: str, task: str, seed: int, trial: int,
             split: str = "", memory: Any = None, perception: str = "oracle",
-            visual_query: str = "none") -> TrialRecord:
+            visual_query: str = "none", constraint_mode: str = "") -> TrialRecord:
         """One trial; ``memory`` None = a fresh episodic memory (trial scope)."""
         from agentic_grasp.core.planner.episode import run_trial
 
         tseed = trial_seed(seed, task, trial)
+        planner_config = self.planner_config
+        if constraint_mode and constraint_mode != planner_config.grasp_synthesis.constraint_mode:
+            planner_config = replace(planner_config, grasp_synthesis=replace(
+                planner_config.grasp_synthesis, constraint_mode=constraint_mode))
         result = run_trial(task, configuration, tseed, simulator=self.simulator,
-                           planner_config=self.planner_config, memory=memory,
+                           planner_config=planner_config, memory=memory,
                            perception=perception, visual_query=visual_query)
         return TrialRecord.from_result(result, seed, trial, tseed, split)
 
@@ -221,7 +236,7 @@ class TrialRunner:
 
             memory = EpisodicMemory(enabled=get_configuration(unit.configuration).memory)
         return [self.run(unit.configuration, unit.task, unit.seed, k, unit.split, memory,
-                         unit.perception, unit.visual_query)
+                         unit.perception, unit.visual_query, unit.constraint_mode)
                 for k in sorted(unit.trials)]
 
 
@@ -350,10 +365,10 @@ def run_sweep(configurations: Sequence[str], tasks: Sequence[str], trials: int,
               seeds: Sequence[int], workers: Optional[int] = None, progress: bool = True,
               splits: Optional[Mapping[str, str]] = None, start_method: str = "",
               memory_scope: str = "trial", perception: str = "oracle",
-              visual_query: str = "none") -> SweepResult:
+              visual_query: str = "none", constraint_mode: str = "") -> SweepResult:
     """Every configuration x task x seed x trial (module docstring); sorted records."""
     units = make_units(configurations, tasks, trials, seeds, splits, memory_scope,
-                       perception, visual_query)
+                       perception, visual_query, constraint_mode)
     _LOG.info("sweep: %d configurations x %d tasks x %d trials x %d seeds = %d trials",
               len(configurations), len(tasks), trials, len(seeds),
               sum(len(u.trials) for u in units))

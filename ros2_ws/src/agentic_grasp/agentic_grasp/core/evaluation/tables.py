@@ -568,8 +568,9 @@ def format_perception_per_task(table: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def format_table_v(table: Mapping[str, Any]) -> str:
-    lines = [f"Table V: scene graph on the {len(table['tasks'])} interactive tasks "
+def format_table_v(table: Mapping[str, Any], constraint_mode: str = "") -> str:
+    mode = f", constraint_mode {constraint_mode}" if constraint_mode else ""
+    lines = [f"Table V: scene graph on the {len(table['tasks'])} interactive tasks{mode} "
              "(paper in parentheses)",
              f"{'':<26}{'Success %':<21}{'Constraint sat. %':<21}{'inferred & kept %':<18}"]
     for conf, row in table["rows"].items():
