@@ -53,6 +53,7 @@ import cv2
 import numpy as np
 
 from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.geometry import wrap_half_pi
 from agentic_grasp.core.types import Shape
 
 #: Smallest extent reported for any axis (m): a flat phone still has a 1 cm box.
@@ -99,11 +100,6 @@ class Segment:
     support_z: Optional[float] = None    # what it stands on; None: bottom not in view
     stride: int = 1                      # pixel sampling step of the points
     touches: Tuple[bool, bool, bool, bool] = (False, False, False, False)  # l, t, r, b
-
-
-def _wrap_half_pi(angle: float) -> float:
-    """Angle of an axis (period pi) in [-pi/2, pi/2)."""
-    return (angle + math.pi / 2.0) % math.pi - math.pi / 2.0
 
 
 def segment_object(depth: np.ndarray, camera: Camera, box: Tuple[int, int, int, int],
@@ -287,7 +283,7 @@ def _rect_frame(rect) -> Tuple[np.ndarray, float, float, float]:
         length, width, yaw = w, h, theta
     else:
         length, width, yaw = h, w, theta + math.pi / 2.0
-    return np.array([cx, cy]), float(length), float(width), _wrap_half_pi(yaw)
+    return np.array([cx, cy]), float(length), float(width), wrap_half_pi(yaw)
 
 
 def describe(points: np.ndarray, cfg, support_z: Optional[float] = None,
@@ -367,7 +363,7 @@ def describe(points: np.ndarray, cfg, support_z: Optional[float] = None,
             centre_xy = rect_centre + dirs[1] * float(sol[0])
             centre = np.array([centre_xy[0], centre_xy[1], bottom + d / 2.0])
             foot = sorted((along_ext, d), reverse=True)
-            axis_yaw = yaw if k == 0 else _wrap_half_pi(yaw + math.pi / 2.0)
+            axis_yaw = yaw if k == 0 else wrap_half_pi(yaw + math.pi / 2.0)
             return ObjectGeometry(position=centre, size=np.array([foot[0], foot[1], d]),
                                   surface_point=centre, surface_depth=0.0, depth_source="",
                                   support=0.0, n_points=len(points), yaw=yaw,
@@ -460,9 +456,9 @@ def object_frame(geom: ObjectGeometry) -> Tuple[np.ndarray, float]:
     """
     if geom.shape == Shape.CYLINDER and not geom.upright and geom.axis_yaw is not None:
         d = float(geom.size[2])
-        along_length = abs(_wrap_half_pi(geom.axis_yaw - geom.yaw)) < math.pi / 4.0
+        along_length = abs(wrap_half_pi(geom.axis_yaw - geom.yaw)) < math.pi / 4.0
         axis_len = float(geom.size[0] if along_length else geom.size[1])
-        return np.array([d, d, axis_len]), _wrap_half_pi(geom.axis_yaw - math.pi / 2.0)
+        return np.array([d, d, axis_len]), wrap_half_pi(geom.axis_yaw - math.pi / 2.0)
     if geom.shape == Shape.CYLINDER and geom.handle_yaw is not None:
         return np.asarray(geom.size, dtype=float).copy(), float(geom.handle_yaw)
     return np.asarray(geom.size, dtype=float).copy(), float(geom.yaw)

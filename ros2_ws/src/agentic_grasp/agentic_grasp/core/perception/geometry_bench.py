@@ -30,6 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.geometry import yaw_matrix
 from agentic_grasp.core.perception.depth import DepthConfig, estimate_geometry
 from agentic_grasp.core.render import _object_pose, render_scene  # noqa: PLC2701 (truth)
 from agentic_grasp.core.render import TableSpec
@@ -140,8 +141,7 @@ def perfect_vlm(result, indices: Sequence[int], camera: Camera, centre: np.ndarr
 
 
 def _handle_instance(obj: ObjectInstance, part, index: int) -> ObjectInstance:
-    c, s = math.cos(obj.yaw), math.sin(obj.yaw)
-    offset = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]) @ part.centre
+    offset = yaw_matrix(obj.yaw) @ part.centre
     return ObjectInstance(id=f"{obj.id}_handle{index}", category="handle", shape=Shape.BOX,
                           position=obj.position + offset, size=part.size.copy(),
                           yaw=obj.yaw, color=obj.color)

@@ -29,19 +29,15 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
+from agentic_grasp.core.geometry import grasp_to_object_frame, grasp_to_world, wrap_angle
 from agentic_grasp.core.kinematics import closing_axis, wrist_yaw_for_closing_axis
 from agentic_grasp.core.planner.configurations import Level2Config, Limits, PlannerConfig
 from agentic_grasp.core.planner.failure import Adjustment, Diagnosis, level1_adjustment
-from agentic_grasp.core.retrieval.knowledge_base import grasp_to_object_frame, grasp_to_world
 from agentic_grasp.core.types import FailureType, GraspParameters, GraspType, ObjectInstance, Shape
 
 VERTICAL = np.array([0.0, 0.0, -1.0])
 #: A grasp point closer than this to the perceived centre (horizontally) counts as centred.
 CENTRED_M = 0.001
-
-
-def wrap_angle(angle: float) -> float:
-    return float((angle + math.pi) % (2.0 * math.pi) - math.pi)
 
 
 def clamp_grasp(grasp: GraspParameters, limits: Limits) -> GraspParameters:

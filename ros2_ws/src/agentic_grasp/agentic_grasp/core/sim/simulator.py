@@ -274,8 +274,9 @@ def bench_attempt(n: int = 500, task: str = "sg_banana", seed: int = 0) -> Dict[
     Each trial loads the task with a new seed (scene set-up is not timed) and executes a
     top-down grasp at the target's centre closing across the object's y axis.
     """
+    from agentic_grasp.core.geometry import yaw_matrix
     from agentic_grasp.core.kinematics import wrist_yaw_for_closing_axis
-    from agentic_grasp.core.sim.objects import yaw_matrix
+
     sim = Simulator.from_config(seed=seed)
     times, successes = [], 0
     for i in range(n):
