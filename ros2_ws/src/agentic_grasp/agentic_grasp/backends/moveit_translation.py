@@ -34,7 +34,8 @@ object lost later in the lift                    drop (lift): held statically, l
 
 Observed quality: a real robot has no Eq. 2 model, so phi is the observation itself, one
 factor per stage (1 where the stage went right, 0 where it failed, 1 where it cannot be
-observed) and Q = sum w_k phi_k with the paper's weights; the events carry the diagnosis.
+observed) and Q = sum w_k phi_k with the configured Eq. 2 weights (the caller passes them;
+the paper's by default); the events carry the diagnosis.
 """
 from __future__ import annotations
 
@@ -554,11 +555,14 @@ def _stage_phase(stage: str) -> Phase:
 
 
 def outcome_from_observation(obs: AttemptObservation, cfg: MoveItBackendConfig,
-                             target_id: str = "") -> AttemptOutcome:
+                             target_id: str = "",
+                             weights: Optional[Sequence[float]] = None) -> AttemptOutcome:
     """The attempt as an :class:`AttemptOutcome`: events in the failure taxonomy, observed phi.
 
     Events come first in ClassifyFailure, so the mapping in the module docstring decides
-    the failure type; phi mirrors it (see the module docstring), Q uses the Eq. 2 weights.
+    the failure type; phi mirrors it (see the module docstring), Q uses the Eq. 2
+    ``weights``: the configured ones (``QualityParams.weights``, config/sim.yaml
+    ``quality.weights``); None means the defaults (the paper's, docs/paper_facts.md).
     """
     events: List[PhysicalEvent] = []
     phi = dict.fromkeys(QUALITY_FACTOR_NAMES, 1.0)
@@ -627,7 +631,7 @@ def outcome_from_observation(obs: AttemptObservation, cfg: MoveItBackendConfig,
                 success = True
                 m["static_margin"] = 1.0
     values = np.array([phi[n] for n in QUALITY_FACTOR_NAMES])
-    quality = quality_score(values, QualityParams().weights)
+    quality = quality_score(values, QualityParams().weights if weights is None else weights)
     return AttemptOutcome(success=success, quality=float(quality), phi=values, events=events,
                           phase_reached=obs.phase_reached, measurements=m,
                           duration_s=obs.duration_s)
