@@ -52,7 +52,7 @@ from typing import List, Optional, Sequence, Tuple
 import cv2
 import numpy as np
 
-from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.camera import Camera, backproject_many
 from agentic_grasp.core.geometry import wrap_half_pi
 from agentic_grasp.core.types import Shape
 
@@ -102,11 +102,16 @@ class Segment:
     touches: Tuple[bool, bool, bool, bool] = (False, False, False, False)  # l, t, r, b
 
 
+def valid_depth_mask(values: np.ndarray, cfg) -> np.ndarray:
+    """True where a depth sample is a real return (finite and within ``cfg``'s range,
+    a :class:`.depth.DepthConfig`)."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(values) & (values >= cfg.min_depth_m) & (values <= cfg.max_depth_m)
+
+
 def segment_object(depth: np.ndarray, camera: Camera, box: Tuple[int, int, int, int],
                    pixel: Tuple[float, float], cfg, max_samples: int) -> Segment:
     """The surface of the pointed-at object inside ``box`` (see step 1 of the docstring)."""
-    from agentic_grasp.core.perception.depth import backproject_many, valid_depth_mask
-
     x1, y1, x2, y2 = box
     n_px = (x2 - x1 + 1) * (y2 - y1 + 1)
     stride = max(1, int(math.ceil(math.sqrt(n_px / float(max_samples)))))
@@ -235,8 +240,6 @@ def _support_below(depth: np.ndarray, camera: Camera, chosen: np.ndarray, us: np
     ball's or a lying bottle's curve, or behind a nearer object). None when no column shows
     a support, i.e. the bottom is not visible.
     """
-    from agentic_grasp.core.perception.depth import backproject_many, valid_depth_mask
-
     cols = np.flatnonzero(chosen.any(axis=0))
     if cols.size == 0:
         return None

@@ -36,6 +36,7 @@ from agentic_grasp.core.geometry import grasp_to_object_frame  # noqa: F401 (re-
 from agentic_grasp.core.retrieval.embedding import (EmbeddingCache, VisualEmbedder,
                                                     embed_render_specs)
 from agentic_grasp.core.retrieval.jsonl import read_jsonl
+from agentic_grasp.core.retrieval.relevance import relevance_problems
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
 from agentic_grasp.core.types import (AffordanceDescriptor, GraspParameters, ObjectInstance)
 
@@ -313,8 +314,6 @@ def validate_kb(path: Optional[PathLike] = None) -> List[str]:
 def _relevance_problems(root: Path, by_id: Mapping[str, Experience],
                         taxonomy: Taxonomy) -> List[str]:
     """Relevance files may only name successful experiences that exist."""
-    from agentic_grasp.core.retrieval.evaluation import relevance_problems
-
     problems: List[str] = []
     for file in sorted((root / "relevance").glob("*.yaml")):
         problems.extend(relevance_problems(file, by_id, taxonomy))
