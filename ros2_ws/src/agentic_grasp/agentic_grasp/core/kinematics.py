@@ -482,8 +482,7 @@ class PandaKinematics:
         ``t`` is the target frame as 12 floats. Returns None when the wrist is beyond reach.
         """
         zx, zy, zz = t[6], t[7], t[8]
-        o7x, o7y, o7z = t[9] - _WRIST_TO_TCP * zx, t[10] - _WRIST_TO_TCP * zy, \
-            t[11] - _WRIST_TO_TCP * zz
+        o7x, o7y = t[9] - _WRIST_TO_TCP * zx, t[10] - _WRIST_TO_TCP * zy
         r7 = math.hypot(o7x, o7y)
         q1 = math.atan2(o7y, o7x) if r7 > 1e-9 else 0.0
         er_x, er_y = math.cos(q1), math.sin(q1)

@@ -307,9 +307,10 @@ def format_report(report: Dict[str, object]) -> str:
             f"{f(s['cpu_ms_per_object']['p50']):>8}")
     o = report["overall"]
     hs = o["handle_side"]
+    unknown = hs["hidden_reported_unknown"]
     lines.append(f"handle side: {hs['n']} trials with >= 25 % of the handle visible; "
                  f"hidden handles reported unknown: "
-                 f"{'-' if hs['hidden_reported_unknown'] is None else format(hs['hidden_reported_unknown'], '.0%')}"
+                 f"{'-' if unknown is None else format(unknown, '.0%')}"
                  f" of {hs['hidden_n']}")
     lines.append("bounds: " + ", ".join(f"{k} {v}" for k, v in BOUNDS.items()))
     return "\n".join(lines)
