@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up (idempotent), lint (ruff), then run every test: core unit tests, whole-graph tests
-# over DDS and the real-vLLM tests (a tiny random Qwen3-VL served by vLLM on the CPU, .venv-vllm).
+# over DDS and the real-vLLM tests (a tiny random Qwen3-VL served by vLLM on the CPU,
+# .venv-vllm).
 # Extra arguments go to pytest, e.g. scripts/test.sh -k banana
 # AGENTIC_GRASP_SKIP_VLLM=1 skips the real-vLLM tests (no 3.5 GB for .venv-vllm): loudly,
 # and the run then does not cover them.
