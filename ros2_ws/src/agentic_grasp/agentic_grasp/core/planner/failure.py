@@ -18,7 +18,8 @@ applies wins (thresholds in config/planner.yaml ``classification``):
    phi   below threshold               failure type
    ====  ============================  =======================================================
    phi1  position_accuracy 0.3         POSITION_ERROR
-   phi2  width_compatibility 0.4       WIDTH_MISMATCH (facts.md)
+   phi2  width_compatibility 0.4       WIDTH_MISMATCH (paper Eq. 2 example,
+                                       docs/paper_facts.md)
    phi5  approach_clearance 0.2        COLLISION
    phi4  grasp_type_matching 0.2       ORIENTATION (the hand's orientation does not fit the
                                        part: the grasp type meets the wrong geometry)

@@ -27,17 +27,18 @@ level(r) = 1 for r <= ``level1_max_index``, 2 for r == ``level2_index``, else 3;
 index, with ``"next_attempt"`` it is r + 1. With ``escalate_unchanged`` a correction that
 changes nothing is replaced by the next level's (:func:`get_correction`).
 
-Level-1 corrections (targeted parameter tuning; constants in ``corrections``):
+Level-1 corrections (targeted parameter tuning; constants in ``corrections``; source
+"paper": docs/paper_facts.md, Sec. IV-B; "project": this project's choice):
 
 ======================  ===========================================================  ========
 failure type            rule                                                         source
 ======================  ===========================================================  ========
-SLIP                    f' = 1.2 f                                                   facts.md
-DROP                    f' = 1.3 f                                                   facts.md
-FORCE_DAMAGE            f' = 0.7 f                                                   facts.md
+SLIP                    f' = 1.2 f                                                   paper
+DROP                    f' = 1.3 f                                                   paper
+FORCE_DAMAGE            f' = 0.7 f                                                   paper
 DEFORMATION             f' = 0.8 f                                                   project
-WIDTH_MISMATCH          w' = w + 10 mm (too narrow) or w - 10 mm (too wide)          facts.md
-COLLISION               approach height + 30 mm                                      facts.md
+WIDTH_MISMATCH          w' = w + 10 mm (too narrow) or w - 10 mm (too wide)          paper
+COLLISION               approach height + 30 mm                                      paper
                         and, when the closing axis (the palm's 200 mm long side)     project
                         points within 45 deg of the object hit, wrist + 90 deg
                         (with the table, other_id "table": a tilted approach         project
