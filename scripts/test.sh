@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up (idempotent), then run every test: core unit tests, whole-graph tests over DDS and
-# the real-vLLM tests (a tiny random Qwen3-VL served by vLLM on the CPU, .venv-vllm).
+# Set up (idempotent), lint (ruff), then run every test: core unit tests, whole-graph tests
+# over DDS and the real-vLLM tests (a tiny random Qwen3-VL served by vLLM on the CPU,
+# .venv-vllm).
 # Extra arguments go to pytest, e.g. scripts/test.sh -k banana
 # AGENTIC_GRASP_SKIP_VLLM=1 skips the real-vLLM tests (no 3.5 GB for .venv-vllm): loudly,
 # and the run then does not cover them.
@@ -26,6 +27,11 @@ source "$ROOT/scripts/env.sh"
 # Our own DDS domain so parallel runs and other sessions on this host never see our nodes.
 export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( (RANDOM % 90) + 5 ))}"
 cd "$ROOT/ros2_ws/src/agentic_grasp"
+# Lint first (ruff.toml here): a finding fails the run before the long tests start.
+if ! ruff check .; then
+  echo "error: ruff check failed (see above; config in ros2_ws/src/agentic_grasp/ruff.toml)" >&2
+  exit 1
+fi
 set +e
 python -m pytest test -q -p no:cacheprovider "$@"
 rc=$?

@@ -34,7 +34,8 @@ object lost later in the lift                    drop (lift): held statically, l
 
 Observed quality: a real robot has no Eq. 2 model, so phi is the observation itself, one
 factor per stage (1 where the stage went right, 0 where it failed, 1 where it cannot be
-observed) and Q = sum w_k phi_k with the paper's weights; the events carry the diagnosis.
+observed) and Q = sum w_k phi_k with the configured Eq. 2 weights (the caller passes them;
+the paper's by default); the events carry the diagnosis.
 """
 from __future__ import annotations
 
@@ -47,6 +48,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from agentic_grasp.core.errors import ConfigError
+# Rotation helpers live in core.geometry; re-exported here for moveit_arm and the tests.
+from agentic_grasp.core.geometry import (matrix_to_quaternion, quaternion_to_matrix,
+                                         rpy_to_matrix, yaw_quaternion)
 from agentic_grasp.core.kinematics import PandaKinematics, closing_axis
 from agentic_grasp.core.sim.params import QualityParams
 from agentic_grasp.core.sim.quality import quality_score
@@ -92,45 +96,6 @@ SOLID_BOX, SOLID_SPHERE, SOLID_CYLINDER = 1, 2, 3
 def moveit_error_name(code: int) -> str:
     """Readable name of a MoveItErrorCodes value (for messages and events)."""
     return _CODE_NAMES.get(int(code), f"error {int(code)}")
-
-
-# ---------------------------------------------------------------------------- rotations
-def rpy_to_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """URDF convention: R = Rz(yaw) Ry(pitch) Rx(roll) (fixed axes x, y, z)."""
-    cr, sr, cp, sp = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch)
-    cy, sy = math.cos(yaw), math.sin(yaw)
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
-
-
-def matrix_to_quaternion(R: np.ndarray) -> np.ndarray:
-    """Unit quaternion (x, y, z, w) of a rotation matrix, w >= 0 (geometry_msgs order)."""
-    R = np.asarray(R, dtype=float)[:3, :3]
-    trace = R[0, 0] + R[1, 1] + R[2, 2]
-    if trace > 0.0:
-        s = 2.0 * math.sqrt(trace + 1.0)
-        q = [(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s]
-    elif R[0, 0] > R[1, 1] and R[0, 0] > R[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2])
-        q = [0.25 * s, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s, (R[2, 1] - R[1, 2]) / s]
-    elif R[1, 1] > R[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2])
-        q = [(R[0, 1] + R[1, 0]) / s, 0.25 * s, (R[1, 2] + R[2, 1]) / s, (R[0, 2] - R[2, 0]) / s]
-    else:
-        s = 2.0 * math.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1])
-        q = [(R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, 0.25 * s, (R[1, 0] - R[0, 1]) / s]
-    q = np.array(q)
-    q /= np.linalg.norm(q)
-    return -q if q[3] < 0.0 else q
-
-
-def quaternion_to_matrix(q: Sequence[float]) -> np.ndarray:
-    """Rotation matrix of a quaternion (x, y, z, w); normalises first."""
-    x, y, z, w = np.asarray(q, dtype=float) / np.linalg.norm(q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
 @dataclass(frozen=True)
@@ -539,7 +504,7 @@ def object_collision_object(obj: ObjectInstance, cfg: MoveItBackendConfig) -> Co
     """A perceived object as its primitive, padded, rotated by its yaw about z."""
     pad = cfg.object_padding_m
     sx, sy, sz = (float(v) + pad for v in obj.size)
-    q = (0.0, 0.0, math.sin(obj.yaw / 2.0), math.cos(obj.yaw / 2.0))
+    q = yaw_quaternion(obj.yaw)
     pose = Pose(tuple(float(v) for v in obj.position), q)
     if obj.shape == Shape.CYLINDER:
         return CollisionObjectSpec(obj.id, SOLID_CYLINDER, (sz, max(sx, sy) / 2.0), pose,
@@ -590,11 +555,14 @@ def _stage_phase(stage: str) -> Phase:
 
 
 def outcome_from_observation(obs: AttemptObservation, cfg: MoveItBackendConfig,
-                             target_id: str = "") -> AttemptOutcome:
+                             target_id: str = "",
+                             weights: Optional[Sequence[float]] = None) -> AttemptOutcome:
     """The attempt as an :class:`AttemptOutcome`: events in the failure taxonomy, observed phi.
 
     Events come first in ClassifyFailure, so the mapping in the module docstring decides
-    the failure type; phi mirrors it (see the module docstring), Q uses the Eq. 2 weights.
+    the failure type; phi mirrors it (see the module docstring), Q uses the Eq. 2
+    ``weights``: the configured ones (``QualityParams.weights``, config/sim.yaml
+    ``quality.weights``); None means the defaults (the paper's, docs/paper_facts.md).
     """
     events: List[PhysicalEvent] = []
     phi = dict.fromkeys(QUALITY_FACTOR_NAMES, 1.0)
@@ -663,7 +631,7 @@ def outcome_from_observation(obs: AttemptObservation, cfg: MoveItBackendConfig,
                 success = True
                 m["static_margin"] = 1.0
     values = np.array([phi[n] for n in QUALITY_FACTOR_NAMES])
-    quality = quality_score(values, QualityParams().weights)
+    quality = quality_score(values, QualityParams().weights if weights is None else weights)
     return AttemptOutcome(success=success, quality=float(quality), phi=values, events=events,
                           phase_reached=obs.phase_reached, measurements=m,
                           duration_s=obs.duration_s)

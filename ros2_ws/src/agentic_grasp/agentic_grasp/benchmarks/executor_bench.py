@@ -31,7 +31,8 @@ def _round_trip(client: ActionClient, goal) -> float:
 def run(n: int = 100, warmup: int = 10, settle_s: float = 0.15) -> Dict[str, Dict[str, float]]:
     """p50/p90/p99 of ExecuteGrasp (banana, full attempt) and of a do-nothing action server."""
     # Only the two nodes under test: the rest of the graph would compete for the 2 cores.
-    launcher = Launcher({"arm": "sim", "acquired": "none"}, log_prefix=True, only=("sim", "executor"))
+    launcher = Launcher({"arm": "sim", "acquired": "none"}, log_prefix=True,
+                        only=("sim", "executor"))
     launcher.start()
     bare = subprocess.Popen([sys.executable, "-m", "agentic_grasp.benchmarks.bare_action_server"],
                             start_new_session=True)

@@ -20,7 +20,7 @@ from typing import Any, Dict
 from agentic_grasp.backends.dependencies import OrderedActionClient
 from agentic_grasp.benchmarks.timing import line, summarize
 from agentic_grasp.client import GraphClient
-from agentic_grasp.commands.grasp import load_scene, wait_until_perceived
+from agentic_grasp.planner_client import load_scene, wait_until_perceived
 from agentic_grasp.launcher import Launcher
 from agentic_grasp_interfaces.action import ExecuteGrasp, GraspObject
 from agentic_grasp_interfaces.srv import Perceive

@@ -58,7 +58,7 @@ def run_ros_sweep(configurations: Sequence[str], tasks: Sequence[str], trials: i
                   goal_timeout_s: float = 120.0) -> List[TrialRecord]:
     """Every (configuration, task, seed, trial) through the whole graph, in order."""
     from agentic_grasp.client import GraphClient
-    from agentic_grasp.commands.grasp import PlannerClient, load_scene, wait_until_perceived
+    from agentic_grasp.planner_client import PlannerClient, load_scene, wait_until_perceived
     from agentic_grasp.core.scene_graph import SceneGraphConfig
     from agentic_grasp.core.sim import load_task
     from agentic_grasp.launcher import Launcher

@@ -52,7 +52,7 @@ def growth_per_1000(checkpoints: List[Dict[str, Any]], node: str) -> Optional[fl
 def run(n: int = 1000, every: int = 100, goal_timeout_s: float = 60.0,
         on_checkpoint=None) -> Dict[str, Any]:
     from agentic_grasp.client import GraphClient, GraphError
-    from agentic_grasp.commands.grasp import PlannerClient, load_scene, wait_until_perceived
+    from agentic_grasp.planner_client import PlannerClient, load_scene, wait_until_perceived
     from agentic_grasp.launcher import Launcher
     from agentic_grasp_interfaces.srv import Perceive
 

@@ -5,11 +5,13 @@ from typing import Dict, Sequence
 
 import numpy as np
 
+from agentic_grasp.core.stats import percentiles
+
 
 def summarize(samples_s: Sequence[float]) -> Dict[str, float]:
     ms = np.asarray(samples_s, dtype=float) * 1000.0
-    return {"n": int(ms.size), "p50_ms": float(np.percentile(ms, 50)),
-            "p90_ms": float(np.percentile(ms, 90)), "p99_ms": float(np.percentile(ms, 99)),
+    p50, p90, p99 = percentiles(ms, (50, 90, 99))
+    return {"n": int(ms.size), "p50_ms": p50, "p90_ms": p90, "p99_ms": p99,
             "mean_ms": float(ms.mean())}
 
 

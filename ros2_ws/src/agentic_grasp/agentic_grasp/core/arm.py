@@ -70,7 +70,8 @@ class ExecutorLimits:
         return cls(**known)
 
 
-def check_request(target_id: str, grasp: GraspParameters, limits: ExecutorLimits) -> Optional[ArmResult]:
+def check_request(target_id: str, grasp: GraspParameters,
+                  limits: ExecutorLimits) -> Optional[ArmResult]:
     """A rejection for a request that must not reach the arm, or None when it may.
 
     GraspParameters already refuses NaN and infinite values at construction; this adds the

@@ -96,3 +96,11 @@ class Camera:
             raise ValidationError(f"no valid depth at pixel ({u:.1f}, {v:.1f})")
         pc = np.array([(u - self.cx) * depth / self.fx, (v - self.cy) * depth / self.fy, depth])
         return self.cam_to_world(pc)[0]
+
+
+def backproject_many(camera: Camera, us: np.ndarray, vs: np.ndarray,
+                     zs: np.ndarray) -> np.ndarray:
+    """World points of many pixels at once (the vectorised :meth:`Camera.backproject`)."""
+    pc = np.stack([(us - camera.cx) * zs / camera.fx, (vs - camera.cy) * zs / camera.fy, zs],
+                  axis=-1)
+    return camera.cam_to_world(pc)

@@ -2,7 +2,7 @@
 
 The paper's simulator "implements forward/inverse kinematics with joint limits" (Sec. V);
 this module is that part. Geometry is Franka's published modified (Craig) DH table
-(facts.md): joint i is ``RotX(alpha_i) TransX(a_i) RotZ(q_i) TransZ(d_i)``, the flange is
+(docs/paper_facts.md): joint i is ``RotX(alpha_i) TransX(a_i) RotZ(q_i) TransZ(d_i)``, the flange is
 0.107 m along joint 7's z axis, the hand is mounted at -45 deg about the flange z axis and the
 TCP (``panda_hand_tcp``, between the finger pads) is 0.1034 m beyond the flange along z.
 Frames are ``world`` = ``panda_link0``, metres and radians.
@@ -48,11 +48,11 @@ logger = logging.getLogger(__name__)
 #: The "ready" configuration of franka_ros / MoveIt (TCP about 0.307 m ahead, 0.487 m up).
 Q_READY = np.array([0.0, -math.pi / 4, 0.0, -3 * math.pi / 4, 0.0, math.pi / 2, math.pi / 4])
 
-#: Joint position limits of the FER arm (facts.md, Franka's control parameters), rad.
+#: Joint position limits of the FER arm (docs/paper_facts.md, Franka's control parameters), rad.
 Q_MIN = np.array([-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973])
 Q_MAX = np.array([2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973])
 
-#: Modified DH parameters per joint 1..7: a_{i-1}, d_i, alpha_{i-1} (facts.md).
+#: Modified DH parameters per joint 1..7: a_{i-1}, d_i, alpha_{i-1} (docs/paper_facts.md).
 DH_A = (0.0, 0.0, 0.0, 0.0825, -0.0825, 0.0, 0.088)
 DH_D = (0.333, 0.0, 0.316, 0.0, 0.384, 0.0, 0.0)
 DH_ALPHA = (0.0, -math.pi / 2, math.pi / 2, math.pi / 2, -math.pi / 2, math.pi / 2, math.pi / 2)
@@ -403,7 +403,7 @@ def wrist_yaw_for_closing_axis(approach: Sequence[float], axis: Sequence[float])
 class PandaKinematics:
     """FK / IK of the Panda arm to the Franka Hand TCP, honouring the joint limits.
 
-    ``q_min`` / ``q_max`` are the limits IK and :meth:`within_limits` enforce: facts.md's
+    ``q_min`` / ``q_max`` are the limits IK and :meth:`within_limits` enforce: docs/paper_facts.md's
     limits shrunk by ``joint_limit_margin`` on both sides (so a margin keeps solutions away
     from the hard stops, as MoveIt's padding does).
     """
@@ -482,8 +482,7 @@ class PandaKinematics:
         ``t`` is the target frame as 12 floats. Returns None when the wrist is beyond reach.
         """
         zx, zy, zz = t[6], t[7], t[8]
-        o7x, o7y, o7z = t[9] - _WRIST_TO_TCP * zx, t[10] - _WRIST_TO_TCP * zy, \
-            t[11] - _WRIST_TO_TCP * zz
+        o7x, o7y = t[9] - _WRIST_TO_TCP * zx, t[10] - _WRIST_TO_TCP * zy
         r7 = math.hypot(o7x, o7y)
         q1 = math.atan2(o7y, o7x) if r7 > 1e-9 else 0.0
         er_x, er_y = math.cos(q1), math.sin(q1)

@@ -27,6 +27,7 @@ import numpy as np
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.core.geometry import yaw_matrix
 from agentic_grasp.core.types import ObjectInstance, Shape
 
 logger = logging.getLogger(__name__)
@@ -114,8 +115,7 @@ def _rays_for(camera: Camera) -> _Rays:
 
 def _object_pose(obj: ObjectInstance, table: TableSpec) -> Tuple[np.ndarray, np.ndarray]:
     """World rotation and centre of the object as drawn (see the module docstring)."""
-    c, s = math.cos(obj.yaw), math.sin(obj.yaw)
-    R = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    R = yaw_matrix(obj.yaw)
     centre = np.asarray(obj.position, dtype=float).copy()
     if not obj.upright and obj.shape != Shape.SPHERE:
         R = R @ np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # RotX(90)

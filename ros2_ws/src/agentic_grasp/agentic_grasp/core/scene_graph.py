@@ -721,7 +721,6 @@ class SceneGraph:
 
     def _occlusions(self, objects: Sequence[ObjectInstance],
                     edges: List[Tuple[str, str, str, Dict[str, float]]]) -> None:
-        n = len(objects)
         cam = self.camera_position
         excluded = self._no_occlusion
         dist_cam = np.linalg.norm(self._centres - cam, axis=1)

@@ -23,7 +23,8 @@ from agentic_grasp.core.errors import ValidationError
 
 #: Franka Hand: two fingers, 0 to 0.04 m each.
 GRIPPER_MAX_WIDTH_M = 0.08
-#: Upper bound accepted for a commanded grip force (N); see facts.md and config/executor.yaml.
+#: Upper bound accepted for a commanded grip force (N); see docs/paper_facts.md and
+#: config/executor.yaml.
 GRIPPER_MAX_FORCE_N = 140.0
 
 

@@ -213,7 +213,8 @@ def format_learning(result: LearningResult) -> str:
             base = result.check_baseline.get(task, [])
             tot_l, tot_b, n = tot_l + sum(vals), tot_b + sum(base), n + len(vals)
             lines.append(f"  {task:<28} {sum(vals)}/{len(vals)}  vs  {sum(base)}/{len(base)}")
-        lines.append(f"  overall {100 * tot_l / max(n, 1):.1f} % vs {100 * tot_b / max(n, 1):.1f} %")
+        lines.append(f"  overall {100 * tot_l / max(n, 1):.1f} % vs "
+                     f"{100 * tot_b / max(n, 1):.1f} %")
     lines.append(f"acquired {result.acquired_records} records -> {result.served_entries} "
                  f"consolidated entries served; {result.wall_s:.0f} s")
     return "\n".join(lines)

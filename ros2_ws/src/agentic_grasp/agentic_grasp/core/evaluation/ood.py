@@ -107,7 +107,7 @@ def load_splits(path: Union[str, Path, None] = None) -> OODSplits:
 
 def table_i_objects() -> List[str]:
     """Names of the 12 Table I objects (the Table IV queries)."""
-    from agentic_grasp.core.retrieval.evaluation import load_table_iv
+    from agentic_grasp.core.retrieval.relevance import load_table_iv
 
     return [q.object for q in load_table_iv()["queries"]]
 

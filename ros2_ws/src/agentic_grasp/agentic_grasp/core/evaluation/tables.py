@@ -1,11 +1,11 @@
 """The paper's tables from trial records, with confidence intervals over seeds, printed beside
-the paper's numbers (/work/shared/paper/facts.md; paper Sec. V, Tables II-V, OOD).
+the paper's numbers (docs/paper_facts.md; paper Sec. V, Tables II-V, OOD).
 
 Aggregation, as the paper defines it:
 
 - a task's success rate in one repetition (seed) is successes / trials (30 trials);
 - a category's (SG / IT / LH) value is the mean over its tasks, and "overall" the mean over
-  all 12 tasks (facts.md: "Overall is the mean over the 12 tasks"), not over trials;
+  all 12 tasks (docs/paper_facts.md: "Overall is the mean over the 12 tasks"), not over trials;
 - a number "over 5 seeds" is the mean of the 5 per-seed values with the two-sided interval
   mean +- t_{(1+c)/2, n-1} sd / sqrt(n), sd the sample standard deviation (ddof 1) of the
   per-seed values; for c = 0.95 and n = 5, t = 2.776.

@@ -15,33 +15,27 @@ named by ``backend`` ("oracle" by default, "vlm" to use the server at ``vlm.url`
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+from typing import Any, Callable, List, Mapping, Optional
 
-from agentic_grasp.core.config import nested, node_params
+from agentic_grasp.core.config import nested
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.perception.backend import (PerceivedObject, PerceptionBackend,
                                                    PerceptionResult)
 from agentic_grasp.core.perception.depth import DepthConfig
 from agentic_grasp.core.perception.oracle import OracleBackend, OracleConfig, resolve_targets
+from agentic_grasp.core.perception.params import NODE_NAME, load_params
 from agentic_grasp.core.perception.vlm_client import VlmBackend, VlmConfig
 from agentic_grasp.core.perception.vlm_sim import (SegmentationProvider, VlmSimBackend,
                                                    VlmSimConfig)
 from agentic_grasp.core.types import ObjectInstance
 
-NODE_NAME = "perception"
 BACKENDS = ("oracle", "vlm", "vlm_sim")
 
 __all__ = [
-    "BACKENDS", "DepthConfig", "OracleBackend", "OracleConfig", "PerceivedObject",
+    "BACKENDS", "DepthConfig", "NODE_NAME", "OracleBackend", "OracleConfig", "PerceivedObject",
     "PerceptionBackend", "PerceptionResult", "VlmBackend", "VlmConfig", "VlmSimBackend",
     "VlmSimConfig", "create_backend", "load_params", "resolve_targets",
 ]
-
-
-def load_params(path: Union[str, Path, None] = None) -> Dict[str, Any]:
-    """The perception node's parameters from config/perception.yaml, as nested dicts."""
-    return nested(node_params(NODE_NAME, path))
 
 
 def create_backend(params: Optional[Mapping[str, Any]] = None, *,

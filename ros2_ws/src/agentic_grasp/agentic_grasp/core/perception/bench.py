@@ -26,6 +26,7 @@ import numpy as np
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.perception.vlm_client import (ChatTransport, VlmBackend, VlmConfig,
                                                       encode_image)
+from agentic_grasp.core.stats import percentiles
 from agentic_grasp.testing.fake_vlm_server import FakeVlmServer, ScriptedReply
 
 TARGET_MS = 15.0
@@ -92,7 +93,7 @@ def synthetic_frame(camera: Camera, seed: int = 0) -> Tuple[np.ndarray, np.ndarr
 def _stats(samples: List[float]) -> Dict[str, float]:
     arr = np.asarray(samples) * 1e3
     return {"median": round(float(np.median(arr)), 3),
-            "p95": round(float(np.percentile(arr, 95)), 3),
+            "p95": round(percentiles(arr, (95,))[0], 3),
             "mean": round(float(arr.mean()), 3)}
 
 

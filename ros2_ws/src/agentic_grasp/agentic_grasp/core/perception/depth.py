@@ -29,9 +29,10 @@ import numpy as np
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.camera import backproject_many
 from agentic_grasp.core.perception.geometry import (MIN_EXTENT_M, ObjectGeometry,
                                                     bbox_from_pixels, describe,
-                                                    segment_object)
+                                                    segment_object, valid_depth_mask)
 
 __all__ = ["DepthConfig", "ObjectGeometry", "MIN_EXTENT_M", "valid_depth_mask",
            "robust_depth", "backproject_many", "estimate_geometry"]
@@ -102,12 +103,6 @@ class DepthConfig:
         return cls(**kwargs)
 
 
-def valid_depth_mask(values: np.ndarray, cfg: DepthConfig) -> np.ndarray:
-    """True where a depth sample is a real return (finite and within range)."""
-    with np.errstate(invalid="ignore"):
-        return np.isfinite(values) & (values >= cfg.min_depth_m) & (values <= cfg.max_depth_m)
-
-
 def _clip_box(bbox: Sequence[float], width: int, height: int) -> Optional[Tuple[int, ...]]:
     x1, y1, x2, y2 = (int(round(float(c))) for c in bbox)
     x1, x2 = max(0, min(x1, x2)), min(width - 1, max(x1, x2))
@@ -145,14 +140,6 @@ def robust_depth(depth: np.ndarray, u: float, v: float, cfg: DepthConfig,
                 nearest = vals[:max(1, vals.size // 3)]
                 return float(np.median(nearest)), "bbox", support
     return None, "", support
-
-
-def backproject_many(camera: Camera, us: np.ndarray, vs: np.ndarray,
-                     zs: np.ndarray) -> np.ndarray:
-    """World points of many pixels at once (the vectorised :meth:`Camera.backproject`)."""
-    pc = np.stack([(us - camera.cx) * zs / camera.fx, (vs - camera.cy) * zs / camera.fy, zs],
-                  axis=-1)
-    return camera.cam_to_world(pc)
 
 
 def _grow(box: Tuple[int, int, int, int], touches: Sequence[bool], width: int,

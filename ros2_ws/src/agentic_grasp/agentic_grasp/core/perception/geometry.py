@@ -52,7 +52,8 @@ from typing import List, Optional, Sequence, Tuple
 import cv2
 import numpy as np
 
-from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.camera import Camera, backproject_many
+from agentic_grasp.core.geometry import wrap_half_pi
 from agentic_grasp.core.types import Shape
 
 #: Smallest extent reported for any axis (m): a flat phone still has a 1 cm box.
@@ -101,16 +102,16 @@ class Segment:
     touches: Tuple[bool, bool, bool, bool] = (False, False, False, False)  # l, t, r, b
 
 
-def _wrap_half_pi(angle: float) -> float:
-    """Angle of an axis (period pi) in [-pi/2, pi/2)."""
-    return (angle + math.pi / 2.0) % math.pi - math.pi / 2.0
+def valid_depth_mask(values: np.ndarray, cfg) -> np.ndarray:
+    """True where a depth sample is a real return (finite and within ``cfg``'s range,
+    a :class:`.depth.DepthConfig`)."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(values) & (values >= cfg.min_depth_m) & (values <= cfg.max_depth_m)
 
 
 def segment_object(depth: np.ndarray, camera: Camera, box: Tuple[int, int, int, int],
                    pixel: Tuple[float, float], cfg, max_samples: int) -> Segment:
     """The surface of the pointed-at object inside ``box`` (see step 1 of the docstring)."""
-    from agentic_grasp.core.perception.depth import backproject_many, valid_depth_mask
-
     x1, y1, x2, y2 = box
     n_px = (x2 - x1 + 1) * (y2 - y1 + 1)
     stride = max(1, int(math.ceil(math.sqrt(n_px / float(max_samples)))))
@@ -239,8 +240,6 @@ def _support_below(depth: np.ndarray, camera: Camera, chosen: np.ndarray, us: np
     ball's or a lying bottle's curve, or behind a nearer object). None when no column shows
     a support, i.e. the bottom is not visible.
     """
-    from agentic_grasp.core.perception.depth import backproject_many, valid_depth_mask
-
     cols = np.flatnonzero(chosen.any(axis=0))
     if cols.size == 0:
         return None
@@ -287,7 +286,7 @@ def _rect_frame(rect) -> Tuple[np.ndarray, float, float, float]:
         length, width, yaw = w, h, theta
     else:
         length, width, yaw = h, w, theta + math.pi / 2.0
-    return np.array([cx, cy]), float(length), float(width), _wrap_half_pi(yaw)
+    return np.array([cx, cy]), float(length), float(width), wrap_half_pi(yaw)
 
 
 def describe(points: np.ndarray, cfg, support_z: Optional[float] = None,
@@ -367,7 +366,7 @@ def describe(points: np.ndarray, cfg, support_z: Optional[float] = None,
             centre_xy = rect_centre + dirs[1] * float(sol[0])
             centre = np.array([centre_xy[0], centre_xy[1], bottom + d / 2.0])
             foot = sorted((along_ext, d), reverse=True)
-            axis_yaw = yaw if k == 0 else _wrap_half_pi(yaw + math.pi / 2.0)
+            axis_yaw = yaw if k == 0 else wrap_half_pi(yaw + math.pi / 2.0)
             return ObjectGeometry(position=centre, size=np.array([foot[0], foot[1], d]),
                                   surface_point=centre, surface_depth=0.0, depth_source="",
                                   support=0.0, n_points=len(points), yaw=yaw,
@@ -460,9 +459,9 @@ def object_frame(geom: ObjectGeometry) -> Tuple[np.ndarray, float]:
     """
     if geom.shape == Shape.CYLINDER and not geom.upright and geom.axis_yaw is not None:
         d = float(geom.size[2])
-        along_length = abs(_wrap_half_pi(geom.axis_yaw - geom.yaw)) < math.pi / 4.0
+        along_length = abs(wrap_half_pi(geom.axis_yaw - geom.yaw)) < math.pi / 4.0
         axis_len = float(geom.size[0] if along_length else geom.size[1])
-        return np.array([d, d, axis_len]), _wrap_half_pi(geom.axis_yaw - math.pi / 2.0)
+        return np.array([d, d, axis_len]), wrap_half_pi(geom.axis_yaw - math.pi / 2.0)
     if geom.shape == Shape.CYLINDER and geom.handle_yaw is not None:
         return np.asarray(geom.size, dtype=float).copy(), float(geom.handle_yaw)
     return np.asarray(geom.size, dtype=float).copy(), float(geom.yaw)

@@ -30,6 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.geometry import yaw_matrix
 from agentic_grasp.core.perception.depth import DepthConfig, estimate_geometry
 from agentic_grasp.core.render import _object_pose, render_scene  # noqa: PLC2701 (truth)
 from agentic_grasp.core.render import TableSpec
@@ -140,8 +141,7 @@ def perfect_vlm(result, indices: Sequence[int], camera: Camera, centre: np.ndarr
 
 
 def _handle_instance(obj: ObjectInstance, part, index: int) -> ObjectInstance:
-    c, s = math.cos(obj.yaw), math.sin(obj.yaw)
-    offset = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]) @ part.centre
+    offset = yaw_matrix(obj.yaw) @ part.centre
     return ObjectInstance(id=f"{obj.id}_handle{index}", category="handle", shape=Shape.BOX,
                           position=obj.position + offset, size=part.size.copy(),
                           yaw=obj.yaw, color=obj.color)
@@ -307,9 +307,10 @@ def format_report(report: Dict[str, object]) -> str:
             f"{f(s['cpu_ms_per_object']['p50']):>8}")
     o = report["overall"]
     hs = o["handle_side"]
+    unknown = hs["hidden_reported_unknown"]
     lines.append(f"handle side: {hs['n']} trials with >= 25 % of the handle visible; "
                  f"hidden handles reported unknown: "
-                 f"{'-' if hs['hidden_reported_unknown'] is None else format(hs['hidden_reported_unknown'], '.0%')}"
+                 f"{'-' if unknown is None else format(unknown, '.0%')}"
                  f" of {hs['hidden_n']}")
     lines.append("bounds: " + ", ".join(f"{k} {v}" for k, v in BOUNDS.items()))
     return "\n".join(lines)

@@ -442,7 +442,7 @@ def bench_calls(n: int = 20, perfect: bool = False) -> Dict[str, Any]:
     Times are CPU time of this process (``time.process_time``): on a shared machine wall
     time measures the other processes as much as this code.
     """
-    from agentic_grasp.core.perception import load_params
+    from agentic_grasp.core.perception.params import load_params
     from agentic_grasp.core.render import render_view
     from agentic_grasp.core.sim import Simulator, list_tasks
 

@@ -16,23 +16,24 @@ Typical use (in process)::
     goal = planner.plan_and_execute(perception, "cup_1", arm, EpisodicMemory())
     print(goal.success, [a.to_dict()["thought"] for a in goal.attempts])
 
-Modules: configurations (constants and Table II switches), failure (taxonomy classification
-and level-1 rules), recovery (escalation levels 1-3), memory (episodic memory), tasks
+Modules: configurations (constants and Table II switches), failure (taxonomy classification),
+recovery (the three correction levels and the escalation rule), memory (episodic memory), tasks
 (instruction -> sub-goals), planner (the loop), episode (one simulated trial).
 """
 from agentic_grasp.core.planner.configurations import (CONFIGURATIONS, TABLE_II_ORDER,
                                                        Configuration, PlannerConfig,
                                                        get_configuration)
-from agentic_grasp.core.planner.failure import (CORRECTION_RULES, Adjustment, Diagnosis,
-                                                classify_failure, level1_adjustment)
+from agentic_grasp.core.planner.failure import Diagnosis, classify_failure
 from agentic_grasp.core.planner.memory import EpisodicMemory, MemoryEntry
 from agentic_grasp.core.planner.planner import (STATUS_BLOCKED, STATUS_CANCELED,
                                                 STATUS_FAILED, STATUS_NOT_PERCEIVED,
                                                 STATUS_SUCCEEDED, AttemptRecord, GoalOutcome,
                                                 ReflectivePlanner, TaskOutcome,
                                                 scene_graph_constraints, subgoal_instruction)
-from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext, clamp_grasp,
-                                                 get_correction)
+from agentic_grasp.core.planner.recovery import (CORRECTION_RULES, Adjustment, Correction,
+                                                 CorrectionContext, CorrectionOps, clamp_grasp,
+                                                 correction_level, get_correction,
+                                                 level1_adjustment, level1_ops)
 from agentic_grasp.core.planner.tasks import SubGoal, TaskPlan, instruction_kind, plan_subgoals
 
 
@@ -46,10 +47,11 @@ def run_trial(*args, **kwargs):
 
 __all__ = [
     "Adjustment", "AttemptRecord", "CONFIGURATIONS", "CORRECTION_RULES", "Configuration",
-    "Correction", "CorrectionContext", "Diagnosis", "EpisodicMemory", "GoalOutcome",
-    "MemoryEntry", "PlannerConfig", "ReflectivePlanner", "STATUS_BLOCKED", "STATUS_CANCELED",
-    "STATUS_FAILED", "STATUS_NOT_PERCEIVED", "STATUS_SUCCEEDED", "SubGoal",
+    "Correction", "CorrectionContext", "CorrectionOps", "Diagnosis", "EpisodicMemory",
+    "GoalOutcome", "MemoryEntry", "PlannerConfig", "ReflectivePlanner", "STATUS_BLOCKED",
+    "STATUS_CANCELED", "STATUS_FAILED", "STATUS_NOT_PERCEIVED", "STATUS_SUCCEEDED", "SubGoal",
     "TABLE_II_ORDER", "TaskOutcome", "TaskPlan", "clamp_grasp", "classify_failure",
-    "get_configuration", "get_correction", "instruction_kind", "level1_adjustment",
+    "correction_level", "get_configuration", "get_correction", "instruction_kind",
+    "level1_adjustment", "level1_ops",
     "plan_subgoals", "run_trial", "scene_graph_constraints", "subgoal_instruction",
 ]

@@ -1,6 +1,6 @@
 """GetCorrection / ApplyCorrection with three escalation levels (paper Sec. IV-B, Fig. 4).
 
-- Level 1 (parameter tuning): the failure type's rule (:func:`failure.level1_adjustment`).
+- Level 1 (parameter tuning): the failure type's rule (:func:`level1_ops`, table below).
 - Level 2 (method switch): the grasp type rotates power -> pinch -> side -> power and the
   force drops 10 %. In the analytical simulator the type label alone changes nothing
   physical, so a new type brings its geometry, built from the perceived box (constants in
@@ -20,28 +20,68 @@ operations apply to both; operations that rebuild the grasp (level-2 template, l
 reset, replan) rebuild the base and apply the constraints again, so collision avoidance
 survives every level. Episodic memory stores the base, so a grasp proven next to a fragile
 vase is not reduced a second time when the next scene applies its own constraints.
+
+Escalation (:func:`correction_level`): the correction computed after failed attempt r has
+level(r) = 1 for r <= ``level1_max_index``, 2 for r == ``level2_index``, else 3; with
+``level_by = "failed_attempt"`` (the paper's indexing, default) r is the failed attempt's
+index, with ``"next_attempt"`` it is r + 1. With ``escalate_unchanged`` a correction that
+changes nothing is replaced by the next level's (:func:`get_correction`).
+
+Level-1 corrections (targeted parameter tuning; constants in ``corrections``; source
+"paper": docs/paper_facts.md, Sec. IV-B; "project": this project's choice):
+
+======================  ===========================================================  ========
+failure type            rule                                                         source
+======================  ===========================================================  ========
+SLIP                    f' = 1.2 f                                                   paper
+DROP                    f' = 1.3 f                                                   paper
+FORCE_DAMAGE            f' = 0.7 f                                                   paper
+DEFORMATION             f' = 0.8 f                                                   project
+WIDTH_MISMATCH          w' = w + 10 mm (too narrow) or w - 10 mm (too wide)          paper
+COLLISION               approach height + 30 mm                                      paper
+                        and, when the closing axis (the palm's 200 mm long side)     project
+                        points within 45 deg of the object hit, wrist + 90 deg
+                        (with the table, other_id "table": a tilted approach         project
+                        becomes vertical, a vertical one raises the grasp point
+                        10 mm: the fingertips were below the table top)
+POSITION_ERROR          re-perceive; grasp point moved 10 mm (or the whole offset    project
+                        when shorter) towards the perceived centre, horizontally; a
+                        finger that landed on an already centred grasp means too
+                        much material under the fingertips: grasp point + 10 mm
+UNREACHABLE_POSE        tilted approach -> vertical; vertical -> wrist + 90 deg;     project
+                        pre-grasp unreachable -> approach height - 30 mm too
+APPROACH_ANGLE          tilted approach -> vertical; vertical -> grasp point + 10 mm project
+ORIENTATION             wrist + 90 deg                                               project
+CONSTRAINT_VIOLATION    speed x 0.5 and vertical approach                            project
+WRONG_OBJECT, TIMEOUT,  replan: the next retrieved strategy (e2, e3), else g0        project
+UNKNOWN
+======================  ===========================================================  ========
+
+A correction's operations are a small dict (``ops``, :class:`CorrectionOps`) that
+:func:`get_correction` applies to a grasp; keeping it declarative lets the planner apply the
+same correction to the grasp it executes and to the scene-independent grasp it may store in
+episodic memory.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 import numpy as np
 
+from agentic_grasp.core.geometry import grasp_to_object_frame, grasp_to_world, wrap_angle
 from agentic_grasp.core.kinematics import closing_axis, wrist_yaw_for_closing_axis
-from agentic_grasp.core.planner.configurations import Level2Config, Limits, PlannerConfig
-from agentic_grasp.core.planner.failure import Adjustment, Diagnosis, level1_adjustment
-from agentic_grasp.core.retrieval.knowledge_base import grasp_to_object_frame, grasp_to_world
+from agentic_grasp.core.planner.configurations import (CorrectionConfig, Level2Config, Limits,
+                                                       PlannerConfig)
 from agentic_grasp.core.types import FailureType, GraspParameters, GraspType, ObjectInstance, Shape
+
+if TYPE_CHECKING:   # failure re-exports level 1 from here: a runtime import would be a cycle
+    from agentic_grasp.core.planner.failure import Diagnosis
 
 VERTICAL = np.array([0.0, 0.0, -1.0])
 #: A grasp point closer than this to the perceived centre (horizontally) counts as centred.
 CENTRED_M = 0.001
-
-
-def wrap_angle(angle: float) -> float:
-    return float((angle + math.pi) % (2.0 * math.pi) - math.pi)
 
 
 def clamp_grasp(grasp: GraspParameters, limits: Limits) -> GraspParameters:
@@ -147,6 +187,143 @@ def next_grasp_type(current: GraspType, order) -> GraspType:
     if current.value not in names:
         return GraspType(names[0])
     return GraspType(names[(names.index(current.value) + 1) % len(names)])
+
+
+# ------------------------------------------------------------------ level 1
+#: One-line statement of each level-1 rule (for thoughts, logs and the README).
+CORRECTION_RULES: Dict[FailureType, str] = {
+    FailureType.SLIP: "increase grip force f' = 1.2 f",
+    FailureType.DROP: "increase grip force f' = 1.3 f",
+    FailureType.FORCE_DAMAGE: "reduce grip force f' = 0.7 f",
+    FailureType.DEFORMATION: "soften the squeeze f' = 0.8 f",
+    FailureType.WIDTH_MISMATCH: "adjust the opening w' = w +- 10 mm (sign from the evidence)",
+    FailureType.COLLISION: "raise the approach height by 30 mm",
+    FailureType.POSITION_ERROR: "re-perceive and re-centre the grasp point on the object",
+    FailureType.UNREACHABLE_POSE: "verticalise the approach or turn the wrist 90 deg",
+    FailureType.APPROACH_ANGLE: "verticalise the approach (or raise the grasp point)",
+    FailureType.ORIENTATION: "rotate the wrist by 90 deg",
+    FailureType.CONSTRAINT_VIOLATION: "slow down (x0.5) and approach vertically",
+    FailureType.WRONG_OBJECT: "replan from the next retrieved strategy",
+    FailureType.TIMEOUT: "replan from the next retrieved strategy",
+    FailureType.UNKNOWN: "replan from the next retrieved strategy",
+}
+
+
+@dataclass
+class CorrectionOps:
+    """Delta g_r of one correction (Algorithm 1 line 14): declarative operations plus the
+    rule they implement. Named apart from the scene graph's constraint adjustment Delta g
+    (Sec. III-B, :attr:`agentic_grasp.core.constraints.ConstraintSet.adjustment`).
+
+    ops keys (applied in this order by :func:`get_correction`): ``reset`` (restart from g0),
+    ``replan`` (next strategy), ``grasp_type`` (level-2 template of that type),
+    ``force_scale``, ``width_delta`` (m), ``approach_height_delta`` (m), ``grasp_z_delta``
+    (m), ``recentre`` (step towards the perceived centre, m), ``vertical`` (True),
+    ``wrist_delta`` (rad), ``speed_scale``, ``perturbation`` (3-vector, m).
+    """
+
+    rule: str
+    ops: Dict[str, Any] = field(default_factory=dict)
+
+
+def _is_vertical(grasp: GraspParameters, tol: float = 1e-3) -> bool:
+    return float(grasp.approach[2]) <= -1.0 + tol
+
+
+def level1_ops(diagnosis: Diagnosis, grasp: GraspParameters,
+               config: Optional[CorrectionConfig] = None,
+               obstacle_direction: Optional[np.ndarray] = None) -> CorrectionOps:
+    """The targeted parameter tuning for one failure type (level-1 table, module docstring).
+
+    ``obstacle_direction``: horizontal unit vector from the target to the object the hand
+    collided with (from perception), when known.
+    """
+    cfg = config or CorrectionConfig()
+    kind = diagnosis.failure_type
+    if kind == FailureType.SLIP:
+        return CorrectionOps(f"slip: f' = {cfg.slip_force_scale:g} f",
+                          {"force_scale": cfg.slip_force_scale})
+    if kind == FailureType.DROP:
+        return CorrectionOps(f"drop: f' = {cfg.drop_force_scale:g} f",
+                          {"force_scale": cfg.drop_force_scale})
+    if kind == FailureType.FORCE_DAMAGE:
+        return CorrectionOps(f"force damage: f' = {cfg.force_damage_scale:g} f",
+                          {"force_scale": cfg.force_damage_scale})
+    if kind == FailureType.DEFORMATION:
+        return CorrectionOps(f"deformation: f' = {cfg.deformation_force_scale:g} f",
+                          {"force_scale": cfg.deformation_force_scale})
+    if kind == FailureType.WIDTH_MISMATCH:
+        sign = -1 if diagnosis.width_direction < 0 else 1
+        why = "opening too wide" if sign < 0 else "opening too narrow"
+        return CorrectionOps(f"width mismatch ({why}): w' = w {'-' if sign < 0 else '+'} "
+                          f"{cfg.width_step_m * 1e3:.0f} mm",
+                          {"width_delta": sign * cfg.width_step_m})
+    if kind == FailureType.COLLISION:
+        if diagnosis.other_id == "table":
+            if not _is_vertical(grasp):
+                return CorrectionOps("collision with the table: vertical approach (a tilted "
+                                  "hand's lower fingertip is below the grasp point)",
+                                  {"vertical": True})
+            return CorrectionOps(f"collision with the table: grasp point + "
+                              f"{cfg.table_collision_raise_m * 1e3:.0f} mm",
+                              {"grasp_z_delta": cfg.table_collision_raise_m})
+        ops = {"approach_height_delta": cfg.collision_height_m}
+        rule = f"collision: approach height + {cfg.collision_height_m * 1e3:.0f} mm"
+        if obstacle_direction is not None:
+            axis = closing_axis(grasp.approach, grasp.wrist_yaw)
+            along = abs(float(axis[:2] @ np.asarray(obstacle_direction, dtype=float)[:2]))
+            if along > math.cos(cfg.palm_alignment_rad):
+                ops["wrist_delta"] = math.pi / 2.0
+                rule += (f", wrist + 90 deg (the palm's long side pointed "
+                         f"{math.degrees(math.acos(min(along, 1.0))):.0f} deg off the obstacle)")
+        return CorrectionOps(rule, ops)
+    if kind == FailureType.POSITION_ERROR:
+        ops = {"recentre": cfg.recentre_step_m}
+        rule = (f"position error: re-centre {cfg.recentre_step_m * 1e3:.0f} mm towards the "
+                "perceived centre")
+        if diagnosis.phase == "approach":
+            ops["raise_if_centred"] = cfg.landing_raise_m
+            rule += (f" (a finger landed: + {cfg.landing_raise_m * 1e3:.0f} mm instead when "
+                     "already centred)")
+        return CorrectionOps(rule, ops)
+    if kind == FailureType.UNREACHABLE_POSE:
+        ops: Dict[str, Any] = {}
+        if _is_vertical(grasp):
+            ops["wrist_delta"] = cfg.unreachable_wrist_rad
+            rule = f"unreachable: wrist + {math.degrees(cfg.unreachable_wrist_rad):.0f} deg"
+        else:
+            ops["vertical"] = True
+            rule = "unreachable: vertical approach"
+        if "pre-grasp" in diagnosis.detail:
+            ops["approach_height_delta"] = -cfg.unreachable_height_m
+            rule += f", pre-grasp stand-off - {cfg.unreachable_height_m * 1e3:.0f} mm"
+        return CorrectionOps(rule, ops)
+    if kind == FailureType.APPROACH_ANGLE:
+        if _is_vertical(grasp):
+            return CorrectionOps(f"approach angle: grasp point + "
+                              f"{cfg.approach_angle_raise_m * 1e3:.0f} mm",
+                              {"grasp_z_delta": cfg.approach_angle_raise_m})
+        return CorrectionOps("approach angle: vertical approach", {"vertical": True})
+    if kind == FailureType.ORIENTATION:
+        return CorrectionOps(f"orientation: wrist + {math.degrees(cfg.orientation_wrist_rad):.0f}"
+                          " deg", {"wrist_delta": cfg.orientation_wrist_rad})
+    if kind == FailureType.CONSTRAINT_VIOLATION:
+        return CorrectionOps(f"constraint violation: speed x {cfg.constraint_speed_scale:g}, "
+                          "vertical approach",
+                          {"speed_scale": cfg.constraint_speed_scale, "vertical": True})
+    return CorrectionOps(f"{kind.value}: replan from the next retrieved strategy",
+                      {"replan": True})
+
+
+def failure_types_covered() -> List[FailureType]:
+    """Every taxonomy type has a rule (a test checks the table is complete)."""
+    return [k for k in FailureType if k in CORRECTION_RULES]
+
+
+#: Older name of :class:`CorrectionOps` (kept for existing imports).
+Adjustment = CorrectionOps
+#: Older name of :func:`level1_ops`.
+level1_adjustment = level1_ops
 
 
 # ------------------------------------------------------------------ corrections
@@ -262,6 +439,24 @@ def describe_change(old: GraspParameters, new: GraspParameters) -> str:
     return "; ".join(parts) if parts else "no parameter changed (at a limit)"
 
 
+# ------------------------------------------------------------------ escalation
+def retry_level(index: int, config: PlannerConfig) -> int:
+    """The retry level (1, 2 or 3; paper Sec. IV-B) for attempt index ``index``."""
+    if index <= config.level1_max_index:
+        return 1
+    if index == config.level2_index:
+        return 2
+    return 3
+
+
+def correction_level(failed_index: int, config: PlannerConfig) -> int:
+    """Level of the correction computed after failed attempt ``failed_index`` (``level_by``:
+    the paper's indexing takes the failed attempt's index, ``next_attempt`` the next one)."""
+    if config.level_by == "failed_attempt":
+        return retry_level(failed_index, config)
+    return retry_level(failed_index + 1, config)
+
+
 def get_correction(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
                    base: GraspParameters, ctx: CorrectionContext,
                    config: PlannerConfig) -> Correction:
@@ -317,18 +512,18 @@ def _correction_at(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
                    config: PlannerConfig) -> Correction:
     limits = config.limits
     if level <= 1:
-        adj = level1_adjustment(diagnosis, grasp, config.corrections,
+        adj = level1_ops(diagnosis, grasp, config.corrections,
                                 ctx.direction_to(diagnosis.other_id)
                                 if diagnosis.other_id else None)
     elif level == 2:
         new_type = next_grasp_type(grasp.grasp_type, config.level2.grasp_type_order)
-        adj = Adjustment(f"level 2 method switch: {grasp.grasp_type.value} -> "
+        adj = CorrectionOps(f"level 2 method switch: {grasp.grasp_type.value} -> "
                          f"{new_type.value}, f' = {config.level2.force_scale:g} f",
                          {"grasp_type": new_type.value,
                           "force_scale": config.level2.force_scale})
     else:
         eps = ctx.rng.uniform(-config.level3.perturbation_m, config.level3.perturbation_m, 3)
-        adj = Adjustment(f"level 3 re-plan: reset to g0, perturb by U(-"
+        adj = CorrectionOps(f"level 3 re-plan: reset to g0, perturb by U(-"
                          f"{config.level3.perturbation_m:g}, "
                          f"{config.level3.perturbation_m:g})^3 m",
                          {"reset": True, "perturbation": eps})
@@ -362,6 +557,8 @@ def _correction_at(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
                       grasp=new_grasp, base=new_base, ops=ops)
 
 
-__all__ = ["Correction", "CorrectionContext", "clamp_grasp", "describe_change",
-           "extent_across", "get_correction", "narrow_side", "next_grasp_type",
-           "rebase_grasp", "type_template", "with_approach", "wrap_angle"]
+__all__ = ["Adjustment", "CORRECTION_RULES", "Correction", "CorrectionContext", "CorrectionOps",
+           "clamp_grasp", "correction_level", "describe_change", "extent_across",
+           "failure_types_covered", "get_correction", "level1_adjustment", "level1_ops",
+           "narrow_side", "next_grasp_type", "rebase_grasp", "retry_level", "type_template",
+           "with_approach", "wrap_angle"]

@@ -9,7 +9,8 @@ Grasp frame: a stored grasp is in the OBJECT frame -- ``position`` relative to t
 the object's bounding box, ``approach`` and ``wrist_yaw`` relative to the object's axes (z up,
 yaw about z) -- because world positions of a past scene mean nothing in a new one.
 :func:`grasp_to_world` places it on an object of the current scene and
-:func:`grasp_to_object_frame` does the reverse for newly acquired experiences.
+:func:`grasp_to_object_frame` does the reverse for newly acquired experiences (both from
+:mod:`agentic_grasp.core.geometry`).
 
 v_i is not stored in the files: it is computed from the entry's ``render_spec`` (shape, size,
 colour, material) by whatever embedding model is configured, so the same knowledge base works
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -30,11 +30,13 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 import jsonschema
 import numpy as np
 
-from agentic_grasp.core import paths
+from agentic_grasp.core import geometry, paths
 from agentic_grasp.core.errors import ConfigError, ValidationError
+from agentic_grasp.core.geometry import grasp_to_object_frame  # noqa: F401 (re-export)
 from agentic_grasp.core.retrieval.embedding import (EmbeddingCache, VisualEmbedder,
                                                     embed_render_specs)
 from agentic_grasp.core.retrieval.jsonl import read_jsonl
+from agentic_grasp.core.retrieval.relevance import relevance_problems
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
 from agentic_grasp.core.types import (AffordanceDescriptor, GraspParameters, ObjectInstance)
 
@@ -139,33 +141,11 @@ def _plain(value: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- frames
-def _rot_z(yaw: float) -> np.ndarray:
-    c, s = math.cos(yaw), math.sin(yaw)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-
-
 def grasp_to_world(grasp: Union[Experience, Mapping[str, Any]],
                    obj: ObjectInstance) -> GraspParameters:
-    """An object-frame grasp placed on ``obj`` (world frame: its bbox centre and yaw)."""
-    data = grasp.grasp if isinstance(grasp, Experience) else grasp
-    local = GraspParameters.from_dict(data)
-    R = _rot_z(obj.yaw)
-    return local.copy(position=np.asarray(obj.position, dtype=float) + R @ local.position,
-                      approach=R @ local.approach,
-                      wrist_yaw=_wrap(local.wrist_yaw + obj.yaw))
-
-
-def grasp_to_object_frame(grasp: GraspParameters, obj: ObjectInstance) -> Dict[str, Any]:
-    """The world-frame ``grasp`` on ``obj`` expressed in the object frame (a record's grasp)."""
-    R = _rot_z(obj.yaw)
-    local = grasp.copy(position=R.T @ (grasp.position - np.asarray(obj.position, dtype=float)),
-                       approach=R.T @ grasp.approach,
-                       wrist_yaw=_wrap(grasp.wrist_yaw - obj.yaw))
-    return local.to_dict()
-
-
-def _wrap(angle: float) -> float:
-    return float((angle + math.pi) % (2.0 * math.pi) - math.pi)
+    """An object-frame grasp (an experience's, or its dict) placed on ``obj``
+    (:func:`agentic_grasp.core.geometry.grasp_to_world`)."""
+    return geometry.grasp_to_world(grasp.grasp if isinstance(grasp, Experience) else grasp, obj)
 
 
 # --------------------------------------------------------------------------- validation
@@ -334,8 +314,6 @@ def validate_kb(path: Optional[PathLike] = None) -> List[str]:
 def _relevance_problems(root: Path, by_id: Mapping[str, Experience],
                         taxonomy: Taxonomy) -> List[str]:
     """Relevance files may only name successful experiences that exist."""
-    from agentic_grasp.core.retrieval.evaluation import relevance_problems
-
     problems: List[str] = []
     for file in sorted((root / "relevance").glob("*.yaml")):
         problems.extend(relevance_problems(file, by_id, taxonomy))

@@ -9,10 +9,11 @@ shrank or was replaced (``kb prune`` rewrites it atomically) is read again from 
 :class:`LiveRetriever` wraps :class:`.haa_rag.HAARAG`: before every retrieval it polls the
 log; new valid records are added to the :class:`.consolidation.Consolidator` (O(1) each),
 only the consolidated entries not seen before are embedded, and a new HAARAG over the authored
-entries + the consolidated acquired ones that succeeded at least once replaces the old one (one reference swap). So an
-experience written by one goal is served to the next, and a restart, which reads the file
-once from the start through the same code path, gives the same state: nothing lost, nothing
-duplicated (ids are unique; a repeated id is skipped with a warning, the first one wins).
+entries + the consolidated acquired ones that succeeded at least once replaces the old one
+(one reference swap). So an experience written by one goal is served to the next, and a
+restart, which reads the file once from the start through the same code path, gives the same
+state: nothing lost, nothing duplicated (ids are unique; a repeated id is skipped with a
+warning, the first one wins).
 
 Invalid acquired records never stop the node: each is skipped with the file:line and field
 in a warning (``rejected``); ``kb validate --acquired`` lists them.

@@ -28,6 +28,7 @@ from agentic_grasp.core.retrieval.embedding import DescriptorEmbedder
 from agentic_grasp.core.retrieval.haa_rag import (AFFORDANCE_TYPES, HAARAG, RetrievalConfig,
                                                   RetrievalIndex, _TAU_EPS, _TYPE_INDEX)
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
+from agentic_grasp.core.stats import percentiles
 from agentic_grasp.core.types import AffordanceDescriptor
 
 _LOG = logging.getLogger(__name__)
@@ -195,6 +196,8 @@ def _measure(rag: HAARAG, qs, brute_queries: int, mode: str, kind: str, n: int,
     t_idx, r_idx = _time_queries(rag, qs, False, mode)
     t_bf, r_bf = _time_queries(rag, qs[:brute_queries], True, mode)
     r_idx = _kb_rows(rag, r_idx)
+    p_idx = percentiles(t_idx, (50, 99))
+    p_bf = percentiles(t_bf, (50, 99)) if len(t_bf) else [float("nan"), float("nan")]
     agree = float(np.mean([a == b for a, b in zip(r_idx, r_bf)])) if r_bf else float("nan")
     sizes = []
     for category, _, _ in qs:
@@ -204,9 +207,8 @@ def _measure(rag: HAARAG, qs, brute_queries: int, mode: str, kind: str, n: int,
     return {
         "kind": kind, "n": n, "queries": len(qs), "brute_queries": len(r_bf),
         "generate_s": round(gen_s, 3),
-        "p50_ms": float(np.percentile(t_idx, 50)), "p99_ms": float(np.percentile(t_idx, 99)),
-        "brute_p50_ms": float(np.percentile(t_bf, 50)) if len(t_bf) else float("nan"),
-        "brute_p99_ms": float(np.percentile(t_bf, 99)) if len(t_bf) else float("nan"),
+        "p50_ms": p_idx[0], "p99_ms": p_idx[1],
+        "brute_p50_ms": p_bf[0], "brute_p99_ms": p_bf[1],
         "peak_traced_mb": None if peak is None else peak / 2 ** 20,
         "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "mean_candidates": float(np.mean(sizes)), "agree_with_brute_force": agree,

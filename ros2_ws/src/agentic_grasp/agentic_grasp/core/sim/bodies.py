@@ -7,8 +7,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from agentic_grasp.core.geometry import yaw_matrix
 from agentic_grasp.core.sim.collision import OBB, Solid, object_obb, place_object, solid_obb
-from agentic_grasp.core.sim.objects import ObjectModel, yaw_matrix
+from agentic_grasp.core.sim.objects import ObjectModel
 from agentic_grasp.core.sim.params import PhysicsParams
 from agentic_grasp.core.types import FailureType, ObjectInstance, ObjectState, Phase, PhysicalEvent
 

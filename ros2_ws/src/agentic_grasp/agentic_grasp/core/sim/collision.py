@@ -18,7 +18,8 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from agentic_grasp.core.sim.objects import ObjectModel, PartSpec, yaw_matrix
+from agentic_grasp.core.geometry import yaw_matrix
+from agentic_grasp.core.sim.objects import ObjectModel, PartSpec
 from agentic_grasp.core.types import ObjectInstance, Shape
 
 _BIG = 1e3

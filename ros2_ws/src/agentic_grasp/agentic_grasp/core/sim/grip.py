@@ -33,7 +33,8 @@ def hold(body: Body, geo: ContactGeometry, R: np.ndarray, p: np.ndarray, force: 
     the lift direction matters: sideways components make the object, still standing on the
     table, slide into a seated contact before it is lifted, while a downward component (a
     sphere squeezed above its equator, a rounded fingertip on an edge) must be overcome by
-    friction for the whole lift. With flat vertical faces this gives the 2 mu F of facts.md.
+    friction for the whole lift. With flat vertical faces this gives the 2 mu F of
+    docs/paper_facts.md.
     """
     u = R[2].tolist()                                   # world up in the gripper frame
     u_t = math.hypot(u[0], u[2])                        # lift component in the pad plane

@@ -22,6 +22,7 @@ import numpy as np
 from agentic_grasp.core import paths
 from agentic_grasp.core.config import load_yaml
 from agentic_grasp.core.errors import ConfigError, ValidationError
+from agentic_grasp.core.geometry import yaw_matrix  # noqa: F401 (re-export)
 from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, ObjectInstance,
                                       ObjectState, Shape)
 
@@ -117,11 +118,6 @@ class ObjectModel:
                                   f"known: {sorted(self.regions)}")
         centre, size = self.regions[region]
         return instance.position + yaw_matrix(instance.yaw) @ centre, size.copy()
-
-
-def yaw_matrix(yaw: float) -> np.ndarray:
-    c, s = math.cos(yaw), math.sin(yaw)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 class Catalogue:

@@ -163,4 +163,4 @@ def plan_attempt(target: Body, others: List[Body], g: GraspParameters, prm: Phys
                 failed = Phase.LIFT
     m = {key: float(m.get(key, math.nan)) for key in MEASUREMENT_KEYS}
     phi = quality.compute_phi(m, g, target, prm, qp)
-    return AttemptPlan(reports, failed, m, phi, float(np.dot(qp.weights, phi)))
+    return AttemptPlan(reports, failed, m, phi, quality.quality_score(phi, qp.weights))

@@ -10,7 +10,7 @@ outcome instead of deciding it: success comes from the physical events alone.
   0 when the pose is out of the arm's reach).
 - phi2 width compatibility: per-side clearance (opening - material width) / 2 beyond the
   fingers' deflection allowance. Zero spare clearance scores exactly 0.4, so phi2 < 0.4 is
-  the width-mismatch regime (facts.md threshold) in which a finger lands on the object.
+  the width-mismatch regime (docs/paper_facts.md threshold) in which a finger lands on the object.
 - phi3 force appropriateness: where the applied force sits between the force that just holds
   the dynamic load (F_slip) and the damage limit (crush or deformation).
 - phi4 grasp-type matching: how well the actual contact geometry fits the commanded type
@@ -34,7 +34,7 @@ from agentic_grasp.core.sim.params import PhysicsParams, QualityParams
 from agentic_grasp.core.types import GRIPPER_MAX_WIDTH_M, GraspParameters, GraspType
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentic_grasp.core.sim.physics import Body
+    from agentic_grasp.core.sim.bodies import Body
 
 
 def ramp(value: float, lo: float, hi: float) -> float:

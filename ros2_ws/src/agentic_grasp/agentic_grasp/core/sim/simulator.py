@@ -25,6 +25,7 @@ from agentic_grasp.core.sim.objects import Catalogue, load_catalogue
 from agentic_grasp.core.sim.params import PhysicsParams, QualityParams
 from agentic_grasp.core.sim.physics import AttemptNoise, AttemptPlan, Body, plan_attempt
 from agentic_grasp.core.sim.scenes import TaskSpec, load_task
+from agentic_grasp.core.stats import percentiles
 from agentic_grasp.core.types import (GRIPPER_MAX_FORCE_N, GRIPPER_MAX_WIDTH_M, AttemptOutcome,
                                       GraspParameters, ObjectInstance, Phase)
 
@@ -274,8 +275,9 @@ def bench_attempt(n: int = 500, task: str = "sg_banana", seed: int = 0) -> Dict[
     Each trial loads the task with a new seed (scene set-up is not timed) and executes a
     top-down grasp at the target's centre closing across the object's y axis.
     """
+    from agentic_grasp.core.geometry import yaw_matrix
     from agentic_grasp.core.kinematics import wrist_yaw_for_closing_axis
-    from agentic_grasp.core.sim.objects import yaw_matrix
+
     sim = Simulator.from_config(seed=seed)
     times, successes = [], 0
     for i in range(n):
@@ -291,10 +293,10 @@ def bench_attempt(n: int = 500, task: str = "sg_banana", seed: int = 0) -> Dict[
     wall, cpu = (np.array(col) * 1e3 for col in zip(*times))
     # CPU time is what the attempt costs this process; wall time also counts waiting for a
     # core when the machine is shared.
-    return {"n": float(n), "p50_ms": float(np.percentile(wall, 50)),
-            "p99_ms": float(np.percentile(wall, 99)), "mean_ms": float(wall.mean()),
-            "max_ms": float(wall.max()), "cpu_p50_ms": float(np.percentile(cpu, 50)),
-            "cpu_p99_ms": float(np.percentile(cpu, 99)), "success_rate": successes / n}
+    (p50, p99), (cpu_p50, cpu_p99) = percentiles(wall, (50, 99)), percentiles(cpu, (50, 99))
+    return {"n": float(n), "p50_ms": p50, "p99_ms": p99, "mean_ms": float(wall.mean()),
+            "max_ms": float(wall.max()), "cpu_p50_ms": cpu_p50, "cpu_p99_ms": cpu_p99,
+            "success_rate": successes / n}
 
 
 if __name__ == "__main__":  # pragma: no cover
