@@ -21,7 +21,6 @@ from agentic_grasp.core.grasping.candidates import Candidate, evaluate, generate
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.grasping.fit import extent_at
 from agentic_grasp.core.grasping.hand import Box, HandModel, obb_gap, object_box
-from agentic_grasp.core.kinematics import closing_axis
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, ObjectState
 
 

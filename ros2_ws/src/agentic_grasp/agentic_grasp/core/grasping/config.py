@@ -66,7 +66,8 @@ class GraspSynthesisConfig:
         self.fit_strategies = bool(self.fit_strategies)
         if isinstance(self.hand, Mapping):
             self.hand = HandConfig(**dict(self.hand))
-        for name in ("opening_margin_m", "finger_clearance_m", "min_part_opening_m", "table_clearance_m",
+        for name in ("opening_margin_m", "finger_clearance_m", "min_part_opening_m",
+                     "table_clearance_m",
                      "required_clearance_m", "neighbour_radius_m", "unknown_neighbour_size_m",
                      "part_wrist_limit_rad", "filled_rim_wall_m"):
             value = float(getattr(self, name))

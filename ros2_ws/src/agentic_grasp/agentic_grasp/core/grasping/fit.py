@@ -27,6 +27,7 @@ from typing import Any, Dict, Mapping, Optional
 import numpy as np
 
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
+from agentic_grasp.core.geometry import wrap_angle
 from agentic_grasp.core.grasping.hand import HandModel, rot_z
 from agentic_grasp.core.kinematics import closing_axis
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
@@ -35,10 +36,6 @@ from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 _SQUARE_M = 0.002
 OPENINGS = ("extent", "part")
 YAW_REFS = ("principal", "handle")
-
-
-def _wrap(angle: float) -> float:
-    return float((angle + math.pi) % (2.0 * math.pi) - math.pi)
 
 
 def extent_at(target: ObjectInstance, grasp: GraspParameters, pad_depth: float) -> float:
@@ -167,7 +164,7 @@ def fit_strategy(record_grasp: Mapping[str, Any], spec: Mapping[str, Any],
     offset = rel * half
     R = rot_z(yaw)
     grasp = local.copy(position=np.asarray(target.position, dtype=float) + R @ offset,
-                       approach=R @ approach, wrist_yaw=_wrap(wrist + yaw))
+                       approach=R @ approach, wrist_yaw=wrap_angle(wrist + yaw))
     out: Dict[str, Any] = {"fitted": True, "offset_rel": [round(float(v), 4) for v in rel],
                            "yaw_ref": fit.get("yaw_ref", "principal"),
                            "opening": fit.get("opening", "part"),

@@ -15,6 +15,8 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 
+from agentic_grasp.core.geometry import yaw_matrix
+
 from agentic_grasp.core.grasping.config import HandConfig
 from agentic_grasp.core.kinematics import PandaKinematics
 from agentic_grasp.core.types import GraspParameters, ObjectInstance
@@ -30,9 +32,7 @@ class Box:
     name: str = ""
 
 
-def rot_z(yaw: float) -> np.ndarray:
-    c, s = math.cos(yaw), math.sin(yaw)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+rot_z = yaw_matrix      # R_z(yaw), core/geometry's
 
 
 def object_box(obj: ObjectInstance, inflate: float = 0.0) -> Box:
@@ -134,10 +134,8 @@ def gap_matrix(A: Sequence[Box], B: Sequence[Box]) -> np.ndarray:
     """obb_gap for every pair (len(A), len(B)), vectorised over the 15 SAT axes."""
     if not len(A) or not len(B):
         return np.full((len(A), len(B)), np.inf)
-    Ac = np.array([a.c for a in A]); AR = np.array([a.R for a in A])
-    Ah = np.array([a.h for a in A])
-    Bc = np.array([b.c for b in B]); BR = np.array([b.R for b in B])
-    Bh = np.array([b.h for b in B])
+    Ac, AR, Ah = (np.array([getattr(a, k) for a in A]) for k in ("c", "R", "h"))
+    Bc, BR, Bh = (np.array([getattr(b, k) for b in B]) for k in ("c", "R", "h"))
     Aax = AR.transpose(0, 2, 1)[:, None]           # (N, 1, 3 axes, 3)
     Bax = BR.transpose(0, 2, 1)[None]              # (1, M, 3, 3)
     N, M = len(A), len(B)
