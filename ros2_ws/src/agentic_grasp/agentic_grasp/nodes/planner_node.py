@@ -832,7 +832,7 @@ class PlannerNode(Node):
         try:
             task = planner.run_task(instruction, perceive, _BoundArm(self.arm, signal),
                                     self._memory_for(configuration), cancel=cancelled,
-                                    on_event=session.on_event)
+                                    on_event=lambda e: session.on_event(e.to_dict()))
             code, message = task_error(task)
         except PeerLost:
             code, message = Result.ERROR_PEER_LOST, ""
