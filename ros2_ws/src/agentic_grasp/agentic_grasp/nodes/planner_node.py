@@ -99,6 +99,7 @@ from agentic_grasp.core.kinematics import closing_axis
 from agentic_grasp.core.planner import (CONFIGURATIONS, STATUS_BLOCKED, STATUS_CANCELED,
                                         STATUS_NOT_PERCEIVED, EpisodicMemory, PlannerConfig,
                                         ReflectivePlanner, TaskOutcome, get_configuration)
+from agentic_grasp.core.planner.memory import MemoryLifetime
 from agentic_grasp.core.types import GraspParameters
 from agentic_grasp.liveness import PeerMonitor
 from agentic_grasp.nodes.runner import spin_node
@@ -612,7 +613,7 @@ class PlannerNode(Node):
         if s.visual_query == "camera":
             self.create_subscription(Image, CROP_TOPIC, self.crops.add, qos.LATCHED,
                                      callback_group=peers)
-        self._memories: Dict[str, EpisodicMemory] = {}
+        self._memories = MemoryLifetime()
         self._lock = threading.Lock()
         self._busy = False
         self._signal: Optional[GoalSignal] = None
@@ -745,10 +746,8 @@ class PlannerNode(Node):
 
     # ---- one goal ---------------------------------------------------------------------------
     def _memory_for(self, configuration: str) -> EpisodicMemory:
-        enabled = get_configuration(configuration).memory
-        if self.settings.memory_lifetime == "goal":
-            return EpisodicMemory(enabled=enabled)
-        return self._memories.setdefault(configuration, EpisodicMemory(enabled=enabled))
+        return self._memories.memory_for(configuration, get_configuration(configuration).memory,
+                                         self.settings.memory_lifetime)
 
     def _header(self) -> Header:
         return Header(stamp=self.get_clock().now().to_msg(), frame_id=self.settings.world_frame)

@@ -59,3 +59,4 @@ def test_to_dict_is_the_plain_event_of_each_kind():
     assert refl["correction"]["level"] == 1 and refl["executed"] is True
     res = events[-1].to_dict()
     assert res["failure_types"] == ["slip"] and res["attempts"] == 2 and res["success"]
+
