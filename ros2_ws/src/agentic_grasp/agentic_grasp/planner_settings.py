@@ -8,7 +8,12 @@ Two sections of config/planner.yaml:
   :func:`declare_planner_config`;
 - ``/**/planner: ros__parameters:``: the node-level :class:`NodeSettings` (``timeouts.*``,
   ``max_instruction_chars``, ...), declared from their field metadata by
-  :func:`declare_node_settings` with ``params.declare_dataclass``.
+  :func:`declare_node_settings` with ``params.declare_dataclass``;
+- ``acquisition.*`` (set by bringup): :func:`declare_acquisition`.
+
+The PlannerConfig leaves keep their own walk: ``params.declare_dataclass`` neither descends
+into dict or nested-dataclass fields nor finds descriptions on the core's dataclasses (they
+carry no field metadata yet), and every name, type, default and description stays as it was.
 """
 from __future__ import annotations
 

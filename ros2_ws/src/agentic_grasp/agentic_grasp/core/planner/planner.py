@@ -25,6 +25,8 @@ level of the correction computed from it.
 A Table II configuration (configurations.py) switches mechanisms off; the loop is the same.
 :meth:`ReflectivePlanner.run_task` runs a whole instruction: sub-goals (tasks.py), a fresh
 perception per sub-goal, support dependencies discovered at run time inserted first.
+Both report their progress as the typed events of events.py (the attempt events carry the
+AttemptRecord below, its Diagnosis and its Correction).
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tupl
 
 import numpy as np
 
-from agentic_grasp.core.arm import ArmBackend, ArmError
+from agentic_grasp.core.arm import ArmBackend, ArmError, CancelCheck
 from agentic_grasp.core.constraints import (ConstraintSet, ConstraintType, apply_constraints,
                                              infer_constraints)
 from agentic_grasp.core.heuristic import HeuristicConfig, heuristic_grasp
@@ -66,7 +68,6 @@ from agentic_grasp.core.types import (AttemptOutcome, GraspParameters, GraspType
 
 _LOG = logging.getLogger(__name__)
 
-CancelCheck = Callable[[], bool]
 ConstraintFn = Callable[[Sequence[ObjectInstance], str], ConstraintSet]
 VisualQuery = Callable[[ObjectInstance], Optional[np.ndarray]]
 
