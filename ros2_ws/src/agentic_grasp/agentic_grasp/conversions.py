@@ -31,6 +31,9 @@ from agentic_grasp_interfaces.msg import (
 if TYPE_CHECKING:  # scene_graph pulls in networkx (~0.3 s): imported where it is used
     from agentic_grasp.core.constraints import Constraint, ConstraintSet
     from agentic_grasp.core.perception import PerceivedObject, PerceptionResult
+    from agentic_grasp.core.planner.failure import Diagnosis
+    from agentic_grasp.core.planner.planner import AttemptRecord as CoreAttemptRecord
+    from agentic_grasp.core.planner.recovery import Correction
     from agentic_grasp.core.retrieval import Experience, ScoredStrategy
     from agentic_grasp.core.scene_graph import Relation, SceneGraph
 
@@ -681,49 +684,56 @@ def scene_to_msg(objects: Sequence[ObjectInstance], header: Optional[Header] = N
                          objects=[object_to_msg(o) for o in objects])
 
 
-def failure_diagnosis_to_msg(diagnosis: Optional[Mapping[str, Any]],
-                             correction: Optional[Mapping[str, Any]] = None) -> Any:
-    """FailureDiagnosis of the planner's diagnosis and correction dicts (``to_dict()``).
+def failure_diagnosis_to_msg(diagnosis: Optional["Diagnosis"],
+                             correction: Optional["Correction"] = None) -> Any:
+    """FailureDiagnosis of the planner's diagnosis F_r and the correction computed from it.
 
-    None (a successful attempt) is failure_type "none"; retry_level is the level of the
-    correction computed from this failure (0 when there is none).
+    None (a successful attempt, or one not reflected on) is failure_type "none"; retry_level
+    is the level of the correction computed from this failure (0 when there is none).
     """
     from agentic_grasp_interfaces.msg import FailureDiagnosis
 
     if diagnosis is None:
         return FailureDiagnosis(failure_type=FailureDiagnosis.NONE)
-    return FailureDiagnosis(failure_type=str(diagnosis.get("failure_type", "unknown")),
-                            group=str(diagnosis.get("group", "")),
-                            retry_level=int(correction.get("level", 0)) if correction else 0,
-                            evidence=str(diagnosis.get("evidence", "")),
-                            correction=str(correction.get("text", "")) if correction else "")
+    return FailureDiagnosis(failure_type=diagnosis.failure_type.value,
+                            group=diagnosis.group.value,
+                            retry_level=int(correction.level) if correction else 0,
+                            evidence=str(diagnosis.evidence),
+                            correction=str(correction.text) if correction else "")
 
 
-def attempt_record_to_msg(goal_id: str, subgoal_index: int, target_id: str, attempt: int,
-                          retry_level: int, thought: str, grasp: Optional[GraspParameters],
-                          outcome: Optional[GraspOutcomeMsg],
-                          diagnosis: Optional[Mapping[str, Any]],
-                          correction: Optional[Mapping[str, Any]], duration_s: float,
-                          header: Optional[Header] = None,
-                          candidate: Optional[Mapping[str, Any]] = None) -> Any:
-    """One AttemptRecord (Thought -> Action -> Observation, and the reflection on it).
+def recorded_grasp(grasp: GraspParameters) -> GraspParameters:
+    """``grasp`` as the attempt records store it (``to_dict``: position and approach to 6
+    decimals), so an AttemptRecord message, its marker and its JSON record agree."""
+    return GraspParameters.from_dict(grasp.to_dict())
+
+
+def attempt_record_to_msg(record: "CoreAttemptRecord", goal_id: str, subgoal_index: int,
+                          target_id: str, outcome: Optional[GraspOutcomeMsg],
+                          duration_s: float, header: Optional[Header] = None) -> Any:
+    """The AttemptRecord message of the planner's core record of one attempt (Thought ->
+    Action -> Observation, and the reflection on it when ``record`` has one).
 
     ``outcome`` is the GraspOutcome exactly as the executor returned it (measurements and
-    events intact); an attempt the arm never ran has an empty one. ``candidate`` is the
+    events intact); an attempt the arm never ran has an empty one. ``duration_s`` is the
+    attempt's time as the node saw it (Thought to Observation). ``record.candidate`` is the
     planner's clearance report of the executed grasp (None: no clearance reasoning ran).
     """
-    from agentic_grasp_interfaces.msg import AttemptRecord
+    from agentic_grasp_interfaces.msg import AttemptRecord as AttemptRecordMsg
 
-    msg = AttemptRecord(header=header if header is not None else Header(), goal_id=goal_id,
-                        subgoal_index=int(subgoal_index), target_id=target_id,
-                        attempt=int(attempt), retry_level=int(retry_level), thought=thought,
-                        diagnosis=failure_diagnosis_to_msg(diagnosis, correction),
-                        duration_s=float(duration_s))
-    if grasp is not None:
-        msg.grasp = grasp_to_msg(grasp)
+    msg = AttemptRecordMsg(header=header if header is not None else Header(),
+                           goal_id=goal_id, subgoal_index=int(subgoal_index),
+                           target_id=target_id, attempt=int(record.index),
+                           retry_level=int(record.retry_level), thought=record.thought,
+                           diagnosis=failure_diagnosis_to_msg(record.diagnosis,
+                                                              record.correction),
+                           duration_s=float(duration_s))
+    if record.grasp is not None:
+        msg.grasp = grasp_to_msg(recorded_grasp(record.grasp))
     if outcome is not None:
         msg.outcome = outcome
     msg.clearance_m = math.nan
+    candidate = record.candidate
     if candidate:
         clear = candidate.get("clearance_m")
         msg.candidate = str(candidate.get("label", ""))

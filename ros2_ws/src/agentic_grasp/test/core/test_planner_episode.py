@@ -78,7 +78,7 @@ def test_memory_scope_trial_and_session():
     from dataclasses import replace
 
     from agentic_grasp.core.planner import PlannerConfig
-    from agentic_grasp.core.planner.episode import _SESSION_MEMORY
+    from agentic_grasp.core.planner.episode import _MEMORIES
 
     trial_cfg = PlannerConfig()
     a = run_trial("sg_cube", "full", seed=0, planner_config=trial_cfg)
@@ -86,11 +86,11 @@ def test_memory_scope_trial_and_session():
     assert a.task.goals[0].initial_source != "memory"
     assert b.task.goals[0].initial_source != "memory"
     session_cfg = replace(trial_cfg, memory_scope="session")
-    _SESSION_MEMORY.clear()
+    _MEMORIES.clear()
     runs = [run_trial("sg_cube", "full", seed=s, planner_config=session_cfg) for s in range(4)]
     seen_success = False
     for run in runs:
         assert (run.task.goals[0].initial_source == "memory") == seen_success
         seen_success = seen_success or run.success
     assert seen_success            # the cube is grasped at least once in four trials
-    _SESSION_MEMORY.clear()
+    _MEMORIES.clear()

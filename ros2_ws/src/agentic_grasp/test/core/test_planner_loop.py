@@ -63,7 +63,7 @@ def test_g0_is_the_top_strategy_placed_on_the_perceived_object():
     assert rec["attempt"] == 0 and rec["retry_level"] == 0 and rec["success"]
     assert "0.450, 0.150, 0.055" in rec["thought"] and "30 mm" in rec["thought"]
     assert rec["diagnosis"] is None and rec["duration_s"] == pytest.approx(1.0)
-    assert [e["event"] for e in events] == ["plan", "thought", "phase", "phase", "phase",
+    assert [e.kind for e in events] == ["plan", "thought", "phase", "phase", "phase",
                                             "observation", "result"]
 
 
@@ -88,7 +88,7 @@ def test_slip_then_success_raises_force_by_1_2_at_level_1():
     assert "slip" in second.thought and "15.0 -> 18.0 N" in second.thought
     d = first.to_dict()["diagnosis"]
     assert d["group"] == "post_grasp" and d["correction_level"] == 1 and d["evidence"]
-    assert any(e["event"] == "reflection" for e in events)
+    assert any(e.kind == "reflection" for e in events)
 
 
 def test_paper_indexing_levels_g0_l1_l1_l2_and_l3_recorded_not_executed():
@@ -261,7 +261,7 @@ def test_a_supporting_target_is_blocked_until_its_load_is_removed():
     goal, events = run(planner(), arm, [box, block], "box_1")
     assert goal.status == STATUS_BLOCKED and goal.prerequisites == ["block_1"]
     assert not arm.grasps
-    assert events[-1]["event"] == "result"
+    assert events[-1].kind == "result"
 
 
 def test_target_not_perceived():

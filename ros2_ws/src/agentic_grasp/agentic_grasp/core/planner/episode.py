@@ -57,7 +57,7 @@ from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.perception import OracleBackend, OracleConfig, load_params
 from agentic_grasp.core.perception.backend import PerceptionResult
 from agentic_grasp.core.planner.configurations import PlannerConfig, get_configuration
-from agentic_grasp.core.planner.memory import EpisodicMemory
+from agentic_grasp.core.planner.memory import EpisodicMemory, MemoryLifetime
 from agentic_grasp.core.planner.planner import (ReflectivePlanner, TaskOutcome,
                                                 scene_graph_constraints)
 from agentic_grasp.core.planner.tasks import KIND_SORT
@@ -251,8 +251,9 @@ def _default_retriever():
 
 
 _RETRIEVERS: Dict[int, Any] = {}
-#: Episodic memory per configuration when ``memory_scope`` is "session" (kept across trials).
-_SESSION_MEMORY: Dict[str, EpisodicMemory] = {}
+#: This process's episodic memories (memory.MemoryLifetime: kept across trials when
+#: ``memory_scope`` is "session", fresh per trial otherwise).
+_MEMORIES = MemoryLifetime()
 
 
 def retriever_for(knowledge_base=None):
@@ -356,10 +357,8 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
     planner.reseed([int(seed), 7919])
     perceive = eyes.perceive
 
-    if memory is None and cfg.memory_scope == "session":
-        memory = _SESSION_MEMORY.setdefault(conf.name, EpisodicMemory(enabled=conf.memory))
     if memory is None:
-        memory = EpisodicMemory(enabled=conf.memory)
+        memory = _MEMORIES.memory_for(conf.name, conf.memory, cfg.memory_scope)
     arm = InProcessSimArm(sim)
     task = planner.run_task(spec.instruction, perceive, arm, memory,
                             after_success=lambda _oid: sim.place_held_object())

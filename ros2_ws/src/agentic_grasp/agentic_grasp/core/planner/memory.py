@@ -10,8 +10,12 @@ one cup transfer directly to the next cup. Two choices the paper leaves open:
   (the planner's base grasp, see recovery), because Delta g belongs to the old scene; the new
   scene's constraints are applied to the recalled grasp.
 
-The most recent success of a category wins. ``reset()`` empties the memory (the episode
-runner does it per trial when ``memory_scope`` is "trial").
+The most recent success of a category wins.
+
+Lifetime (one policy, :class:`MemoryLifetime`, for the planner node and the episode runner):
+"session" keeps one memory per Table II configuration across runs (the paper's session-level
+cache: a cup grasped once is grasped from memory the next time); any other lifetime (the
+node's "goal", the runner's "trial") gives every run a fresh, empty memory.
 """
 from __future__ import annotations
 
@@ -93,4 +97,29 @@ class EpisodicMemory:
                 "entries": {k: e.to_dict() for k, e in sorted(self._entries.items())}}
 
 
-__all__ = ["EpisodicMemory", "MemoryEntry", "category_key"]
+#: The lifetime that keeps memory across runs (goals, trials); every other one starts empty.
+SESSION = "session"
+
+
+class MemoryLifetime:
+    """Which episodic memory a run (a goal, a trial) uses: the one policy for its lifetime.
+
+    Holds the session's memories, one per configuration; ``memory_for`` returns the kept
+    one for ``lifetime == "session"`` and a fresh one otherwise.
+    """
+
+    def __init__(self) -> None:
+        self._kept: Dict[str, EpisodicMemory] = {}
+
+    def memory_for(self, configuration: str, enabled: bool, lifetime: str) -> EpisodicMemory:
+        """The memory of one run under ``configuration`` (``enabled``: its memory switch)."""
+        if lifetime != SESSION:
+            return EpisodicMemory(enabled=enabled)
+        return self._kept.setdefault(configuration, EpisodicMemory(enabled=enabled))
+
+    def clear(self) -> None:
+        """Forget the session's memories (a new session starts)."""
+        self._kept.clear()
+
+
+__all__ = ["EpisodicMemory", "MemoryEntry", "MemoryLifetime", "SESSION", "category_key"]

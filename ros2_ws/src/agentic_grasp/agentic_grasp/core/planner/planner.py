@@ -25,6 +25,8 @@ level of the correction computed from it.
 A Table II configuration (configurations.py) switches mechanisms off; the loop is the same.
 :meth:`ReflectivePlanner.run_task` runs a whole instruction: sub-goals (tasks.py), a fresh
 perception per sub-goal, support dependencies discovered at run time inserted first.
+Both report their progress as the typed events of events.py (the attempt events carry the
+AttemptRecord below, its Diagnosis and its Correction).
 """
 from __future__ import annotations
 
@@ -37,11 +39,16 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tupl
 
 import numpy as np
 
-from agentic_grasp.core.arm import ArmBackend, ArmError
+from agentic_grasp.core.arm import ArmBackend, ArmError, CancelCheck
 from agentic_grasp.core.constraints import (ConstraintSet, ConstraintType, apply_constraints,
                                              infer_constraints)
 from agentic_grasp.core.heuristic import HeuristicConfig, heuristic_grasp
 from agentic_grasp.core.perception.backend import PerceivedObject, PerceptionResult
+from agentic_grasp.core.planner.events import (EventSink, MemoryEvent, ObservationEvent,
+                                               PhaseEvent, PlanEvent, ReflectionEvent,
+                                               ResultEvent, TaskPlanEvent, TaskResultEvent,
+                                               ThoughtEvent)
+from agentic_grasp.core.planner.events import outcome_dict as _outcome_dict
 from agentic_grasp.core.planner.configurations import (VLM_TYPE_FOR_AFFORDANCE, Configuration,
                                                        PlannerConfig, get_configuration)
 from agentic_grasp.core.planner.failure import Diagnosis, classify_failure
@@ -61,8 +68,6 @@ from agentic_grasp.core.types import (AttemptOutcome, GraspParameters, GraspType
 
 _LOG = logging.getLogger(__name__)
 
-EventSink = Callable[[Dict[str, Any]], None]
-CancelCheck = Callable[[], bool]
 ConstraintFn = Callable[[Sequence[ObjectInstance], str], ConstraintSet]
 VisualQuery = Callable[[ObjectInstance], Optional[np.ndarray]]
 
@@ -106,17 +111,6 @@ def describe_grasp(g: GraspParameters) -> str:
     return (f"{g.grasp_type.value} grasp at ({g.position[0]:.3f}, {g.position[1]:.3f}, "
             f"{g.position[2]:.3f}) m, {approach}, width {g.width * 1e3:.0f} mm, force "
             f"{g.force:.1f} N, wrist {math.degrees(g.wrist_yaw):.0f} deg")
-
-
-def _outcome_dict(outcome: Optional[AttemptOutcome]) -> Optional[Dict[str, Any]]:
-    if outcome is None:
-        return None
-    return {"success": bool(outcome.success), "quality": round(float(outcome.quality), 4),
-            "phi": [round(float(v), 4) for v in np.asarray(outcome.phi).reshape(-1)],
-            "events": [{"kind": e.kind, "phase": getattr(e.phase, "value", str(e.phase)),
-                        "detail": e.detail, "other_id": e.other_id} for e in outcome.events],
-            "phase_reached": getattr(outcome.phase_reached, "value", str(outcome.phase_reached)),
-            "duration_s": round(float(outcome.duration_s), 4)}
 
 
 @dataclass
@@ -273,11 +267,9 @@ class TaskOutcome:
                 "wall_s": round(self.wall_s, 6)}
 
 
-def _result_event(goal: GoalOutcome) -> Dict[str, Any]:
-    return {"event": "result", "target_id": goal.target_id, "success": goal.success,
-            "status": goal.status, "attempts": goal.n_attempts,
-            "failure_types": goal.failure_types, "prerequisites": list(goal.prerequisites),
-            "message": goal.message}
+def _result_event(goal: GoalOutcome) -> ResultEvent:
+    return ResultEvent(goal.target_id, goal.success, goal.status, goal.n_attempts,
+                       tuple(goal.failure_types), tuple(goal.prerequisites), goal.message)
 
 
 def _accepts(fn: Callable[..., Any], name: str) -> bool:
@@ -506,8 +498,8 @@ class ReflectivePlanner:
         """Plan and execute one sub-goal: grasp ``target_id`` (Algorithm 1).
 
         ``cancel`` is polled before every attempt and during it (through the arm);
-        ``on_event`` receives plain dicts (``event``: plan | thought | phase | observation |
-        reflection | memory | result). ``reperceive`` refreshes the scene after a failed
+        ``on_event`` receives the typed events of events.py (Plan, Thought, Phase,
+        Observation, Reflection, Memory, Result). ``reperceive`` refreshes the scene after a failed
         attempt. With ``enforce_prerequisites`` a target that supports other objects is not
         attempted: the outcome's status is ``blocked_by_prerequisites`` and
         ``prerequisites`` lists what to remove first.
@@ -603,11 +595,9 @@ class ReflectivePlanner:
         g0 = constrain(b0)
         goal.g0, goal.initial_source, goal.initial_detail = g0, init["source"], init["detail"]
         goal.memory_recalled = init["memory_recalled"]
-        emit({"event": "plan", "target_id": target_id, "category": target.category,
-              "configuration": cfg.name, "initial_source": goal.initial_source,
-              "detail": goal.initial_detail, "retrieval": goal.retrieval,
-              "constraints": constraints.explanations(), "prerequisites": goal.prerequisites,
-              "g0": g0.to_dict()})
+        emit(PlanEvent(target_id, target.category, cfg.name, goal.initial_source,
+                       goal.initial_detail, goal.retrieval, constraints,
+                       tuple(goal.prerequisites), g0))
         if enforce_prerequisites and goal.prerequisites:
             goal.status = STATUS_BLOCKED
             goal.message = (f"{target_id} supports {', '.join(goal.prerequisites)}: remove "
@@ -642,14 +632,11 @@ class ReflectivePlanner:
                              f"not a generated candidate (level-{level_used} correction)")
                 candidate = grasp_clearance.executed_candidate(grasp, scene, synth, self.hand,
                                                                label)
-            emit({"event": "thought", "target_id": target_id, "attempt": r,
-                  "retry_level": level_used, "text": thought, "grasp": grasp.to_dict(),
-                  "candidate": candidate})
+            emit(ThoughtEvent(target_id, r, level_used, thought, grasp, candidate))
 
             def on_phase(phase: Phase, index: int, count: int, _r: int = r) -> None:
-                emit({"event": "phase", "target_id": target_id, "attempt": _r,
-                      "phase": getattr(phase, "value", str(phase)), "index": index,
-                      "count": count})
+                emit(PhaseEvent(target_id, _r, getattr(phase, "value", str(phase)), index,
+                                count))
 
             t0 = time.perf_counter()
             result = arm.execute(target_id, grasp, on_phase, cancel)
@@ -662,9 +649,7 @@ class ReflectivePlanner:
                                    wall_s=elapsed, candidate=candidate)
             goal.attempts.append(record)
             goal.motion_s += record.duration_s
-            emit({"event": "observation", "target_id": target_id, "attempt": r,
-                  "success": success, "arm_error": record.arm_error.name,
-                  "outcome": _outcome_dict(outcome)})
+            emit(ObservationEvent(target_id, record))
             if result.error == ArmError.CANCELED:
                 goal.status = STATUS_CANCELED
                 goal.message = f"canceled during attempt {r + 1}"
@@ -675,8 +660,7 @@ class ReflectivePlanner:
                 if cfg.memory and memory is not None and memory.enabled:
                     memory.store(target.category, base, ctx.target, attempts=r + 1)
                     goal.memory_stored = True
-                    emit({"event": "memory", "target_id": target_id, "stored": True,
-                          "category": target.category})
+                    emit(MemoryEvent(target_id, target.category))
                 break
 
             # Lines 13-16: reflect, correct, escalate.
@@ -696,9 +680,8 @@ class ReflectivePlanner:
             correction = get_correction(diagnosis, level, grasp, base, ctx, self.config)
             record.correction = correction
             record.correction_executed = r + 1 < n
-            emit({"event": "reflection", "target_id": target_id, "attempt": r,
-                  "diagnosis": diagnosis.to_dict(), "correction": correction.to_dict(),
-                  "executed": record.correction_executed})
+            emit(ReflectionEvent(target_id, record, diagnosis, correction,
+                                 record.correction_executed))
             grasp, base = correction.grasp, correction.base
             level_used = correction.level
             last_correction, last_diagnosis = correction, diagnosis
@@ -781,7 +764,7 @@ class ReflectivePlanner:
         graph = build_scene_graph(objects) if self.configuration.scene_graph else None
         plan = plan_subgoals(instruction, objects, graph)
         task.plan = plan
-        emit({"event": "task_plan", **plan.to_dict()})
+        emit(TaskPlanEvent(plan))
         if not plan.subgoals:
             task.status = STATUS_FAILED
             task.message = "the instruction names no perceived object"
@@ -834,8 +817,7 @@ class ReflectivePlanner:
             task.message = (f"grasped {len(done)} of {len(plan.target_ids)} target(s)"
                             if not all_done else f"all {len(done)} target(s) grasped")
         task.wall_s = time.perf_counter() - start
-        emit({"event": "task_result", "instruction": instruction, "status": task.status,
-              "grasped": task.grasped, "message": task.message})
+        emit(TaskResultEvent(instruction, task.status, tuple(task.grasped), task.message))
         return task
 
 

@@ -1,0 +1,210 @@
+"""What the planner reports while it runs Algorithm 1: one frozen dataclass per event.
+
+:meth:`ReflectivePlanner.run_task` and :meth:`~ReflectivePlanner.plan_and_execute` hand these
+to their ``on_event`` sink in this order per sub-goal::
+
+    TaskPlan                                  (run_task, once)
+    Plan, then per attempt r: Thought, Phase..., Observation, [Memory | Reflection]
+    Result                                    (per sub-goal; also alone when not perceived)
+    TaskResult                                (run_task, once)
+
+The attempt events carry the core :class:`~agentic_grasp.core.planner.planner.AttemptRecord`
+itself, its :class:`Diagnosis` and its :class:`Correction`, so a consumer (the planner node's
+goal session) reads typed values instead of rebuilding them from text. ``to_dict()`` gives
+the plain-dict form these events had before they were typed (``event`` names the kind), for
+logs and JSON.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+from agentic_grasp.core.types import AttemptOutcome, GraspParameters
+
+if TYPE_CHECKING:  # planner.py imports this module
+    from agentic_grasp.core.constraints import ConstraintSet
+    from agentic_grasp.core.planner.failure import Diagnosis
+    from agentic_grasp.core.planner.planner import AttemptRecord
+    from agentic_grasp.core.planner.recovery import Correction
+    from agentic_grasp.core.planner.tasks import TaskPlan
+
+
+def outcome_dict(outcome: Optional[AttemptOutcome]) -> Optional[Dict[str, Any]]:
+    """An observation y_r as JSON (4 decimals), as the attempt records store it."""
+    if outcome is None:
+        return None
+    return {"success": bool(outcome.success), "quality": round(float(outcome.quality), 4),
+            "phi": [round(float(v), 4) for v in np.asarray(outcome.phi).reshape(-1)],
+            "events": [{"kind": e.kind, "phase": getattr(e.phase, "value", str(e.phase)),
+                        "detail": e.detail, "other_id": e.other_id} for e in outcome.events],
+            "phase_reached": getattr(outcome.phase_reached, "value", str(outcome.phase_reached)),
+            "duration_s": round(float(outcome.duration_s), 4)}
+
+
+@dataclass(frozen=True)
+class TaskPlanEvent:
+    """The sub-goals an instruction was decomposed into (tasks.py)."""
+
+    kind: ClassVar[str] = "task_plan"
+    plan: "TaskPlan"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"event": self.kind, **self.plan.to_dict()}
+
+
+@dataclass(frozen=True)
+class PlanEvent:
+    """Lines 1-4 of Algorithm 1 for one sub-goal: constraints, retrieval and g0."""
+
+    kind: ClassVar[str] = "plan"
+    target_id: str
+    category: str
+    configuration: str
+    initial_source: str
+    detail: str
+    retrieval: Mapping[str, Any]
+    constraints: "ConstraintSet"
+    prerequisites: Tuple[str, ...]
+    g0: GraspParameters
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"event": self.kind, "target_id": self.target_id, "category": self.category,
+                "configuration": self.configuration, "initial_source": self.initial_source,
+                "detail": self.detail, "retrieval": self.retrieval,
+                "constraints": self.constraints.explanations(),
+                "prerequisites": list(self.prerequisites), "g0": self.g0.to_dict()}
+
+
+@dataclass(frozen=True)
+class ThoughtEvent:
+    """Thought_r: the grasp about to be executed and why (before the arm moves)."""
+
+    kind: ClassVar[str] = "thought"
+    target_id: str
+    attempt: int
+    retry_level: int
+    text: str
+    grasp: GraspParameters
+    #: constraint_mode clearance: the grasp as a candidate (label, clearance_m, nearest,
+    #: collision_free); None when no clearance reasoning ran
+    candidate: Optional[Mapping[str, Any]] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"event": self.kind, "target_id": self.target_id, "attempt": self.attempt,
+                "retry_level": self.retry_level, "text": self.text,
+                "grasp": self.grasp.to_dict(), "candidate": self.candidate}
+
+
+@dataclass(frozen=True)
+class PhaseEvent:
+    """The arm entered motion phase ``index`` of ``count`` during attempt r."""
+
+    kind: ClassVar[str] = "phase"
+    target_id: str
+    attempt: int
+    phase: str                       # Phase value ("approach", ...)
+    index: int
+    count: int
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"event": self.kind, "target_id": self.target_id, "attempt": self.attempt,
+                "phase": self.phase, "index": self.index, "count": self.count}
+
+
+@dataclass(frozen=True)
+class ObservationEvent:
+    """Observation_r: the attempt has run (or could not); ``record`` has no reflection yet."""
+
+    kind: ClassVar[str] = "observation"
+    target_id: str
+    record: "AttemptRecord"
+
+    @property
+    def attempt(self) -> int:
+        return self.record.index
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"event": self.kind, "target_id": self.target_id, "attempt": self.attempt,
+                "success": self.record.success, "arm_error": self.record.arm_error.name,
+                "outcome": outcome_dict(self.record.outcome)}
+
+
+@dataclass(frozen=True)
+class MemoryEvent:
+    """A success stored in episodic memory M (Sec. IV-C)."""
+
+    kind: ClassVar[str] = "memory"
+    target_id: str
+    category: str
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"event": self.kind, "target_id": self.target_id, "stored": True,
+                "category": self.category}
+
+
+@dataclass(frozen=True)
+class ReflectionEvent:
+    """Lines 13-16 on a failed attempt: its diagnosis F_r and the correction computed from it
+    (``executed``: whether another attempt runs it)."""
+
+    kind: ClassVar[str] = "reflection"
+    target_id: str
+    record: "AttemptRecord"
+    diagnosis: "Diagnosis"
+    correction: "Correction"
+    executed: bool
+
+    @property
+    def attempt(self) -> int:
+        return self.record.index
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"event": self.kind, "target_id": self.target_id, "attempt": self.attempt,
+                "diagnosis": self.diagnosis.to_dict(), "correction": self.correction.to_dict(),
+                "executed": self.executed}
+
+
+@dataclass(frozen=True)
+class ResultEvent:
+    """One sub-goal has ended (GoalOutcome in brief)."""
+
+    kind: ClassVar[str] = "result"
+    target_id: str
+    success: bool
+    status: str
+    attempts: int
+    failure_types: Tuple[str, ...]
+    prerequisites: Tuple[str, ...]
+    message: str
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"event": self.kind, "target_id": self.target_id, "success": self.success,
+                "status": self.status, "attempts": self.attempts,
+                "failure_types": list(self.failure_types),
+                "prerequisites": list(self.prerequisites), "message": self.message}
+
+
+@dataclass(frozen=True)
+class TaskResultEvent:
+    """The whole instruction has ended."""
+
+    kind: ClassVar[str] = "task_result"
+    instruction: str
+    status: str
+    grasped: Tuple[str, ...]
+    message: str
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"event": self.kind, "instruction": self.instruction, "status": self.status,
+                "grasped": list(self.grasped), "message": self.message}
+
+
+PlannerEvent = Union[TaskPlanEvent, PlanEvent, ThoughtEvent, PhaseEvent, ObservationEvent,
+                     MemoryEvent, ReflectionEvent, ResultEvent, TaskResultEvent]
+EventSink = Callable[[PlannerEvent], None]
+
+__all__ = ["EventSink", "MemoryEvent", "ObservationEvent", "PhaseEvent", "PlanEvent",
+           "PlannerEvent", "ReflectionEvent", "ResultEvent", "TaskPlanEvent",
+           "TaskResultEvent", "ThoughtEvent", "outcome_dict"]

@@ -1,0 +1,245 @@
+"""The planner node's parameters and goal checks, apart from the node (which only wires).
+
+Two sections of config/planner.yaml:
+
+- ``planner: ros__parameters:``: the core's PlannerConfig, one ROS parameter per leaf under
+  its dotted name (``corrections.slip_force_scale``, ``classification.phi_thresholds.
+  grip_security``, ``grasp_synthesis.hand.max_opening_m``), declared by
+  :func:`declare_planner_config`;
+- ``/**/planner: ros__parameters:``: the node-level :class:`NodeSettings` (``timeouts.*``,
+  ``max_instruction_chars``, ...), declared from their field metadata by
+  :func:`declare_node_settings` with ``params.declare_dataclass``;
+- ``acquisition.*`` (set by bringup): :func:`declare_acquisition`.
+
+The PlannerConfig leaves keep their own walk: ``params.declare_dataclass`` neither descends
+into dict or nested-dataclass fields nor finds descriptions on the core's dataclasses (they
+carry no field metadata yet), and every name, type, default and description stays as it was.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Dict, Optional, Tuple
+
+from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.planner import CONFIGURATIONS, PlannerConfig, get_configuration
+from agentic_grasp.core.retrieval.acquisition import (Acquirer, AcquisitionContext,
+                                                      resolve_acquired_path)
+from agentic_grasp.params import declare, declare_dataclass
+
+MEMORY_LIFETIMES = ("session", "goal")
+
+# ---- the core's PlannerConfig ----------------------------------------------------------------
+
+#: Descriptions of the core's planner parameters (config/planner.yaml explains each in full).
+PLANNER_DESCRIPTIONS: Dict[str, str] = {
+    "configuration": "Table II configuration run when a goal leaves it empty: "
+                     + ", ".join(CONFIGURATIONS),
+    "max_retries": "Rmax: retries after the first attempt (up to Rmax + 1 attempts per "
+                   "sub-goal)",
+    "seed": "Seed of the level-3 perturbation generator, reseeded at every goal",
+    "level_by": "Attempt index that selects the correction level: failed_attempt (paper) or "
+                "next_attempt",
+    "level1_max_index": "r <= this gives a level-1 correction",
+    "level2_index": "r == this gives a level-2 correction (larger r: level 3)",
+    "escalate_unchanged": "Replace a correction that changes nothing by the next level's",
+    "memory_scope": "Episodic memory scope of the in-process episode runner (trial | "
+                    "session); this node uses memory_lifetime",
+    "strategy_direction_tolerance_rad": "Largest angle between a retrieved strategy's "
+                                        "approach and a constraint-imposed one (rad)",
+    "rebase_min_shift_m": "Target shift after which the grasps follow a re-perceived target "
+                          "(m)",
+    "rebase_min_yaw_rad": "Target turn after which the grasps follow a re-perceived target "
+                          "(rad)",
+    "continue_after_subgoal_failure": "Go on with the next sub-goal after one failed",
+    "episode_visual_query": "s_vis source of the in-process episode runner (none | render)",
+}
+#: Descriptions of the parameter groups (one per PlannerConfig section).
+SECTION_DESCRIPTIONS: Dict[str, str] = {
+    "default_grasp": "Fixed default grasp (w/o HAA-RAG and retrieval fallback)",
+    "limits": "Bounds every planned grasp is clipped into",
+    "classification": "ClassifyFailure (14-type taxonomy)",
+    "corrections": "Level-1 correction rule",
+    "level2": "Level-2 grasp-type rotation",
+    "level3": "Level-3 replan perturbation",
+    "time_model": "Modelled compute time per stage (episode results)",
+    "grasp_synthesis": "Grasp fitting, Franka Hand model and clearance-aware candidates",
+}
+_UNITS = {"_m": "m", "_n": "N", "_s": "s", "_rad": "rad", "_mps": "m/s"}
+
+
+def _unit(name: str) -> str:
+    return next((f" ({unit})" for suffix, unit in _UNITS.items() if name.endswith(suffix)), "")
+
+
+def planner_parameter_defaults(config: Optional[PlannerConfig] = None) -> Dict[str, Any]:
+    """Every PlannerConfig leaf as a dotted ROS parameter name -> default value.
+
+    The sections' dict fields (``phi_thresholds``) and nested dataclasses (``hand``) are
+    flattened one level further, which ``params.declare_dataclass`` does not do, and the
+    defaults are the validated config's values (floats where the config coerces them).
+    """
+    config = config if config is not None else PlannerConfig()
+    out: Dict[str, Any] = {}
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if not is_dataclass(value):
+            out[f.name] = value
+            continue
+        for sub in fields(value):
+            inner = getattr(value, sub.name)
+            if isinstance(inner, dict):
+                for key, item in inner.items():
+                    out[f"{f.name}.{sub.name}.{key}"] = item
+            elif is_dataclass(inner):               # grasp_synthesis.hand
+                for leaf in fields(inner):
+                    item = getattr(inner, leaf.name)
+                    out[f"{f.name}.{sub.name}.{leaf.name}"] = \
+                        list(item) if isinstance(item, tuple) else item
+            else:
+                out[f"{f.name}.{sub.name}"] = list(inner) if isinstance(inner, tuple) else inner
+    return out
+
+
+def planner_parameter_description(name: str) -> str:
+    if name in PLANNER_DESCRIPTIONS:
+        return PLANNER_DESCRIPTIONS[name]
+    section, _, rest = name.partition(".")
+    prefix = SECTION_DESCRIPTIONS.get(section, section)
+    return f"{prefix}: {rest.replace('.', ' ')}{_unit(rest)} (config/planner.yaml)"
+
+
+def declare_planner_config(node: Any) -> PlannerConfig:
+    """Declare every PlannerConfig parameter on ``node`` and read the config from them."""
+    values = {name: declare(node, name, default, planner_parameter_description(name))
+              for name, default in planner_parameter_defaults().items()}
+    return PlannerConfig.from_params(values, "planner parameters")
+
+
+# ---- the node-level settings -----------------------------------------------------------------
+
+def _described(default: Any, description: str) -> Any:
+    return field(default=default, metadata={"description": description})
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """``timeouts.*``: every peer call is bounded (ERROR_DEPENDENCY_TIMEOUT names the peer)."""
+
+    perceive_s: float = _described(30.0, "Timeout of one perceive call (s); above the "
+                                         "perception node's own worst case with the VLM")
+    retrieve_s: float = _described(5.0, "Timeout of one retrieve_strategies call (s)")
+    constraints_s: float = _described(5.0, "Timeout of one infer_constraints call (s)")
+    execute_s: float = _described(30.0, "Timeout of one ExecuteGrasp goal, from sending it "
+                                        "to its result (s)")
+
+    def check(self) -> None:
+        """ConfigError unless every timeout is a finite number > 0 (NodeSettings calls it)."""
+        for f in fields(self):
+            value = float(getattr(self, f.name))
+            if not math.isfinite(value) or value <= 0.0:
+                raise ConfigError(f"timeouts.{f.name} must be > 0 s, got {value}")
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """The node-level parameters (second section of config/planner.yaml)."""
+
+    max_instruction_chars: int = _described(500, "Longer instructions are refused "
+                                                 "(ERROR_INVALID_GOAL)")
+    result_timeout_s: int = _described(30, "How long a finished goal's result is kept for "
+                                           "late clients (s); rclpy's 900 s default keeps "
+                                           "every goal in each status message")
+    memory_lifetime: str = _described("session", "Episodic memory lifetime: session (kept "
+                                                 "across goals, the paper's session-level "
+                                                 "cache) or goal")
+    world_frame: str = _described("world", "Frame of the scene sent to the scene graph and "
+                                           "of the markers (panda_link0 world)")
+    perceive_retries: int = _described(1, "A perception answer with an error (no frame pair, "
+                                          "an unusable VLM answer) is asked again this many "
+                                          "times")
+    perceive_retry_delay_s: float = _described(0.5, "Pause before asking perception again "
+                                                     "(s)")
+    visual_query: str = _described("camera", "s_vis of HAA-RAG: camera (the perception "
+                                             "node's crop of the camera frame at the "
+                                             "perceived target box, sent as target_crop) or "
+                                             "none (s_vis = 0)")
+    crop_wait_s: float = _described(0.5, "How long retrieval waits for the target crop of the "
+                                         "last perception call before querying without one "
+                                         "(s)")
+    timeouts: Timeouts = field(default_factory=Timeouts)   # declared as timeouts.*
+
+    def __post_init__(self) -> None:
+        if self.visual_query not in ("camera", "none"):
+            raise ConfigError(f"visual_query must be camera or none, got {self.visual_query!r}")
+        if not 0.0 <= float(self.crop_wait_s) < 10.0:
+            raise ConfigError("crop_wait_s must be in [0, 10) s")
+        self.timeouts.check()
+        if self.max_instruction_chars < 1:
+            raise ConfigError("max_instruction_chars must be >= 1")
+        if self.result_timeout_s < 1:
+            raise ConfigError("result_timeout_s must be >= 1")
+        if self.perceive_retries < 0 or not 0.0 <= self.perceive_retry_delay_s < 60.0:
+            raise ConfigError("perceive_retries must be >= 0 and perceive_retry_delay_s in "
+                              "[0, 60) s")
+        if self.memory_lifetime not in MEMORY_LIFETIMES:
+            raise ConfigError(f"memory_lifetime must be one of {MEMORY_LIFETIMES}, got "
+                              f"{self.memory_lifetime!r}")
+
+
+def declare_node_settings(node: Any) -> NodeSettings:
+    """Declare the node-level parameters on ``node`` (names, types and defaults from the
+    fields above) and read them."""
+    timeouts = Timeouts(**declare_dataclass(node, "timeouts", Timeouts))
+    return NodeSettings(timeouts=timeouts, **declare_dataclass(node, "", NodeSettings))
+
+
+def declare_acquisition(node: Any) -> Optional[Acquirer]:
+    """Experience acquisition (core/retrieval/acquisition.py): one experience per attempt."""
+    path = declare(node, "acquisition.path", "",
+                   "Acquired-experiences JSONL file the planner appends one experience "
+                   "per attempt to (the retrieval node's acquired_experiences_path); '' "
+                   "or 'none' = off, 'default' = $XDG_DATA_HOME/agentic_grasp/"
+                   "acquired_experiences.jsonl")
+    backend = declare(node, "acquisition.perception_backend", "",
+                      "Perception backend recorded in each experience's provenance "
+                      "(bringup sets it from its perception argument)")
+    resolved = resolve_acquired_path(path)
+    if resolved is None:
+        return None
+    node.get_logger().info(f"experience acquisition on: appending to {resolved}")
+    return Acquirer(resolved, context=AcquisitionContext(perception_backend=backend))
+
+
+def warn_undeclared(node: Any) -> None:
+    """Warn of every parameter given to ``node`` that it did not declare (a typo)."""
+    # rclpy keeps the overrides in this attribute and offers no public accessor.
+    overrides = getattr(node, "_parameter_overrides", None) or {}
+    for name in sorted(overrides):
+        if not node.has_parameter(name) and name != "use_sim_time":
+            node.get_logger().warning(f"parameter '{name}' is not a planner parameter "
+                                      "(typo?); ignored")
+
+
+# ---- goals -----------------------------------------------------------------------------------
+
+def validate_goal(instruction: str, configuration: str, default_configuration: str,
+                  max_chars: int) -> Tuple[str, str]:
+    """(reason, configuration name): reason is "" for a goal the planner can run."""
+    text = instruction.strip()
+    if not text:
+        return "instruction is empty: say what to grasp, e.g. 'pick up the banana'", ""
+    if len(instruction) > max_chars:
+        return (f"instruction is {len(instruction)} characters long; at most {max_chars} "
+                "are accepted"), ""
+    name = configuration.strip() or default_configuration
+    try:
+        get_configuration(name)
+    except ConfigError as exc:
+        return str(exc), ""
+    return "", name
+
+
+__all__ = ["MEMORY_LIFETIMES", "NodeSettings", "Timeouts", "declare_acquisition",
+           "declare_node_settings", "declare_planner_config", "planner_parameter_defaults",
+           "planner_parameter_description", "validate_goal", "warn_undeclared"]

@@ -1,0 +1,155 @@
+"""The planner node's translation, without a graph: typed planner events -> feedback,
+AttemptRecord messages and markers (goal_session), the message conversion of the core
+record, the grasp markers and the node-level settings."""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from std_msgs.msg import Header
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))  # the planner fakes
+
+from test_planner_fakes import (FixedRetriever, ScriptedArm, experience,  # noqa: E402
+                                make_object, ok, perception_of, slip)
+
+from agentic_grasp.conversions import attempt_record_to_msg, recorded_grasp  # noqa: E402
+from agentic_grasp.core.errors import ConfigError  # noqa: E402
+from agentic_grasp.core.grasping.config import GraspSynthesisConfig  # noqa: E402
+from agentic_grasp.core.planner import EpisodicMemory, PlannerConfig  # noqa: E402
+from agentic_grasp.core.planner import ReflectivePlanner  # noqa: E402
+from agentic_grasp.core.planner.planner import AttemptRecord  # noqa: E402
+from agentic_grasp.core.types import GraspParameters, Phase  # noqa: E402
+from agentic_grasp.goal_session import GoalSession  # noqa: E402
+from agentic_grasp.markers.grasp import grasp_markers  # noqa: E402
+from agentic_grasp.planner_settings import NodeSettings, Timeouts  # noqa: E402
+from agentic_grasp_interfaces.msg import FailureDiagnosis, GraspOutcome  # noqa: E402
+
+GRASP = {"position": [0.0, 0.0, 0.01], "width": 0.03, "force": 15.0, "grasp_type": "pinch"}
+HEADER = Header(frame_id="world")
+
+
+class _Sinks:
+    def __init__(self):
+        self.feedback, self.attempts, self.grasps = [], [], []
+
+    def session(self, arm):
+        return GoalSession("goal-1", self.feedback.append, self.attempts.append,
+                           lambda *a: self.grasps.append(a),
+                           lambda: GraspOutcome(quality=float(len(arm.grasps))), lambda: HEADER)
+
+
+def _run(arm, sinks):
+    session = sinks.session(arm)
+    cup = make_object("cup_1", "cup", xy=(0.5, 0.0))
+    planner = ReflectivePlanner(
+        PlannerConfig(grasp_synthesis=GraspSynthesisConfig(constraint_mode="paper",
+                                                           fit_strategies=False)),
+        FixedRetriever([experience("cup-001", "cup", GRASP)]))
+    try:
+        task = planner.run_task("pick up the cup", lambda _t: perception_of([cup], "cup_1"),
+                                arm, EpisodicMemory(), on_event=session.on_event)
+    finally:
+        session.close()
+    return session, task
+
+
+def test_session_publishes_one_record_per_attempt_with_its_reflection():
+    sinks = _Sinks()
+    arm = ScriptedArm([slip(), ok()])
+    session, task = _run(arm, sinks)
+    first, second = sinks.attempts
+    assert session.records == sinks.attempts and session.grasped == ["cup_1"]
+    assert [r.attempt for r in sinks.attempts] == [0, 1]
+    assert {r.goal_id for r in sinks.attempts} == {"goal-1"}
+    assert {r.subgoal_index for r in sinks.attempts} == {0}
+    core = task.goals[0].attempts[0]
+    assert first.diagnosis.failure_type == "slip" and first.diagnosis.group == "post_grasp"
+    assert first.diagnosis.retry_level == 1 and first.diagnosis.correction == core.correction.text
+    assert first.thought == core.thought and first.outcome.quality == 1.0
+    assert second.diagnosis.failure_type == FailureDiagnosis.NONE and second.retry_level == 1
+    assert second.outcome.quality == 2.0            # the executor's message, as it came
+    assert first.grasp.grip_force == pytest.approx(arm.grasps[0].force)
+    assert math.isnan(first.clearance_m)             # paper mode: no clearance reasoning
+    stages = [f.stage for f in sinks.feedback]
+    assert stages[0] == "plan" and "reflect" in stages and stages.count("execute") == 8
+    reflect = next(f for f in sinks.feedback if f.stage == "reflect")
+    assert reflect.failure_type == "slip" and reflect.retry_level == 1
+    assert [label for _g, label, _c in sinks.grasps] == ["cup_1 #1: ", "cup_1 #2: "]
+
+
+class _DyingArm(ScriptedArm):
+    def execute(self, target_id, grasp, on_phase, is_cancelled):
+        on_phase(Phase.APPROACH, 1, 3)
+        raise RuntimeError("executor lost")
+
+
+def test_an_attempt_the_arm_never_reported_is_sent_on_close_without_outcome_or_diagnosis():
+    sinks = _Sinks()
+    with pytest.raises(RuntimeError):
+        _run(_DyingArm([]), sinks)
+    (record,) = sinks.attempts
+    assert record.attempt == 0 and record.retry_level == 0 and record.thought
+    assert record.outcome == GraspOutcome()
+    assert record.diagnosis.failure_type == FailureDiagnosis.NONE
+    assert record.duration_s >= 0.0
+
+
+def _record(candidate=None) -> AttemptRecord:
+    grasp = GraspParameters(position=np.array([0.5, 0.1234567891, 0.05]),
+                            approach=np.array([0.0, 0.3, -1.0]))
+    return AttemptRecord(2, 1, "try", grasp, False, None, candidate=candidate)
+
+
+def test_attempt_record_msg_of_the_core_record():
+    msg = attempt_record_to_msg(_record(), "g", 3, "cup_1", None, 0.25, HEADER)
+    assert (msg.goal_id, msg.subgoal_index, msg.target_id, msg.attempt, msg.retry_level) == \
+        ("g", 3, "cup_1", 2, 1)
+    assert msg.grasp.position.y == 0.123457          # as the JSON records store it
+    assert msg.duration_s == 0.25 and math.isnan(msg.clearance_m)
+    free = attempt_record_to_msg(_record({"label": "around 0 deg", "clearance_m": None,
+                                          "nearest": "", "collision_free": True}),
+                                 "g", 0, "cup_1", None, 0.0)
+    assert free.clearance_m == math.inf and free.collision_free and free.candidate
+    near = attempt_record_to_msg(_record({"label": "x", "clearance_m": 0.012,
+                                          "nearest": "vase_1", "collision_free": False}),
+                                 "g", 0, "cup_1", None, 0.0)
+    assert near.clearance_m == pytest.approx(0.012) and near.clearance_nearest == "vase_1"
+
+
+def test_recorded_grasp_is_the_to_dict_round_trip():
+    grasp = _record().grasp
+    assert recorded_grasp(grasp).to_dict() == grasp.to_dict()
+
+
+def test_grasp_markers_arrow_fingers_and_label():
+    grasp = GraspParameters(position=np.array([0.5, 0.0, 0.05]),
+                            approach=np.array([0.0, 0.0, -1.0]), width=0.04, wrist_yaw=0.3)
+    markers = grasp_markers(grasp, HEADER, "cup_1 #1: ",
+                            {"label": "around 0 deg", "clearance_m": 0.03, "nearest": "v",
+                             "collision_free": True}).markers
+    assert [m.id for m in markers] == [0, 1, 2, 3, 4]
+    q = markers[2].pose.orientation
+    assert q.x ** 2 + q.y ** 2 + q.z ** 2 + q.w ** 2 == pytest.approx(1.0)
+    # the finger's z axis is the approach direction: q rotates z = (0, 0, 1) to (0, 0, -1)
+    z = np.array([2 * (q.x * q.z + q.w * q.y), 2 * (q.y * q.z - q.w * q.x),
+                  1 - 2 * (q.x ** 2 + q.y ** 2)])
+    assert np.allclose(z, [0.0, 0.0, -1.0])
+    gap = np.linalg.norm([markers[2].pose.position.x - markers[3].pose.position.x,
+                          markers[2].pose.position.y - markers[3].pose.position.y])
+    assert gap == pytest.approx(0.04 + 0.012)
+    assert markers[4].text.startswith("cup_1 #1: power, 20.0 N, 40 mm\naround 0 deg")
+    assert "30 mm" in markers[4].text and "NOT" not in markers[4].text
+
+
+def test_node_settings_refuse_bad_values():
+    assert NodeSettings().timeouts == Timeouts()
+    with pytest.raises(ConfigError, match="timeouts.execute_s must be > 0 s"):
+        NodeSettings(timeouts=Timeouts(execute_s=0.0))
+    with pytest.raises(ConfigError, match="memory_lifetime"):
+        NodeSettings(memory_lifetime="forever")
+    with pytest.raises(ConfigError, match="visual_query"):
+        NodeSettings(visual_query="render")
