@@ -7,7 +7,6 @@ and its clearance to the perceived neighbours).
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -16,6 +15,7 @@ from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from agentic_grasp.conversions import point
+from agentic_grasp.core.geometry import matrix_to_quaternion
 from agentic_grasp.core.kinematics import closing_axis
 from agentic_grasp.core.types import GraspParameters
 
@@ -26,29 +26,9 @@ _TEXT_HEIGHT = 0.02
 
 
 def _quaternion(rotation: np.ndarray) -> Quaternion:
-    """Unit quaternion of a proper rotation matrix (Shepperd's method).
-
-    Kept private here until core/geometry.py offers rotation -> quaternion; then use that.
-    """
-    m = rotation
-    trace = float(m[0, 0] + m[1, 1] + m[2, 2])
-    if trace > 0.0:
-        s = 2.0 * math.sqrt(trace + 1.0)
-        w, x, y, z = 0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, \
-            (m[1, 0] - m[0, 1]) / s
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
-        w, x, y, z = (m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, \
-            (m[0, 2] + m[2, 0]) / s
-    elif m[1, 1] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
-        w, x, y, z = (m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, \
-            (m[1, 2] + m[2, 1]) / s
-    else:
-        s = 2.0 * math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
-        w, x, y, z = (m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, \
-            (m[1, 2] + m[2, 1]) / s, 0.25 * s
-    return Quaternion(x=float(x), y=float(y), z=float(z), w=float(w))
+    """The rotation as a geometry_msgs Quaternion (core/geometry's, w >= 0)."""
+    x, y, z, w = (float(v) for v in matrix_to_quaternion(rotation))
+    return Quaternion(x=x, y=y, z=z, w=w)
 
 
 def grasp_markers(grasp: GraspParameters, header: Header, label: str = "",

@@ -70,8 +70,7 @@ def test_level1_lives_in_recovery_and_failure_reexports_it():
 def test_escalation_rule_is_one_function(level_by, expected):
     cfg = PlannerConfig(level_by=level_by)
     assert [recovery.correction_level(r, cfg) for r in range(5)] == expected
-    assert [cfg.level_for(r) for r in range(5)] == [recovery.retry_level(r, cfg)
-                                                   for r in range(5)]
+    assert not hasattr(cfg, "level_for")           # no second copy on the config
 
 
 # ---------------------------------------------------------------- Eq. 2, percentiles
@@ -140,10 +139,8 @@ def _import_graph() -> nx.DiGraph:
     return graph
 
 
-#: PlannerConfig.level_for delegates to recovery lazily until planner.py calls
-#: recovery.correction_level itself (issue 15 follow-up); then drop this entry.
-KNOWN_CYCLES = [{"agentic_grasp.core.planner.configurations",
-                 "agentic_grasp.core.planner.recovery"}]
+#: No cycle is tolerated.
+KNOWN_CYCLES: list = []
 
 
 def test_no_import_cycles_in_the_package():

@@ -159,5 +159,7 @@ def test_bad_parameters_are_rejected(params):
 
 
 def test_level_thresholds():
+    from agentic_grasp.core.planner.recovery import retry_level
+
     cfg = PlannerConfig()
-    assert [cfg.level_for(r) for r in range(5)] == [1, 1, 2, 3, 3]
+    assert [retry_level(r, cfg) for r in range(5)] == [1, 1, 2, 3, 3]

@@ -345,14 +345,6 @@ class PlannerConfig:
         if not 0.0 <= self.strategy_direction_tolerance_rad <= math.pi:
             raise ConfigError("planner.strategy_direction_tolerance_rad must be in [0, pi]")
 
-    def level_for(self, index: int) -> int:
-        """The retry level of attempt index ``index``: :func:`.recovery.retry_level`, the one
-        home of the escalation rule (kept for callers of this method; the import is lazy
-        because recovery imports this module)."""
-        from agentic_grasp.core.planner.recovery import retry_level
-
-        return retry_level(index, self)
-
     @classmethod
     def from_params(cls, params: Mapping[str, Any], source: str = "planner parameters"
                     ) -> "PlannerConfig":

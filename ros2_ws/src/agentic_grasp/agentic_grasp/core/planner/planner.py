@@ -57,6 +57,7 @@ from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext, 
                                                  get_correction, narrow_side, rebase_grasp,
                                                  with_approach, wrap_angle)
 from agentic_grasp.core.planner.recovery import _same as same_grasp
+from agentic_grasp.core.planner.recovery import correction_level as recovery_correction_level
 from agentic_grasp.core.planner.tasks import TaskPlan, plan_subgoals
 from agentic_grasp.core.grasping import clearance as grasp_clearance
 from agentic_grasp.core.grasping.fit import fit_strategy, handle_yaw_of
@@ -335,10 +336,9 @@ class ReflectivePlanner:
         return 1 + self.config.max_retries if self.configuration.recovery else 1
 
     def correction_level(self, failed_index: int) -> int:
-        """Level of the correction computed after failed attempt ``failed_index``."""
-        if self.config.level_by == "failed_attempt":
-            return self.config.level_for(failed_index)
-        return self.config.level_for(failed_index + 1)
+        """Level of the correction computed after failed attempt ``failed_index``
+        (:func:`.recovery.correction_level`, the one home of the escalation rule)."""
+        return recovery_correction_level(failed_index, self.config)
 
     # ------------------------------------------------------------------ initial grasp
     def default_grasp(self, target: ObjectInstance) -> GraspParameters:
