@@ -81,7 +81,7 @@ def _bench_graph(args) -> dict:
 
 
 def _bench_retrieval(args) -> dict:
-    from agentic_grasp.core.retrieval import format_scale_table, run_scale_bench
+    from agentic_grasp.benchmarks.retrieval_scale import format_scale_table, run_scale_bench
 
     rows = run_scale_bench(queries=args.n or 200)
     if not args.json:
@@ -90,7 +90,7 @@ def _bench_retrieval(args) -> dict:
 
 
 def _bench_scene_graph(args) -> dict:
-    from agentic_grasp.core.scene_graph_bench import main, run_bench
+    from agentic_grasp.benchmarks.scene_graph import main, run_bench
 
     if not args.json:
         main(["--repeats", str(args.n or 200)])
@@ -99,7 +99,7 @@ def _bench_scene_graph(args) -> dict:
 
 
 def _bench_perception(args) -> dict:
-    from agentic_grasp.core.perception.bench import run_client_bench
+    from agentic_grasp.benchmarks.perception_client import run_client_bench
 
     result = run_client_bench(n=args.n or 200)
     if not args.json:

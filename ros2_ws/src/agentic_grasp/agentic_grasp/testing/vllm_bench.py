@@ -31,7 +31,7 @@ import numpy as np
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.perception import schema
-from agentic_grasp.core.perception.bench import synthetic_frame
+from agentic_grasp.benchmarks.perception_client import synthetic_frame
 from agentic_grasp.core.perception.vlm_client import (ChatTransport, VlmBackend, VlmConfig)
 from agentic_grasp.testing.vllm_server import VllmServer
 

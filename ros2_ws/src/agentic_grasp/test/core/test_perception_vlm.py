@@ -12,7 +12,7 @@ import pytest
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.perception import schema
-from agentic_grasp.core.perception.bench import BENCH_SCENE, synthetic_frame
+from agentic_grasp.benchmarks.perception_client import BENCH_SCENE, synthetic_frame
 from agentic_grasp.core.perception.vlm_client import (ChatTransport, VlmBackend, VlmConfig,
                                                       encode_image)
 from agentic_grasp.core.types import AffordanceType

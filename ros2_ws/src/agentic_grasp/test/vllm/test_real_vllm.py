@@ -17,7 +17,7 @@ import pytest
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.perception import schema
-from agentic_grasp.core.perception.bench import synthetic_frame
+from agentic_grasp.benchmarks.perception_client import synthetic_frame
 from agentic_grasp.core.perception.vlm_client import (CallStats, ChatTransport, VlmBackend,
                                                       VlmConfig)
 

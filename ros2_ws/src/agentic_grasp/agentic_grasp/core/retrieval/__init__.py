@@ -9,8 +9,9 @@ Public API::
         RetrievalConfig, HAARAG, ScoredStrategy, RetrievalResult, build_retriever,
         VisualEmbedder, DescriptorEmbedder, OpenClipEmbedder, make_embedder,
         append_experience, experience_from_attempt,             # experience acquisition
-        evaluate_retrieval, format_table,                       # Table IV
-        run_scale_bench, format_scale_table)                    # latency / memory at scale
+        evaluate_retrieval, format_table)                       # Table IV
+
+(Latency and memory at scale: :mod:`agentic_grasp.benchmarks.retrieval_scale`.)
 
 Typical use::
 
@@ -32,14 +33,13 @@ from agentic_grasp.core.retrieval.haa_rag import (HAARAG, EmbeddingModelMismatch
 from agentic_grasp.core.retrieval.knowledge_base import (Experience, KnowledgeBase,
                                                          grasp_to_object_frame, grasp_to_world,
                                                          validate_kb)
-from agentic_grasp.core.retrieval.scale_bench import format_scale_table, run_scale_bench
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
 
 __all__ = [
     "DescriptorEmbedder", "EmbeddingCache", "EmbeddingModelMismatch", "Experience", "HAARAG",
     "KnowledgeBase", "OpenClipEmbedder", "RetrievalConfig", "RetrievalIndex",
     "RetrievalResult", "ScoredStrategy", "Taxonomy", "VisualEmbedder", "append_experience",
-    "build_retriever", "evaluate_retrieval", "experience_from_attempt", "format_scale_table",
+    "build_retriever", "evaluate_retrieval", "experience_from_attempt",
     "format_table", "grasp_to_object_frame", "grasp_to_world", "make_embedder",
-    "run_scale_bench", "validate_kb",
+    "validate_kb",
 ]

@@ -6,7 +6,7 @@ the motion time: the targets are p50 <= 2 ms for a 10-object tabletop and <= 50 
 object count (area 0.48 m^2 per 10 objects) so the density, and with it the number of close
 pairs per object, stays that of the real tabletop.
 
-Run: ``python -m agentic_grasp.core.scene_graph_bench [--repeats N]``.
+Run: ``python -m agentic_grasp.benchmarks.scene_graph [--repeats N]``.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ measurements, both reported:
   it, so it is an upper bound.
 
 The target is <= 15 ms per call; the run also checks that a valid answer costs exactly one
-HTTP request. ``python -m agentic_grasp.core.perception.bench`` prints the numbers as JSON.
+HTTP request. ``python -m agentic_grasp.benchmarks.perception_client`` prints the numbers as JSON.
 """
 from __future__ import annotations
 
