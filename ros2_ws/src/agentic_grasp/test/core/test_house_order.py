@@ -59,10 +59,14 @@ def test_old_geometry_names_are_the_core_ones():
 
 
 # ---------------------------------------------------------------- recovery
-def test_level1_lives_in_recovery_and_failure_reexports_it():
-    assert failure.level1_adjustment is recovery.level1_ops
-    assert failure.Adjustment is recovery.CorrectionOps is recovery.Adjustment
-    assert failure.CORRECTION_RULES is recovery.CORRECTION_RULES
+def test_corrections_live_in_recovery_and_failure_only_classifies():
+    """One home each (issue 15): classification in failure.py; the three correction levels,
+    their rules and the escalation in recovery.py; one thing called Adjustment (Delta g)."""
+    for name in ("level1_adjustment", "level1_ops", "CORRECTION_RULES", "CorrectionOps",
+                 "Adjustment", "failure_types_covered"):
+        assert not hasattr(failure, name), name
+    assert not hasattr(recovery, "Adjustment")
+    assert callable(recovery.level1_ops) and recovery.CORRECTION_RULES
 
 
 @pytest.mark.parametrize("level_by,expected", [("failed_attempt", [1, 1, 2, 3, 3]),

@@ -7,9 +7,10 @@ import pytest
 from agentic_grasp.core.arm import ArmError
 from agentic_grasp.core.planner.configurations import (ClassificationConfig, CorrectionConfig,
                                                        PlannerConfig)
-from agentic_grasp.core.planner.failure import (CORRECTION_RULES, Diagnosis, classify_failure,
-                                                failure_types_covered, level1_adjustment)
-from agentic_grasp.core.planner.recovery import CorrectionContext, get_correction
+from agentic_grasp.core.planner.failure import Diagnosis, classify_failure
+from agentic_grasp.core.planner.recovery import (CORRECTION_RULES, CorrectionContext,
+                                                 failure_types_covered, get_correction,
+                                                 level1_adjustment)
 from agentic_grasp.core.types import (FailureGroup, FailureType, GraspParameters, GraspType,
                                       QUALITY_FACTOR_NAMES)
 

@@ -5,7 +5,8 @@ Public API::
     from agentic_grasp.core.planner import (
         ReflectivePlanner, GoalOutcome, TaskOutcome, AttemptRecord,  # Algorithm 1
         PlannerConfig, Configuration, CONFIGURATIONS,                 # constants, Table II
-        EpisodicMemory,                                               # Sec. IV-C
+        EpisodicMemory, MemoryLifetime,                               # Sec. IV-C
+        ThoughtEvent, ObservationEvent, ReflectionEvent, ...          # what the loop reports
         classify_failure, Diagnosis, get_correction, Correction,      # Sec. IV-B
         plan_subgoals, TaskPlan, SubGoal,                             # long-horizon tasks
         run_trial, TrialResult)                                       # one benchmark trial
@@ -16,21 +17,26 @@ Typical use (in process)::
     goal = planner.plan_and_execute(perception, "cup_1", arm, EpisodicMemory())
     print(goal.success, [a.to_dict()["thought"] for a in goal.attempts])
 
-Modules: configurations (constants and Table II switches), failure (taxonomy classification),
-recovery (the three correction levels and the escalation rule), memory (episodic memory), tasks
-(instruction -> sub-goals), planner (the loop), episode (one simulated trial).
+Modules: configurations (constants and Table II switches), events (the typed events), failure
+(taxonomy classification), recovery (the three correction levels and the escalation rule),
+memory (episodic memory and its lifetime), tasks (instruction -> sub-goals), planner (the
+loop), episode (one simulated trial).
 """
 from agentic_grasp.core.planner.configurations import (CONFIGURATIONS, TABLE_II_ORDER,
                                                        Configuration, PlannerConfig,
                                                        get_configuration)
 from agentic_grasp.core.planner.failure import Diagnosis, classify_failure
-from agentic_grasp.core.planner.memory import EpisodicMemory, MemoryEntry
+from agentic_grasp.core.planner.events import (MemoryEvent, ObservationEvent, PhaseEvent,
+                                               PlanEvent, PlannerEvent, ReflectionEvent,
+                                               ResultEvent, TaskPlanEvent, TaskResultEvent,
+                                               ThoughtEvent)
+from agentic_grasp.core.planner.memory import EpisodicMemory, MemoryEntry, MemoryLifetime
 from agentic_grasp.core.planner.planner import (STATUS_BLOCKED, STATUS_CANCELED,
                                                 STATUS_FAILED, STATUS_NOT_PERCEIVED,
                                                 STATUS_SUCCEEDED, AttemptRecord, GoalOutcome,
                                                 ReflectivePlanner, TaskOutcome,
                                                 scene_graph_constraints, subgoal_instruction)
-from agentic_grasp.core.planner.recovery import (CORRECTION_RULES, Adjustment, Correction,
+from agentic_grasp.core.planner.recovery import (CORRECTION_RULES, Correction,
                                                  CorrectionContext, CorrectionOps, clamp_grasp,
                                                  correction_level, get_correction,
                                                  level1_adjustment, level1_ops)
@@ -46,9 +52,12 @@ def run_trial(*args, **kwargs):
 
 
 __all__ = [
-    "Adjustment", "AttemptRecord", "CONFIGURATIONS", "CORRECTION_RULES", "Configuration",
+    "AttemptRecord", "CONFIGURATIONS", "CORRECTION_RULES", "Configuration",
     "Correction", "CorrectionContext", "CorrectionOps", "Diagnosis", "EpisodicMemory",
-    "GoalOutcome", "MemoryEntry", "PlannerConfig", "ReflectivePlanner", "STATUS_BLOCKED",
+    "GoalOutcome", "MemoryEntry", "MemoryEvent", "MemoryLifetime", "ObservationEvent",
+    "PhaseEvent", "PlanEvent", "PlannerEvent", "ReflectionEvent", "ResultEvent",
+    "TaskPlanEvent", "TaskResultEvent", "ThoughtEvent", "PlannerConfig", "ReflectivePlanner",
+    "STATUS_BLOCKED",
     "STATUS_CANCELED", "STATUS_FAILED", "STATUS_NOT_PERCEIVED", "STATUS_SUCCEEDED", "SubGoal",
     "TABLE_II_ORDER", "TaskOutcome", "TaskPlan", "clamp_grasp", "classify_failure",
     "correction_level", "get_configuration", "get_correction", "instruction_kind",

@@ -49,11 +49,6 @@ import numpy as np
 
 from agentic_grasp.core.arm import ArmError
 from agentic_grasp.core.planner.configurations import ClassificationConfig
-# Level 1 lives in recovery (one home for the three levels); re-exported for old imports.
-# recovery imports Diagnosis only for type checking, so this import makes no cycle.
-from agentic_grasp.core.planner.recovery import (CORRECTION_RULES, Adjustment, CorrectionOps,
-                                                 failure_types_covered, level1_adjustment,
-                                                 level1_ops)
 from agentic_grasp.core.types import QUALITY_FACTOR_NAMES, AttemptOutcome, FailureGroup, FailureType
 
 _FAILURE_NAMES = {f.value for f in FailureType}
@@ -179,5 +174,4 @@ def classify_failure(outcome: Optional[AttemptOutcome], arm_error: ArmError = Ar
                      "threshold", "default")
 
 
-__all__ = ["Adjustment", "CORRECTION_RULES", "CorrectionOps", "Diagnosis", "PHI_ORDER",
-           "classify_failure", "failure_types_covered", "level1_adjustment", "level1_ops"]
+__all__ = ["Diagnosis", "PHI_ORDER", "classify_failure"]

@@ -76,7 +76,7 @@ from agentic_grasp.core.planner.configurations import (CorrectionConfig, Level2C
                                                        PlannerConfig)
 from agentic_grasp.core.types import FailureType, GraspParameters, GraspType, ObjectInstance, Shape
 
-if TYPE_CHECKING:   # failure re-exports level 1 from here: a runtime import would be a cycle
+if TYPE_CHECKING:   # annotations only
     from agentic_grasp.core.planner.failure import Diagnosis
 
 VERTICAL = np.array([0.0, 0.0, -1.0])
@@ -321,7 +321,6 @@ def failure_types_covered() -> List[FailureType]:
 
 
 #: Older name of :class:`CorrectionOps` (kept for existing imports).
-Adjustment = CorrectionOps
 #: Older name of :func:`level1_ops`.
 level1_adjustment = level1_ops
 
@@ -557,7 +556,7 @@ def _correction_at(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
                       grasp=new_grasp, base=new_base, ops=ops)
 
 
-__all__ = ["Adjustment", "CORRECTION_RULES", "Correction", "CorrectionContext", "CorrectionOps",
+__all__ = ["CORRECTION_RULES", "Correction", "CorrectionContext", "CorrectionOps",
            "clamp_grasp", "correction_level", "describe_change", "extent_across",
            "failure_types_covered", "get_correction", "level1_adjustment", "level1_ops",
            "narrow_side", "next_grasp_type", "rebase_grasp", "retry_level", "type_template",
