@@ -391,6 +391,52 @@ def camera_from_info(msg: CameraInfo, T_world_cam: np.ndarray) -> Camera:
                   frame_id=msg.header.frame_id or "camera_color_optical_frame")
 
 
+def image_to_msg(array: np.ndarray, encoding: str, header: Optional[Header] = None) -> Image:
+    """sensor_msgs/Image of a contiguous HxW or HxWxC array (rows tightly packed)."""
+    array = np.ascontiguousarray(array)
+    channels = 1 if array.ndim == 2 else array.shape[2]
+    return Image(header=header if header is not None else Header(), height=array.shape[0],
+                 width=array.shape[1], encoding=encoding, is_bigendian=0,
+                 step=array.shape[1] * channels * array.itemsize, data=array.tobytes())
+
+
+def camera_info_to_msg(camera: Camera, header: Optional[Header] = None) -> CameraInfo:
+    """The CameraInfo of a core Camera: K and P from the intrinsics, no distortion."""
+    k = camera.K
+    return CameraInfo(header=header if header is not None else Header(),
+                      height=camera.height, width=camera.width,
+                      distortion_model="plumb_bob", d=[0.0] * 5, k=k.reshape(-1).tolist(),
+                      r=np.eye(3).reshape(-1).tolist(),
+                      p=np.hstack([k, np.zeros((3, 1))]).reshape(-1).tolist())
+
+
+@dataclasses.dataclass
+class RgbdFrame:
+    """One RGB-D frame as a perception backend takes it: numpy images and a core Camera."""
+
+    rgb: np.ndarray
+    depth: np.ndarray
+    camera: Camera
+    stamp: Any      # builtin_interfaces/Time of the colour image
+
+
+def rgbd_frame_from_msgs(rgb_msg: Image, depth_msg: Image, info: CameraInfo,
+                         T_world_cam: np.ndarray) -> RgbdFrame:
+    """Colour, registered depth and CameraInfo -> RgbdFrame; ValidationError names what
+    does not fit (the depth must be registered to the colour camera: same size)."""
+    camera = camera_from_info(info, T_world_cam)
+    rgb = rgb_from_msg(rgb_msg)
+    depth = depth_from_msg(depth_msg)
+    if depth.shape != (camera.height, camera.width):
+        raise ValidationError(f"depth image is {depth.shape[1]}x{depth.shape[0]} but "
+                              f"camera_info is {camera.width}x{camera.height}; the depth "
+                              "image must be registered to the colour camera")
+    if rgb.shape[:2] != (camera.height, camera.width):
+        raise ValidationError(f"colour image is {rgb.shape[1]}x{rgb.shape[0]} but "
+                              f"camera_info is {camera.width}x{camera.height}")
+    return RgbdFrame(rgb=rgb, depth=depth, camera=camera, stamp=rgb_msg.header.stamp)
+
+
 def perceived_object_to_msg(obj: "PerceivedObject") -> Optional[ObjectMsg]:
     """An ObjectObservation of a perceived object; None when it has no 3-D position.
 

@@ -133,6 +133,43 @@ def declare_config(node: Node, prefix: str, cls: Type[C], *, exclude: Iterable[s
     return build(values) if build is not None else cls(**values)
 
 
+def overrides(node: Node) -> Dict[str, Any]:
+    """Parameter name -> value of the node's overrides (params files, -p, kwargs)."""
+    # rclpy keeps them in this attribute and offers no public accessor; without it, map
+    # keys (categories, material pairs) a params file adds could not be declared.
+    found = getattr(node, "_parameter_overrides", None) or {}
+    return {name: param.value for name, param in found.items()}
+
+
+def param_key(category: str) -> str:
+    """Parameter-name form of a category ("wine glass" -> "wine_glass"); the core reverses it."""
+    return "_".join(category.strip().lower().split())
+
+
+def declare_map(node: Node, prefix: str, defaults: Mapping[str, Any], description: str
+                ) -> Dict[str, Any]:
+    """A category -> value map as one parameter per category; key -> value.
+
+    ROS parameters have no map type: the params file's nested mapping arrives as
+    ``<prefix><category>`` (``prefix`` ends in "."). The core's ``defaults`` are declared
+    (keys through :func:`param_key`), plus every key the overrides add under ``prefix``,
+    typed as given. ``description`` is formatted with the key. An empty list has no ROS
+    type: it is left out, with a warning.
+    """
+    values = {param_key(k): v for k, v in defaults.items()}
+    for name, value in overrides(node).items():
+        key = name[len(prefix):] if name.startswith(prefix) else ""
+        if key and key not in values:
+            values[key] = value     # its own type; a wrong one is the core's ConfigError
+    out: Dict[str, Any] = {}
+    for key, default in values.items():
+        if isinstance(default, (list, tuple)) and not default:
+            node.get_logger().warning(f"parameter '{prefix}{key}' is an empty list; ignored")
+            continue
+        out[key] = declare(node, prefix + key, default, description.format(key))
+    return out
+
+
 def declare_dataclass(node: Node, prefix: str, cls: Type) -> Dict[str, Any]:
     """Declare every field of a config dataclass as ``<prefix>.<field>``; return their values.
 

@@ -21,7 +21,8 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
 
 from agentic_grasp import qos
-from agentic_grasp.conversions import grasp_from_msg, object_to_msg, outcome_to_msg
+from agentic_grasp.conversions import (camera_info_to_msg, grasp_from_msg, image_to_msg,
+                                       object_to_msg, outcome_to_msg)
 from agentic_grasp.core.arm import ArmError, error_for_exception
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.kinematics import Q_READY
@@ -39,23 +40,6 @@ from agentic_grasp_interfaces.srv import LoadScene, SimArmPhase
 JOINT_NAMES = [f"fer_joint{i}" for i in range(1, 8)] + ["fer_finger_joint1", "fer_finger_joint2"]
 _PHASES = {SimArmPhase.Request.APPROACH: Phase.APPROACH, SimArmPhase.Request.CLOSE: Phase.CLOSE,
            SimArmPhase.Request.LIFT: Phase.LIFT}
-
-
-def image_msg(header: Header, array: np.ndarray, encoding: str) -> Image:
-    """sensor_msgs/Image from a contiguous HxW or HxWxC array."""
-    array = np.ascontiguousarray(array)
-    channels = 1 if array.ndim == 2 else array.shape[2]
-    return Image(header=header, height=array.shape[0], width=array.shape[1], encoding=encoding,
-                 is_bigendian=0, step=array.shape[1] * channels * array.itemsize,
-                 data=array.tobytes())
-
-
-def camera_info_msg(header: Header, camera: Camera) -> CameraInfo:
-    k = camera.K
-    return CameraInfo(header=header, height=camera.height, width=camera.width,
-                      distortion_model="plumb_bob", d=[0.0] * 5, k=k.reshape(-1).tolist(),
-                      r=np.eye(3).reshape(-1).tolist(),
-                      p=np.hstack([k, np.zeros((3, 1))]).reshape(-1).tolist())
 
 
 class SimNode(Node):
@@ -150,9 +134,9 @@ class SimNode(Node):
         rng = np.random.default_rng() if self.depth_noise > 0 else None
         frame = render_scene(objects, self.camera, depth_noise_std=self.depth_noise, rng=rng)
         header = self._header(self.camera.frame_id)
-        self._frame = (image_msg(header, frame.rgb, "rgb8"),
-                       image_msg(header, frame.depth.astype(np.float32), "32FC1"),
-                       camera_info_msg(header, self.camera))
+        self._frame = (image_to_msg(frame.rgb, "rgb8", header),
+                       image_to_msg(frame.depth.astype(np.float32), "32FC1", header),
+                       camera_info_to_msg(self.camera, header))
         self._rendered_version = version
         self._republish()
 
