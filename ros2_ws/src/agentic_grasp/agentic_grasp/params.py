@@ -25,7 +25,7 @@ or, for maps, one parameter per key.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Type, TypeVar
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Type, TypeVar
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
@@ -139,6 +139,14 @@ def overrides(node: Node) -> Dict[str, Any]:
     # keys (categories, material pairs) a params file adds could not be declared.
     found = getattr(node, "_parameter_overrides", None) or {}
     return {name: param.value for name, param in found.items()}
+
+
+def warn_undeclared(node: Node, what: str, prefixes: Tuple[str, ...] = ("",)) -> None:
+    """Warn about every override under ``prefixes`` that no declaration took (a typo)."""
+    for name in sorted(overrides(node)):
+        if name.startswith(prefixes) and not node.has_parameter(name):
+            node.get_logger().warning(f"parameter '{name}' is not a {what} parameter "
+                                      "(typo?); ignored")
 
 
 def param_key(category: str) -> str:

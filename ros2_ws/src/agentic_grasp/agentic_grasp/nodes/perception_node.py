@@ -57,9 +57,8 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
 from agentic_grasp import qos
-from agentic_grasp.conversions import (RgbdFrame, perception_result_to_msg,
-                                       rgb_to_msg, rgbd_frame_from_msgs,
-                                       scene_objects_from_msg)
+from agentic_grasp.conversions import (RgbdFrame, perception_result_to_msg, rgb_to_msg,
+                                       rgbd_frame_from_msgs, scene_objects_from_msg)
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.perception import (BACKENDS, DepthConfig, OracleConfig,
@@ -74,7 +73,7 @@ from agentic_grasp.core.render import crop_box, render_view
 from agentic_grasp.core.types import ObjectInstance
 from agentic_grasp.perception_inputs import FrameStore, GroundTruthStore, camera_pose
 from agentic_grasp.nodes.runner import spin_node
-from agentic_grasp.params import declare, declare_fields, declare_map, overrides
+from agentic_grasp.params import declare, declare_fields, declare_map, warn_undeclared
 from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
 from agentic_grasp_interfaces.msg import SceneGraph as SceneGraphMsg
 from agentic_grasp_interfaces.srv import Perceive
@@ -120,7 +119,7 @@ class PerceptionNode(Node):
         target = declare(self, "camera.target", [0.5, 0.0, 0.0],
                          "Point in world the camera looks at (m)")
         params = self._declare_backend_params(backend_kind)
-        self._warn_undeclared()
+        warn_undeclared(self, "perception", _OWN_PREFIXES)
 
         if backend_kind not in BACKENDS:
             raise ConfigError(f"parameter backend must be one of {', '.join(BACKENDS)}, "
@@ -188,12 +187,6 @@ class PerceptionNode(Node):
         reperception = declare_fields(self, "reperception", ReperceptionConfig)
         return {"backend": backend_kind, "vlm": vlm, "depth": depth, "oracle": oracle,
                 "vlm_sim": vlm_sim, "reperception": reperception}
-
-    def _warn_undeclared(self) -> None:
-        for name in sorted(overrides(self)):
-            if name.startswith(_OWN_PREFIXES) and not self.has_parameter(name):
-                self.get_logger().warning(f"parameter '{name}' is not a perception parameter "
-                                          "(typo?); ignored")
 
     # ---- inputs -------------------------------------------------------------------------------
     def _on_info(self, msg: CameraInfo) -> None:

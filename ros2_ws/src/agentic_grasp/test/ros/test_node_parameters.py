@@ -23,11 +23,12 @@ RECORD = Path(__file__).with_name("data") / "node_parameters.json"
 def _makers() -> Dict[str, Callable[..., Any]]:
     from agentic_grasp.nodes.executor_node import ExecutorNode
     from agentic_grasp.nodes.perception_node import PerceptionNode
+    from agentic_grasp.nodes.retrieval_node import RetrievalNode
     from agentic_grasp.nodes.scene_graph_node import SceneGraphNode
     from agentic_grasp.nodes.sim_node import SimNode
 
     return {"sim": SimNode, "executor": ExecutorNode, "scene_graph": SceneGraphNode,
-            "perception": PerceptionNode}
+            "perception": PerceptionNode, "retrieval": RetrievalNode}
 
 
 def declared(make: Callable[..., Any]) -> Dict[str, Dict[str, Any]]:
