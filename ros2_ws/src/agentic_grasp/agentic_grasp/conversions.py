@@ -16,6 +16,8 @@ from std_msgs.msg import Header
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ValidationError
+# ROS-free field readers, shared with bag reading (recording/replay.py); re-exported here.
+from agentic_grasp.msg_fields import event_from_msg, float32_decimal, from_xyz  # noqa: F401
 from agentic_grasp.core.types import (
     AffordanceDescriptor, AffordanceType, AttemptOutcome, GraspParameters, GraspType,
     ObjectInstance, ObjectState, Phase, PhysicalEvent, Shape, event_from_text, event_to_text)
@@ -48,10 +50,6 @@ def vec3(values: Sequence[float]) -> Vector3:
 
 def point(values: Sequence[float]) -> Point:
     return Point(x=float(values[0]), y=float(values[1]), z=float(values[2]))
-
-
-def from_xyz(msg) -> np.ndarray:
-    return np.array([msg.x, msg.y, msg.z], dtype=float)
 
 
 def yaw_quaternion(yaw: float) -> Quaternion:
@@ -165,12 +163,6 @@ def event_to_msg(event: PhysicalEvent) -> Any:
 
     return GraspEvent(kind=event.kind, phase=event.phase.value, other_id=event.other_id,
                       detail=event.detail)
-
-
-def event_from_msg(msg: Any) -> PhysicalEvent:
-    """Inverse of :func:`event_to_msg` (an unknown phase reads as approach, as in text)."""
-    phase = Phase(msg.phase) if msg.phase in Phase._value2member_map_ else Phase.APPROACH
-    return PhysicalEvent(kind=msg.kind, phase=phase, detail=msg.detail, other_id=msg.other_id)
 
 
 def outcome_from_msg(msg: GraspOutcomeMsg) -> AttemptOutcome:
@@ -541,11 +533,6 @@ def retrieved_strategy_to_msg(strategy: "ScoredStrategy",
         s_aff_region=float(weights["region"] * terms["region"]),
         s_vis=float(strategy.s_vis), penalty=float(1.0 - strategy.penalty),
         s_final=float(strategy.s_final), explanation=strategy.explanation)
-
-
-def float32_decimal(value: float) -> float:
-    """The shortest decimal that a float32 field value stands for (0.30000001 -> 0.3)."""
-    return float(np.format_float_positional(np.float32(value), unique=True, trim="-"))
 
 
 def retrieval_query_from_msg(request: Any) -> Dict[str, Any]:
