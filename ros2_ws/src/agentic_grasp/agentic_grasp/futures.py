@@ -21,17 +21,23 @@ def _event_wait(event: threading.Event, timeout_s: float) -> None:
 
 def wait_done(future: Any, timeout_s: float, *, event: Optional[threading.Event] = None,
               wait: Waiter = _event_wait) -> bool:
-    """Block until ``future`` is done or the wait ends; whether it is done.
+    """Block until ``future`` completes or the wait ends; whether the future completed.
 
     ``event`` (default: a new one) is set when the future completes; pass one that another
     thread can also set to end the wait early. ``wait`` does the blocking, e.g. a goal
-    signal's cancel-aware wait. Nothing is waited for when the future is done already.
+    signal's cancel-aware wait. Only ``add_done_callback`` of the future is used, so any
+    future-like object (a test stub) works; callers check ``future.done()`` as they need.
     """
-    if not future.done():
-        done = event if event is not None else threading.Event()
-        future.add_done_callback(lambda _future: done.set())
-        wait(done, timeout_s)
-    return future.done()
+    completed = threading.Event()
+    wake = event if event is not None else completed
+
+    def on_done(_future: Any) -> None:
+        completed.set()
+        wake.set()
+
+    future.add_done_callback(on_done)
+    wait(wake, timeout_s)
+    return completed.is_set()
 
 
 __all__ = ["Waiter", "wait_done"]

@@ -110,7 +110,9 @@ class GoalSignal:
 
     def wait_future(self, future: Any, timeout_s: float) -> str:
         """Wait for an rclpy future: "done", "lost" (a peer died), "canceled" or "timeout"."""
-        if wait_done(future, timeout_s, wait=self.wait_event):
+        if not future.done():
+            wait_done(future, timeout_s, wait=self.wait_event)
+        if future.done():
             return "done"
         if self._lost is not None:
             return "lost"
