@@ -32,7 +32,7 @@ from agentic_grasp.core.sim.simulator import PhysicsParams, QualityParams, Simul
 from agentic_grasp.core.types import Phase
 from agentic_grasp.liveness import PeerMonitor
 from agentic_grasp.nodes.runner import spin_node
-from agentic_grasp.params import declare, declare_dataclass
+from agentic_grasp.params import declare, declare_config
 from agentic_grasp_interfaces.msg import SceneGraph
 from agentic_grasp_interfaces.srv import LoadScene, SimArmPhase
 
@@ -55,8 +55,8 @@ class SimNode(Node):
                                    "Wall-clock time each arm phase takes (s); 0 = as fast as "
                                    "possible. Emulates motion time so cancel can land mid-attempt")
         self.world_frame = declare(self, "world_frame", "world", "Frame of poses (panda_link0)")
-        physics = PhysicsParams.from_mapping(declare_dataclass(self, "physics", PhysicsParams))
-        quality = QualityParams.from_mapping(declare_dataclass(self, "quality", QualityParams))
+        physics = declare_config(self, "physics", PhysicsParams, build=PhysicsParams.from_mapping)
+        quality = declare_config(self, "quality", QualityParams, build=QualityParams.from_mapping)
         catalogue_file = declare(self, "catalogue_file", "objects.yaml",
                                  "Object catalogue, relative to config/ or absolute")
         self.camera = Camera.from_config({
