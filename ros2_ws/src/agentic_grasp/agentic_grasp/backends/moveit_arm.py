@@ -71,7 +71,7 @@ from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.paths import config_dir
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Phase
 from agentic_grasp.futures import wait_done
-from agentic_grasp.params import declare_dataclass
+from agentic_grasp.params import declare_config
 from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
 
 try:  # MoveIt 2's Python bindings: ros-jazzy-moveit-py and ros-jazzy-moveit-configs-utils
@@ -233,8 +233,8 @@ class MoveItArmBackend(ArmBackend):
     def __init__(self, node: Node) -> None:
         self._node = node
         try:
-            self.cfg = MoveItBackendConfig.from_dict(
-                declare_dataclass(node, "moveit", MoveItBackendConfig))
+            self.cfg = declare_config(node, "moveit", MoveItBackendConfig,
+                                      build=MoveItBackendConfig.from_dict)
         except ValidationError as exc:
             raise ConfigError(str(exc)) from exc
         self._log = node.get_logger()
