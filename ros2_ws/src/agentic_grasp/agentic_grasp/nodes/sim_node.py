@@ -2,7 +2,8 @@
 
 Publishes the camera (RGB, depth, CameraInfo), joint states and the ground-truth scene, and
 serves the simulated arm (/sim/arm, one motion phase per call) and scene loading
-(/sim/load_scene). Physics lives in agentic_grasp.core.sim; this node only converts.
+(/sim/load_scene). Physics lives in agentic_grasp.core.sim, the arm's phase protocol and
+bin policy in agentic_grasp.core.arm_session; this node only converts.
 
 The executor's liveliness is watched (agentic_grasp.liveness): when its process dies with an
 attempt open, that attempt is aborted as if ABORT had come (nothing more moves, the gripper
