@@ -19,6 +19,7 @@ from rclpy.node import Node
 from agentic_grasp import qos
 from agentic_grasp.conversions import grasp_to_msg, objects_from_msgs
 from agentic_grasp.core.types import GraspParameters, ObjectInstance
+from agentic_grasp.futures import wait_done
 from agentic_grasp_interfaces.action import ExecuteGrasp
 from agentic_grasp_interfaces.msg import SceneGraph
 from agentic_grasp_interfaces.srv import LoadScene
@@ -78,9 +79,7 @@ class GraphClient:
     @staticmethod
     def wait_future(future, timeout_s: float):
         """Block until ``future`` is done (the executor thread completes it) or time runs out."""
-        done = threading.Event()
-        future.add_done_callback(lambda _f: done.set())
-        done.wait(timeout_s)
+        wait_done(future, timeout_s)
 
     def _wait(self, future, timeout_s: float, what: str):
         self.wait_future(future, timeout_s)

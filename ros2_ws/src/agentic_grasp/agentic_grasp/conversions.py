@@ -16,6 +16,8 @@ from std_msgs.msg import Header
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ValidationError
+# ROS-free field readers, shared with bag reading (recording/replay.py); re-exported here.
+from agentic_grasp.msg_fields import event_from_msg, float32_decimal, from_xyz  # noqa: F401
 from agentic_grasp.core.types import (
     AffordanceDescriptor, AffordanceType, AttemptOutcome, GraspParameters, GraspType,
     ObjectInstance, ObjectState, Phase, PhysicalEvent, Shape, event_from_text, event_to_text)
@@ -51,10 +53,6 @@ def vec3(values: Sequence[float]) -> Vector3:
 
 def point(values: Sequence[float]) -> Point:
     return Point(x=float(values[0]), y=float(values[1]), z=float(values[2]))
-
-
-def from_xyz(msg) -> np.ndarray:
-    return np.array([msg.x, msg.y, msg.z], dtype=float)
 
 
 def yaw_quaternion(yaw: float) -> Quaternion:
@@ -168,12 +166,6 @@ def event_to_msg(event: PhysicalEvent) -> Any:
 
     return GraspEvent(kind=event.kind, phase=event.phase.value, other_id=event.other_id,
                       detail=event.detail)
-
-
-def event_from_msg(msg: Any) -> PhysicalEvent:
-    """Inverse of :func:`event_to_msg` (an unknown phase reads as approach, as in text)."""
-    phase = Phase(msg.phase) if msg.phase in Phase._value2member_map_ else Phase.APPROACH
-    return PhysicalEvent(kind=msg.kind, phase=phase, detail=msg.detail, other_id=msg.other_id)
 
 
 def outcome_from_msg(msg: GraspOutcomeMsg) -> AttemptOutcome:
@@ -394,6 +386,52 @@ def camera_from_info(msg: CameraInfo, T_world_cam: np.ndarray) -> Camera:
                   frame_id=msg.header.frame_id or "camera_color_optical_frame")
 
 
+def image_to_msg(array: np.ndarray, encoding: str, header: Optional[Header] = None) -> Image:
+    """sensor_msgs/Image of a contiguous HxW or HxWxC array (rows tightly packed)."""
+    array = np.ascontiguousarray(array)
+    channels = 1 if array.ndim == 2 else array.shape[2]
+    return Image(header=header if header is not None else Header(), height=array.shape[0],
+                 width=array.shape[1], encoding=encoding, is_bigendian=0,
+                 step=array.shape[1] * channels * array.itemsize, data=array.tobytes())
+
+
+def camera_info_to_msg(camera: Camera, header: Optional[Header] = None) -> CameraInfo:
+    """The CameraInfo of a core Camera: K and P from the intrinsics, no distortion."""
+    k = camera.K
+    return CameraInfo(header=header if header is not None else Header(),
+                      height=camera.height, width=camera.width,
+                      distortion_model="plumb_bob", d=[0.0] * 5, k=k.reshape(-1).tolist(),
+                      r=np.eye(3).reshape(-1).tolist(),
+                      p=np.hstack([k, np.zeros((3, 1))]).reshape(-1).tolist())
+
+
+@dataclasses.dataclass
+class RgbdFrame:
+    """One RGB-D frame as a perception backend takes it: numpy images and a core Camera."""
+
+    rgb: np.ndarray
+    depth: np.ndarray
+    camera: Camera
+    stamp: Any      # builtin_interfaces/Time of the colour image
+
+
+def rgbd_frame_from_msgs(rgb_msg: Image, depth_msg: Image, info: CameraInfo,
+                         T_world_cam: np.ndarray) -> RgbdFrame:
+    """Colour, registered depth and CameraInfo -> RgbdFrame; ValidationError names what
+    does not fit (the depth must be registered to the colour camera: same size)."""
+    camera = camera_from_info(info, T_world_cam)
+    rgb = rgb_from_msg(rgb_msg)
+    depth = depth_from_msg(depth_msg)
+    if depth.shape != (camera.height, camera.width):
+        raise ValidationError(f"depth image is {depth.shape[1]}x{depth.shape[0]} but "
+                              f"camera_info is {camera.width}x{camera.height}; the depth "
+                              "image must be registered to the colour camera")
+    if rgb.shape[:2] != (camera.height, camera.width):
+        raise ValidationError(f"colour image is {rgb.shape[1]}x{rgb.shape[0]} but "
+                              f"camera_info is {camera.width}x{camera.height}")
+    return RgbdFrame(rgb=rgb, depth=depth, camera=camera, stamp=rgb_msg.header.stamp)
+
+
 def perceived_object_to_msg(obj: "PerceivedObject") -> Optional[ObjectMsg]:
     """An ObjectObservation of a perceived object; None when it has no 3-D position.
 
@@ -498,11 +536,6 @@ def retrieved_strategy_to_msg(strategy: "ScoredStrategy",
         s_aff_region=float(weights["region"] * terms["region"]),
         s_vis=float(strategy.s_vis), penalty=float(1.0 - strategy.penalty),
         s_final=float(strategy.s_final), explanation=strategy.explanation)
-
-
-def float32_decimal(value: float) -> float:
-    """The shortest decimal that a float32 field value stands for (0.30000001 -> 0.3)."""
-    return float(np.format_float_positional(np.float32(value), unique=True, trim="-"))
 
 
 def retrieval_query_from_msg(request: Any) -> Dict[str, Any]:

@@ -1,39 +1,187 @@
-"""Declaring node parameters with types, defaults and descriptions, in one idiom."""
+"""Declaring node parameters with types, defaults and descriptions, in one idiom.
+
+The parameters of a node are the fields of its core config dataclasses, in the spirit of
+PickNikRobotics/generate_parameter_library: the dataclass is the schema (name, type from
+the default, default, description, validation range), so a parameter's text lives next to
+the field it sets, not in a node-local dict. :func:`declare_config` is the entry point;
+:func:`declare` covers the few parameters that belong to the node alone (topics, frames).
+
+Field metadata read (all optional)::
+
+    x: float = field(default=0.05, metadata={
+        "description": "What x sets, with its unit (m)",   # ParameterDescriptor.description
+        "range": (0.0, 1.0),           # or (lo, hi, step): FloatingPointRange for a float,
+                                       # IntegerRange for an int (rclpy then refuses values
+                                       # outside it, at declaration and at run time)
+        "read_only": True,             # ParameterDescriptor.read_only
+        "param": False,                # not a parameter (set by the node, or not scalar)
+    })
+
+Fields whose default is not a bool, int, float, str or a list/tuple of them (nested
+configs, maps) are never declared: ROS parameters have no such types; declare them
+through a nested prefix (``declare_config(node, "vlm_sim.latency", VlmLatencyModel)``)
+or, for maps, one parameter per key.
+"""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Type
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Type, TypeVar
 
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
 
+C = TypeVar("C")
 
-def declare(node: Node, name: str, default: Any, description: str) -> Any:
+_SCALARS = (bool, int, float, str, list)
+
+
+def descriptor(description: str, value_range: Optional[tuple] = None, default: Any = None,
+               read_only: bool = False) -> ParameterDescriptor:
+    """A ParameterDescriptor; ``value_range`` (lo, hi[, step]) typed after ``default``."""
+    desc = ParameterDescriptor(description=description, read_only=read_only)
+    if value_range is not None:
+        lo, hi, *step = value_range
+        if isinstance(default, bool) or not isinstance(default, (int, float)):
+            raise ValueError(f"a range needs an int or float default, got {default!r}")
+        if isinstance(default, int):
+            desc.integer_range = [IntegerRange(from_value=int(lo), to_value=int(hi),
+                                               step=int(step[0]) if step else 1)]
+        else:
+            desc.floating_point_range = [FloatingPointRange(
+                from_value=float(lo), to_value=float(hi),
+                step=float(step[0]) if step else 0.0)]
+    return desc
+
+
+def declare(node: Node, name: str, default: Any, description: str,
+            value_range: Optional[tuple] = None, read_only: bool = False) -> Any:
     """Declare one parameter and return its value (from the params file or the default)."""
-    descriptor = ParameterDescriptor(description=description)
     if isinstance(default, (list, tuple)) and not default:
         raise ValueError(f"parameter {name}: give a non-empty default so its type is known")
-    value = node.declare_parameter(name, default, descriptor).value
+    desc = descriptor(description, value_range, default, read_only)
+    value = node.declare_parameter(name, default, desc).value
     return list(value) if isinstance(value, (list, tuple)) else value
+
+
+def field_default(f: dataclasses.Field) -> Any:
+    """A field's default (the factory called), MISSING when it has none."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return f.default_factory()  # type: ignore[misc]
+    return dataclasses.MISSING
+
+
+def parameter_fields(cls: Type, exclude: Iterable[str] = ()) -> Dict[str, Any]:
+    """Field name -> parameter default (tuples as lists) of the fields that are parameters."""
+    skip = set(exclude)
+    out: Dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        default = field_default(f)
+        if f.name in skip or not f.metadata.get("param", True) \
+                or default is dataclasses.MISSING:
+            continue
+        if isinstance(default, tuple):
+            default = list(default)
+        if isinstance(default, _SCALARS):
+            out[f.name] = default
+    return out
+
+
+def declare_fields(node: Node, prefix: str, cls: Type, *, exclude: Iterable[str] = (),
+                   fallback: str = "{cls}.{name}") -> Dict[str, Any]:
+    """Declare the parameter fields of ``cls`` as ``<prefix>.<field>``; their values.
+
+    ``prefix`` "" declares the bare field names. A field without a ``description`` in its
+    metadata gets ``fallback`` formatted with ``cls`` and ``name``. Values come back as
+    declared (lists stay lists); see :func:`declare_config` for the config itself.
+    """
+    meta = {f.name: f.metadata for f in dataclasses.fields(cls)}
+    values: Dict[str, Any] = {}
+    for name, default in parameter_fields(cls, exclude).items():
+        m = meta[name]
+        text = m.get("description") or fallback.format(cls=cls.__name__, name=name)
+        values[name] = declare(node, f"{prefix}.{name}" if prefix else name, default, text,
+                               m.get("range"), bool(m.get("read_only", False)))
+    return values
+
+
+def declare_config(node: Node, prefix: str, cls: Type[C], *, exclude: Iterable[str] = (),
+                   extra: Optional[Mapping[str, Any]] = None,
+                   build: Optional[Callable[[Dict[str, Any]], C]] = None,
+                   fallback: str = "{cls}.{name}") -> C:
+    """Declare every parameter field of the config dataclass ``cls``; return the config.
+
+    Parameters are named ``<prefix>.<field>`` (bare ``<field>`` for prefix ""), typed and
+    defaulted by the field's default and described by its metadata (module docstring:
+    ``description``, ``range``, ``read_only``, ``param``). The config is built by
+    ``build(values)`` (e.g. ``cls.from_params``) or ``cls(**values)``, so the dataclass's
+    own validation runs and raises ConfigError / ValidationError for bad values; list
+    values are given back as tuples where the field's default is a tuple. ``extra`` adds
+    values for the fields that are not parameters (nested configs, maps).
+
+    Example::
+
+        self.config = declare_config(self, "limits", ExecutorLimits)
+    """
+    values: Dict[str, Any] = declare_fields(node, prefix, cls, exclude=exclude,
+                                            fallback=fallback)
+    for f in dataclasses.fields(cls):
+        if f.name in values and isinstance(field_default(f), tuple):
+            values[f.name] = tuple(values[f.name])
+    values.update(extra or {})
+    return build(values) if build is not None else cls(**values)
+
+
+def overrides(node: Node) -> Dict[str, Any]:
+    """Parameter name -> value of the node's overrides (params files, -p, kwargs)."""
+    # rclpy keeps them in this attribute and offers no public accessor; without it, map
+    # keys (categories, material pairs) a params file adds could not be declared.
+    found = getattr(node, "_parameter_overrides", None) or {}
+    return {name: param.value for name, param in found.items()}
+
+
+def warn_undeclared(node: Node, what: str, prefixes: Tuple[str, ...] = ("",)) -> None:
+    """Warn about every override under ``prefixes`` that no declaration took (a typo)."""
+    for name in sorted(overrides(node)):
+        if name.startswith(prefixes) and not node.has_parameter(name):
+            node.get_logger().warning(f"parameter '{name}' is not a {what} parameter "
+                                      "(typo?); ignored")
+
+
+def param_key(category: str) -> str:
+    """Parameter-name form of a category ("wine glass" -> "wine_glass"); the core reverses it."""
+    return "_".join(category.strip().lower().split())
+
+
+def declare_map(node: Node, prefix: str, defaults: Mapping[str, Any], description: str
+                ) -> Dict[str, Any]:
+    """A category -> value map as one parameter per category; key -> value.
+
+    ROS parameters have no map type: the params file's nested mapping arrives as
+    ``<prefix><category>`` (``prefix`` ends in "."). The core's ``defaults`` are declared
+    (keys through :func:`param_key`), plus every key the overrides add under ``prefix``,
+    typed as given. ``description`` is formatted with the key. An empty list has no ROS
+    type: it is left out, with a warning.
+    """
+    values = {param_key(k): v for k, v in defaults.items()}
+    for name, value in overrides(node).items():
+        key = name[len(prefix):] if name.startswith(prefix) else ""
+        if key and key not in values:
+            values[key] = value     # its own type; a wrong one is the core's ConfigError
+    out: Dict[str, Any] = {}
+    for key, default in values.items():
+        if isinstance(default, (list, tuple)) and not default:
+            node.get_logger().warning(f"parameter '{prefix}{key}' is an empty list; ignored")
+            continue
+        out[key] = declare(node, prefix + key, default, description.format(key))
+    return out
 
 
 def declare_dataclass(node: Node, prefix: str, cls: Type) -> Dict[str, Any]:
     """Declare every field of a config dataclass as ``<prefix>.<field>``; return their values.
 
     Field defaults give the types; ``field(metadata={"description": ...})`` gives the text.
+    Kept for callers that want the raw values; prefer :func:`declare_config`.
     """
-    values: Dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-            default = f.default_factory()  # type: ignore[misc]
-        else:
-            continue
-        if isinstance(default, tuple):
-            default = list(default)
-        if not isinstance(default, (bool, int, float, str, list)):
-            continue
-        desc = f.metadata.get("description", f"{cls.__name__}.{f.name}")
-        values[f.name] = declare(node, f"{prefix}.{f.name}" if prefix else f.name, default, desc)
-    return values
+    return declare_fields(node, prefix, cls)

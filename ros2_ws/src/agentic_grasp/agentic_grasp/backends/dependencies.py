@@ -25,6 +25,8 @@ from typing import Any, Callable, Optional, Set
 from rclpy.action import ActionClient
 from rclpy.client import Client
 
+from agentic_grasp.futures import wait_done
+
 #: How often a wait for a peer to appear on the graph re-checks it (s). rclpy's own
 #: wait_for_service sleeps 0.25 s between checks and cannot be interrupted by a cancel.
 DISCOVERY_POLL_S = 0.05
@@ -109,9 +111,7 @@ class GoalSignal:
     def wait_future(self, future: Any, timeout_s: float) -> str:
         """Wait for an rclpy future: "done", "lost" (a peer died), "canceled" or "timeout"."""
         if not future.done():
-            event = threading.Event()
-            future.add_done_callback(lambda _future: event.set())
-            self.wait_event(event, timeout_s)
+            wait_done(future, timeout_s, wait=self.wait_event)
         if future.done():
             return "done"
         if self._lost is not None:

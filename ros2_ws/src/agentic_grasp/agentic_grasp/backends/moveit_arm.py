@@ -70,7 +70,8 @@ from agentic_grasp.core.config import load_yaml
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.paths import config_dir
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Phase
-from agentic_grasp.params import declare_dataclass
+from agentic_grasp.futures import wait_done
+from agentic_grasp.params import declare_config
 from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
 
 try:  # MoveIt 2's Python bindings: ros-jazzy-moveit-py and ros-jazzy-moveit-configs-utils
@@ -120,15 +121,20 @@ def _collision_msg(spec: CollisionObjectSpec, operation: int) -> CollisionObject
 def _wait(future, timeout_s: float, is_cancelled: Callable[[], bool]) -> Tuple[str, object]:
     """Wait for an rclpy future from a callback thread: ("done", result), ("timeout", None)
     or ("canceled", None). The node's executor completes the future on another thread."""
-    done = threading.Event()
-    future.add_done_callback(lambda _f: done.set())
     deadline = time.monotonic() + timeout_s
-    while not done.wait(_POLL_S):
-        if is_cancelled():
-            return "canceled", None
-        if time.monotonic() > deadline:
-            return "timeout", None
-    return "done", future.result()
+    ended = ["done"]
+
+    def poll(done: threading.Event, _timeout_s: float) -> None:
+        while not done.wait(_POLL_S):
+            if is_cancelled():
+                ended[0] = "canceled"
+                return
+            if time.monotonic() > deadline:
+                ended[0] = "timeout"
+                return
+
+    wait_done(future, timeout_s, wait=poll)
+    return (ended[0], None) if ended[0] != "done" else ("done", future.result())
 
 
 class _Gripper:
@@ -227,8 +233,8 @@ class MoveItArmBackend(ArmBackend):
     def __init__(self, node: Node) -> None:
         self._node = node
         try:
-            self.cfg = MoveItBackendConfig.from_dict(
-                declare_dataclass(node, "moveit", MoveItBackendConfig))
+            self.cfg = declare_config(node, "moveit", MoveItBackendConfig,
+                                      build=MoveItBackendConfig.from_dict)
         except ValidationError as exc:
             raise ConfigError(str(exc)) from exc
         self._log = node.get_logger()

@@ -10,6 +10,7 @@ from rclpy.node import Node
 from agentic_grasp.conversions import grasp_to_msg, outcome_from_msg
 from agentic_grasp.core.arm import PHASES, ArmBackend, ArmError, ArmResult
 from agentic_grasp.core.types import GraspParameters, Phase
+from agentic_grasp.futures import wait_done
 from agentic_grasp.liveness import PeerMonitor
 from agentic_grasp_interfaces.srv import SimArmPhase
 
@@ -57,8 +58,7 @@ class SimArmBackend(ArmBackend):
             self._waits.add(done)
         try:
             future = self._client.call_async(request)
-            future.add_done_callback(lambda _f: done.set())
-            done.wait(self._timeout)
+            wait_done(future, self._timeout, event=done)   # _on_lost sets it too
         finally:
             with self._waits_lock:
                 self._waits.discard(done)

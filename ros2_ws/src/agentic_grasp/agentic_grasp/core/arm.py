@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Callable, Dict, Optional
 
@@ -52,14 +52,25 @@ class ArmResult:
 class ExecutorLimits:
     """Hard limits checked before a grasp reaches any arm (config/executor.yaml)."""
 
-    max_force_n: float = GRIPPER_MAX_FORCE_N
-    min_force_n: float = 1.0
-    max_width_m: float = GRIPPER_MAX_WIDTH_M
-    min_speed_mps: float = 0.005
-    max_speed_mps: float = 0.5
-    max_approach_height_m: float = 0.30
-    workspace_min: tuple = (0.15, -0.45, -0.005)
-    workspace_max: tuple = (0.85, 0.45, 0.60)
+    max_force_n: float = field(default=GRIPPER_MAX_FORCE_N, metadata={
+        "description": "Largest grip force a request may ask for (N); the gripper's limit"})
+    min_force_n: float = field(default=1.0, metadata={
+        "description": "Smallest grip force a request may ask for (N)"})
+    max_width_m: float = field(default=GRIPPER_MAX_WIDTH_M, metadata={
+        "description": "Largest gripper opening a request may ask for (m); the gripper's "
+                       "stroke"})
+    min_speed_mps: float = field(default=0.005, metadata={
+        "description": "Slowest arm speed a request may ask for (m/s)"})
+    max_speed_mps: float = field(default=0.5, metadata={
+        "description": "Fastest arm speed a request may ask for (m/s)"})
+    max_approach_height_m: float = field(default=0.30, metadata={
+        "description": "Largest pre-grasp stand-off along -approach (m)"})
+    workspace_min: tuple = field(default=(0.15, -0.45, -0.005), metadata={
+        "description": "Lower corner [x, y, z] of the box the grasp point must lie in (m, "
+                       "world)"})
+    workspace_max: tuple = field(default=(0.85, 0.45, 0.60), metadata={
+        "description": "Upper corner [x, y, z] of the box the grasp point must lie in (m, "
+                       "world)"})
 
     @classmethod
     def from_dict(cls, data: Dict) -> "ExecutorLimits":

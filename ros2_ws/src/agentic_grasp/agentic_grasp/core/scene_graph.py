@@ -85,7 +85,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import (Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple,
@@ -151,26 +151,49 @@ class SceneGraphConfig:
     """
 
     # --- relation thresholds --------------------------------------------------------------
-    contact_tolerance: float = 0.01
-    touch_tolerance: float = 0.005
-    adjacent_gap: float = 0.05
-    near_gap: float = 0.15
-    far_gap: float = 0.30
-    far_from_max_objects: int = 40
-    directional_max_gap: float = 0.15
-    directional_margin: float = 0.01
-    containment_tolerance: float = 0.005
-    container_categories: Tuple[str, ...] = _DEFAULT_CONTAINERS
-    occlusion_min_fraction: float = 0.5
+    contact_tolerance: float = field(default=0.01, metadata={
+        "description": "Resting contact (m): |bottom_a - top_b| for On_Top_Of, and the gap for"
+                       " Leaning_On"})
+    touch_tolerance: float = field(default=0.005, metadata={
+        "description": "Touching band upper edge and Under's footprint overlap depth (m)"})
+    adjacent_gap: float = field(default=0.05, metadata={
+        "description": "Adjacent_To band upper edge, surface gap (m)"})
+    near_gap: float = field(default=0.15, metadata={
+        "description": "Near band upper edge, surface gap (m); equal to delta_check"})
+    far_gap: float = field(default=0.30, metadata={
+        "description": "Far_From lower edge, surface gap (m)"})
+    far_from_max_objects: int = field(default=40, metadata={
+        "description": "Far_From edges (O(n^2)) are only materialised up to this many objects"})
+    directional_max_gap: float = field(default=0.15, metadata={
+        "description": "Behind / In_Front_Of / Left_Of / Right_Of only between objects at most"
+                       " this far apart (m)"})
+    directional_margin: float = field(default=0.01, metadata={
+        "description": "Minimum centre offset for a directional relation (m)"})
+    containment_tolerance: float = field(default=0.005, metadata={
+        "description": "How far a's footprint may exceed b's for Inside (m)"})
+    container_categories: Tuple[str, ...] = field(default=_DEFAULT_CONTAINERS, metadata={
+        "description": "Category words that make an object a container (Inside/Contains)"})
+    occlusion_min_fraction: float = field(default=0.5, metadata={
+        "description": "Share of the target's 6 line-of-sight samples an object must block to "
+                       "Occlude it, in (0, 1]"})
     # --- constraint analyzer (paper Sec. III-B) -------------------------------------------
-    delta_check: float = 0.15
-    delta_safe: float = 0.10
-    fragile_threshold: float = 0.5
-    collision_force_scale: float = 0.8
-    collision_height_delta: float = 0.03
-    collision_tilt_angle: float = math.radians(20.0)
-    content_speed_cap: float = 0.05
-    occlusion_tilt_angle: float = math.radians(45.0)
+    delta_check: float = field(default=0.15, metadata={
+        "description": "Neighbourhood radius around the target, surface gap (m) (paper)"})
+    delta_safe: float = field(default=0.10, metadata={
+        "description": "Fragile-neighbour radius for collision avoidance, surface gap (m) "
+                       "(paper)"})
+    fragile_threshold: float = field(default=0.5, metadata={
+        "description": "Fragility at or above which a neighbour counts as fragile"})
+    collision_force_scale: float = field(default=0.8, metadata={
+        "description": "Grip force multiplier near a fragile neighbour (paper: 0.8)"})
+    collision_height_delta: float = field(default=0.03, metadata={
+        "description": "Approach height added near a fragile neighbour (m) (paper: 0.03)"})
+    collision_tilt_angle: float = field(default=math.radians(20.0), metadata={
+        "description": "Tilt of the approach away from a fragile neighbour (rad)"})
+    content_speed_cap: float = field(default=0.05, metadata={
+        "description": "Speed cap for a filled target (m/s)"})
+    occlusion_tilt_angle: float = field(default=math.radians(45.0), metadata={
+        "description": "Tilt of the lateral approach away from an occluder (rad)"})
 
     def __post_init__(self) -> None:
         self.container_categories = tuple(str(c).lower() for c in self.container_categories)

@@ -18,7 +18,7 @@ from agentic_grasp.core.arm import ArmBackend, ArmError, ArmResult, ExecutorLimi
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.liveness import PeerMonitor
 from agentic_grasp.nodes.runner import spin_node
-from agentic_grasp.params import declare, declare_dataclass
+from agentic_grasp.params import declare, declare_config
 from agentic_grasp_interfaces.action import ExecuteGrasp
 
 
@@ -48,9 +48,7 @@ class ExecutorNode(Node):
                                  "How long a finished goal's result is kept for late clients (s). "
                                  "rclpy's default (900 s) keeps every goal in each status message, "
                                  "which slows every round trip as goals accumulate")
-        self.limits = ExecutorLimits(**{
-            k: (tuple(v) if isinstance(v, list) else v)
-            for k, v in declare_dataclass(self, "limits", ExecutorLimits).items()})
+        self.limits = declare_config(self, "limits", ExecutorLimits)
         self.backend = make_backend(self, backend_kind)
         self._busy = threading.Lock()
         client = declare(self, "client_node", "planner",

@@ -65,7 +65,8 @@ from agentic_grasp.core.retrieval import HAARAG, RetrievalConfig
 from agentic_grasp.core.retrieval.acquisition import resolve_acquired_path
 from agentic_grasp.core.retrieval.live import LiveRetriever, build_live_retriever
 from agentic_grasp.nodes.runner import spin_node
-from agentic_grasp.params import declare
+from agentic_grasp import params
+from agentic_grasp.params import declare, warn_undeclared
 from agentic_grasp_interfaces.srv import RetrieveStrategies
 
 NODE_NAME = "retrieval"
@@ -172,7 +173,7 @@ class RetrievalNode(Node):
     def _declare_parameters(self) -> List[str]:
         """Declare every parameter of config/retrieval.yaml (its values are the defaults)."""
         defaults = flatten(node_params(NODE_NAME))
-        overrides = self._overrides()
+        overrides = params.overrides(self)
         for name, value in overrides.items():
             if name.startswith(SIMILARITY_PREFIX) and name not in defaults:
                 defaults[name] = value          # a pair the params file adds; typed as given
@@ -190,18 +191,8 @@ class RetrievalNode(Node):
                 raise ConfigError(f"retrieval parameter '{name}': {exc} (ROS parameters are "
                                   "typed: write floats as 0.0, integers as 0)") from None
             names.append(name)
-        for name in sorted(set(overrides) - set(names)):
-            if name != "use_sim_time":
-                self.get_logger().warning(f"parameter '{name}' is not a retrieval parameter "
-                                          "(typo?); ignored")
+        warn_undeclared(self, "retrieval")
         return names
-
-    def _overrides(self) -> Dict[str, Any]:
-        """Parameter name -> value of the node's overrides (params files, -p, kwargs)."""
-        # rclpy keeps them in this attribute and has no public accessor; without it the
-        # material pairs a params file adds could not be declared (see perception_node).
-        overrides = getattr(self, "_parameter_overrides", None) or {}
-        return {name: param.value for name, param in overrides.items()}
 
     def _read_config(self, changes: Mapping[str, Any]) -> RetrievalConfig:
         """RetrievalConfig of the current values with ``changes``; ConfigError if rejected."""

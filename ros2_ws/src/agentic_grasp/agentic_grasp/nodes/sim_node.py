@@ -2,7 +2,8 @@
 
 Publishes the camera (RGB, depth, CameraInfo), joint states and the ground-truth scene, and
 serves the simulated arm (/sim/arm, one motion phase per call) and scene loading
-(/sim/load_scene). Physics lives in agentic_grasp.core.sim; this node only converts.
+(/sim/load_scene). Physics lives in agentic_grasp.core.sim, the arm's phase protocol and
+bin policy in agentic_grasp.core.arm_session; this node only converts.
 
 The executor's liveliness is watched (agentic_grasp.liveness): when its process dies with an
 attempt open, that attempt is aborted as if ABORT had come (nothing more moves, the gripper
@@ -10,7 +11,6 @@ opens), like a robot whose controller stops on losing its commanding node.
 """
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 import time
 
@@ -21,10 +21,11 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
 
 from agentic_grasp import qos
-from agentic_grasp.conversions import grasp_from_msg, object_to_msg, outcome_to_msg
-from agentic_grasp.core.arm import ArmError, error_for_exception
+from agentic_grasp.conversions import (camera_info_to_msg, grasp_from_msg, image_to_msg,
+                                       object_to_msg, outcome_to_msg)
+from agentic_grasp.core.arm import ArmError
+from agentic_grasp.core.arm_session import SimArmSession
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.kinematics import Q_READY
 from agentic_grasp.core.render import render_scene
 from agentic_grasp.core import paths
 from agentic_grasp.core.sim.objects import load_catalogue
@@ -32,30 +33,13 @@ from agentic_grasp.core.sim.simulator import PhysicsParams, QualityParams, Simul
 from agentic_grasp.core.types import Phase
 from agentic_grasp.liveness import PeerMonitor
 from agentic_grasp.nodes.runner import spin_node
-from agentic_grasp.params import declare, declare_dataclass
+from agentic_grasp.params import declare, declare_config
 from agentic_grasp_interfaces.msg import SceneGraph
 from agentic_grasp_interfaces.srv import LoadScene, SimArmPhase
 
 JOINT_NAMES = [f"fer_joint{i}" for i in range(1, 8)] + ["fer_finger_joint1", "fer_finger_joint2"]
 _PHASES = {SimArmPhase.Request.APPROACH: Phase.APPROACH, SimArmPhase.Request.CLOSE: Phase.CLOSE,
            SimArmPhase.Request.LIFT: Phase.LIFT}
-
-
-def image_msg(header: Header, array: np.ndarray, encoding: str) -> Image:
-    """sensor_msgs/Image from a contiguous HxW or HxWxC array."""
-    array = np.ascontiguousarray(array)
-    channels = 1 if array.ndim == 2 else array.shape[2]
-    return Image(header=header, height=array.shape[0], width=array.shape[1], encoding=encoding,
-                 is_bigendian=0, step=array.shape[1] * channels * array.itemsize,
-                 data=array.tobytes())
-
-
-def camera_info_msg(header: Header, camera: Camera) -> CameraInfo:
-    k = camera.K
-    return CameraInfo(header=header, height=camera.height, width=camera.width,
-                      distortion_model="plumb_bob", d=[0.0] * 5, k=k.reshape(-1).tolist(),
-                      r=np.eye(3).reshape(-1).tolist(),
-                      p=np.hstack([k, np.zeros((3, 1))]).reshape(-1).tolist())
 
 
 class SimNode(Node):
@@ -72,8 +56,8 @@ class SimNode(Node):
                                    "Wall-clock time each arm phase takes (s); 0 = as fast as "
                                    "possible. Emulates motion time so cancel can land mid-attempt")
         self.world_frame = declare(self, "world_frame", "world", "Frame of poses (panda_link0)")
-        physics = PhysicsParams.from_mapping(declare_dataclass(self, "physics", PhysicsParams))
-        quality = QualityParams.from_mapping(declare_dataclass(self, "quality", QualityParams))
+        physics = declare_config(self, "physics", PhysicsParams, build=PhysicsParams.from_mapping)
+        quality = declare_config(self, "quality", QualityParams, build=QualityParams.from_mapping)
         catalogue_file = declare(self, "catalogue_file", "objects.yaml",
                                  "Object catalogue, relative to config/ or absolute")
         self.camera = Camera.from_config({
@@ -86,14 +70,12 @@ class SimNode(Node):
             catalogue_path = paths.config_dir() / catalogue_path
         self.sim = Simulator(params=physics, seed=seed, quality=quality,
                              catalogue=load_catalogue(catalogue_path))
-        self._lock = threading.Lock()  # the simulator is not thread-safe
+        #: The phase protocol; its lock guards the simulator (not thread-safe).
+        self.arm = SimArmSession(self.sim)
+        self._lock = self.arm.lock
         self._frame = None
-        self._q = np.array(Q_READY, dtype=float)
-        self._gripper = 0.04
         self._version = 0
         self._arm_quiet_at = 0.0
-        self._aborted: set = set()   # attempt ids an ABORT named (the open one's, at most)
-        self._open_attempt = ""      # the attempt between APPROACH and its end
         self._rendered_version = -1
 
         self.pub_rgb = self.create_publisher(Image, "camera/color/image_raw", qos.LATCHED)
@@ -150,9 +132,9 @@ class SimNode(Node):
         rng = np.random.default_rng() if self.depth_noise > 0 else None
         frame = render_scene(objects, self.camera, depth_noise_std=self.depth_noise, rng=rng)
         header = self._header(self.camera.frame_id)
-        self._frame = (image_msg(header, frame.rgb, "rgb8"),
-                       image_msg(header, frame.depth.astype(np.float32), "32FC1"),
-                       camera_info_msg(header, self.camera))
+        self._frame = (image_to_msg(frame.rgb, "rgb8", header),
+                       image_to_msg(frame.depth.astype(np.float32), "32FC1", header),
+                       camera_info_to_msg(self.camera, header))
         self._rendered_version = version
         self._republish()
 
@@ -186,7 +168,7 @@ class SimNode(Node):
         if not self.context.ok():
             return
         msg = JointState(header=self._header(""), name=JOINT_NAMES,
-                         position=[float(v) for v in self._q] + [self._gripper] * 2)
+                         position=[float(v) for v in self.arm.q] + [self.arm.gripper] * 2)
         self.pub_joints.publish(msg)
 
     # ---- services -----------------------------------------------------------------------------
@@ -195,7 +177,7 @@ class SimNode(Node):
             with self._lock:
                 spec = self.sim.load_task(request.task or self.task, trial_seed=request.seed)
                 ids = [o.id for o in self.sim.objects()]
-            self._q = np.array(Q_READY, dtype=float)
+            self.arm.reset_arm()
         except Exception as exc:  # noqa: BLE001 - report, keep serving
             response.success = False
             response.message = f"cannot load scene {request.task!r}: {exc}"
@@ -208,13 +190,8 @@ class SimNode(Node):
         return response
 
     def _on_commander_lost(self, peer: str) -> None:
-        with self._lock:
-            attempt_id, self._open_attempt = self._open_attempt, ""
-            if attempt_id:
-                self.sim.abort(attempt_id)
+        attempt_id = self.arm.abort_open()
         if attempt_id:
-            self._gripper = 0.04
-            self._aborted.discard(attempt_id)
             self.get_logger().warning(f"{peer} vanished during attempt {attempt_id}: aborted "
                                       "(arm stopped, gripper opened)")
             self._publish_scene(render=False)
@@ -222,7 +199,7 @@ class SimNode(Node):
     def _on_abort(self, request, response):
         """ABORT, also served on sim/arm_abort in its own callback group so it lands while a
         phase is still moving; the next phase of that attempt is then skipped."""
-        self._aborted.add(request.attempt_id)
+        self.arm.request_abort(request.attempt_id)
         response.ok, response.finished, response.message = True, True, "aborted"
         response.attempt_id = request.attempt_id
         return response
@@ -237,68 +214,30 @@ class SimNode(Node):
         self._arm_quiet_at = time.monotonic() + 0.25
         if request.phase == SimArmPhase.Request.ABORT:
             return self._on_abort(request, response)
-        if request.phase in _PHASES:
-            phases = [_PHASES[request.phase]]
-        else:
+        if request.phase not in _PHASES:
             response.ok, response.error_code = False, int(ArmError.INVALID_PARAMETERS)
             response.message = f"unknown phase code {request.phase}"
             return response
-        attempt_id, outcome, finished = request.attempt_id, None, False
-        try:
-            for phase in phases:
-                if attempt_id and attempt_id in self._aborted:
-                    self._aborted.discard(attempt_id)
-                    with self._lock:
-                        self.sim.abort(attempt_id)
-                        self._open_attempt = ""
-                    self._gripper = 0.04
-                    response.ok, response.finished = True, True
-                    response.message = f"aborted before {phase.value}"
-                    response.error_code = int(ArmError.CANCELED)
-                    break
-                with self._lock:
-                    if phase == Phase.APPROACH:
-                        grasp = grasp_from_msg(request.grasp)
-                        self.sim.validate(request.target_id, grasp)
-                        attempt_id = self.sim.begin_attempt(request.target_id, grasp,
-                                                            attempt_id=attempt_id or None)
-                        # An ABORT only ever names the attempt being run: older ids go.
-                        self._aborted &= {attempt_id}
-                        self._open_attempt = attempt_id
-                        # joint_states follows the arm to the grasp pose when it is reachable
-                        q = self.sim.kinematics.solve_grasp(grasp.position, grasp.approach,
-                                                            grasp.wrist_yaw, seed=self._q)
-                        if q is not None:
-                            self._q = np.asarray(q, dtype=float)
-                    outcome = self.sim.advance(attempt_id, phase)
-                    finished = self.sim.attempt_finished(attempt_id)
-                    if finished:
-                        self._open_attempt = ""
-                    if finished and outcome.success:
-                        # The simulated robot drops what it lifted into the bin beside the
-                        # table, so the next perception sees the table without it.
-                        self.sim.place_held_object()
-                extent = outcome.measurements.get("object_extent_m", float("nan"))
-                self._gripper = 0.04 if (finished and not outcome.success) or extent != extent \
-                    else min(0.04, extent / 2.0)
-                if self.phase_delay > 0.0:
-                    time.sleep(self.phase_delay)
-                if finished:
-                    break
-        except Exception as exc:  # noqa: BLE001 - mapped to an error code, node keeps running
-            result = error_for_exception(exc)
-            response.ok, response.error_code, response.message = False, int(result.error), \
-                result.message
-            response.attempt_id = attempt_id
+        phase = _PHASES[request.phase]
+        step = self.arm.step(request.attempt_id, phase, request.target_id,
+                             lambda: grasp_from_msg(request.grasp))
+        response.attempt_id = step.attempt_id
+        if step.error is not None:
+            response.ok, response.error_code = False, int(step.error.error)
+            response.message = step.error.message
             return response
-        response.attempt_id = attempt_id
-        if outcome is not None:
-            response.outcome = outcome_to_msg(outcome)
-        if not response.message:
-            response.ok, response.error_code = True, int(ArmError.NONE)
-            response.finished = finished
-            response.message = f"{phases[-1].value if not finished else 'attempt'} done"
-        if outcome is not None and (finished or phases[-1] != Phase.APPROACH):
+        if step.aborted:
+            response.ok, response.finished = True, True
+            response.message = f"aborted before {phase.value}"
+            response.error_code = int(ArmError.CANCELED)
+            return response
+        if self.phase_delay > 0.0:
+            time.sleep(self.phase_delay)
+        response.outcome = outcome_to_msg(step.outcome)
+        response.ok, response.error_code = True, int(ArmError.NONE)
+        response.finished = step.finished
+        response.message = f"{phase.value if not step.finished else 'attempt'} done"
+        if step.finished or phase != Phase.APPROACH:
             self._publish_scene(render=False)
         return response
 

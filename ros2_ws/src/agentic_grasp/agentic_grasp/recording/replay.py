@@ -37,7 +37,8 @@ from agentic_grasp.core.planner.planner import scene_graph_constraints
 from agentic_grasp.core.scene_graph import SceneGraphConfig
 from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, AttemptOutcome,
                                       GraspParameters, GraspType, ObjectState, Phase,
-                                      PhysicalEvent, Shape, event_from_text)
+                                      Shape, event_from_text)
+from agentic_grasp.msg_fields import event_from_msg, float32_decimal, from_xyz
 
 _LOG = logging.getLogger(__name__)
 
@@ -57,17 +58,15 @@ _STATES = {0: ObjectState.EMPTY, 1: ObjectState.FILLED, 2: ObjectState.STACKED}
 
 # ---- messages (rosbags objects, duck-typed) -> core ----------------------------------------
 
-def _xyz(msg: Any) -> np.ndarray:
-    return np.array([msg.x, msg.y, msg.z], dtype=float)
-
-
 def _yaw(q: Any) -> float:
     return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
 
 
-def _f32(value: float) -> float:
-    """The shortest decimal a float32 field stands for (as conversions.float32_decimal)."""
-    return float(np.format_float_positional(np.float32(value), unique=True, trim="-"))
+# agentic_grasp.conversions imports the ROS message packages, and bags are read without
+# ROS: the field readers come from agentic_grasp.msg_fields, which both use. Objects and
+# outcomes keep their own readers: bags recorded before the shape code, the geometry fields
+# and event_details were added lack them, and these give such bags their recorded meaning.
+_xyz, _f32 = from_xyz, float32_decimal
 
 
 def perceived_object(msg: Any) -> PerceivedObject:
@@ -118,8 +117,7 @@ def outcome(msg: Any) -> AttemptOutcome:
     """Events with their details where the bag has them (recorded after GraspEvent)."""
     details = list(getattr(msg, "event_details", []) or [])
     if details and len(details) == len(msg.events):
-        events = [PhysicalEvent(d.kind, Phase(d.phase) if d.phase in Phase._value2member_map_
-                                else Phase.APPROACH, d.detail, d.other_id) for d in details]
+        events = [event_from_msg(d) for d in details]
     else:
         events = [event_from_text(text) for text in msg.events]
     return AttemptOutcome(

@@ -13,14 +13,14 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 
+from agentic_grasp.futures import wait_done
+
 TIMEOUT_S = 10.0
 
 
 def wait_future(future: Any, timeout: float = TIMEOUT_S) -> Any:
     """The future's result; an assertion error if it does not complete in time."""
-    done = threading.Event()
-    future.add_done_callback(lambda _: done.set())
-    assert done.wait(timeout), f"no answer within {timeout} s"
+    assert wait_done(future, timeout), f"no answer within {timeout} s"
     return future.result()
 
 

@@ -32,8 +32,8 @@ from agentic_grasp.core.perception import BACKENDS, create_backend, load_params
 from agentic_grasp.core.render import object_bbox, render_scene
 from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, ObjectInstance,
                                       Shape)
-from agentic_grasp.nodes.perception_node import PerceptionNode, vlm_call_budget_s
-from agentic_grasp.nodes.sim_node import camera_info_msg, image_msg
+from agentic_grasp.conversions import camera_info_to_msg, image_to_msg
+from agentic_grasp.nodes.perception_node import PerceptionNode
 from agentic_grasp.testing.fake_vlm_server import FakeVlmServer, ScriptedReply
 from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
 from agentic_grasp_interfaces.msg import SceneGraph
@@ -70,9 +70,9 @@ def scene():
     frame = render_scene(SCENE, camera)
     header = Header(frame_id=camera.frame_id)
     header.stamp.sec = 100
-    rgb = image_msg(header, frame.rgb, "rgb8")
-    depth = image_msg(header, frame.depth.astype(np.float32), "32FC1")
-    info = camera_info_msg(header, camera)
+    rgb = image_to_msg(frame.rgb, "rgb8", header)
+    depth = image_to_msg(frame.depth.astype(np.float32), "32FC1", header)
+    info = camera_info_to_msg(camera, header)
     pixels, _ = camera.project(np.array([o.position for o in SCENE]))
     truth = SceneGraph(header=Header(frame_id="world"), source="simulator_ground_truth",
                        objects=[object_to_msg(o, pixel=p) for o, p in zip(SCENE, pixels)])
@@ -432,7 +432,7 @@ def test_vlm_http_500_is_unavailable_within_the_retry_budget(peer, vlm, vlm_serv
     assert result.error.startswith("perception unavailable:"), result.error
     assert "HTTP 500" in result.error and "engine overloaded" in result.error
     assert chat_count(vlm_server) - sent == 3 and result.requests == 3
-    assert elapsed < vlm_call_budget_s(vlm.node.backend.config) / 2.0   # one exchange
+    assert elapsed < vlm.node.backend.config.call_budget_s() / 2.0   # one exchange
     vlm_server.push(ScriptedReply.answer(scene["answer"]))
     assert_valid_vlm_result(peer.perceive(vlm.ns, CUP_INSTRUCTION))
 
@@ -468,7 +468,7 @@ def test_vlm_server_down_is_unavailable_and_no_frame_comes_first(peer, scene):
         elapsed = time.perf_counter() - start
         assert result.error.startswith("perception unavailable:"), result.error
         assert result.requests == 3 and result.backend == "vlm"
-        assert elapsed < vlm_call_budget_s(running.node.backend.config) / 2.0
+        assert elapsed < running.node.backend.config.call_budget_s() / 2.0
         again = peer.perceive(running.ns, CUP_INSTRUCTION)    # still serving
         assert again.error.startswith("perception unavailable:")
     finally:
@@ -515,7 +515,7 @@ def restamped(msg, sec: int):
 def test_image_decoding_honours_encoding_row_padding_and_byte_order():
     rng = np.random.default_rng(7)
     rgb = rng.integers(0, 256, size=(5, 7, 3), dtype=np.uint8)
-    bgr = image_msg(Header(), rgb[..., ::-1], "bgr8")
+    bgr = image_to_msg(rgb[..., ::-1], "bgr8", Header())
     assert np.array_equal(rgb_from_msg(bgr), rgb)
     padded = Image(height=5, width=7, encoding="rgb8", step=7 * 3 + 3,
                    data=np.pad(rgb.reshape(5, -1), ((0, 0), (0, 3))).tobytes())
@@ -533,7 +533,8 @@ def test_image_decoding_honours_encoding_row_padding_and_byte_order():
 def test_a_depth_image_of_another_size_is_a_clear_error(peer, scene):
     running = Running("/t_badframe", backend="oracle")
     try:
-        half = image_msg(scene["depth"].header, np.ones((240, 320), np.float32), "32FC1")
+        half = image_to_msg(np.ones((240, 320), np.float32), "32FC1",
+                            scene["depth"].header)
         peer.publish_frame(running.ns, {**scene, "depth": half})
         peer.publish_truth(running.ns, scene)
         assert running.node.wait_for_inputs(WAIT_S), running.node.inputs_problem()

@@ -31,6 +31,7 @@ from agentic_grasp.core.retrieval import (HAARAG, DescriptorEmbedder, RetrievalC
 from agentic_grasp.core.sim.objects import load_catalogue
 from agentic_grasp.testing.node_harness import NodeHarness, wait_future
 from agentic_grasp.nodes.retrieval_node import DESCRIPTIONS, RetrievalNode, flatten
+from agentic_grasp.params import overrides as parameter_overrides
 from agentic_grasp_interfaces.msg import AffordanceDescriptor as AffordanceMsg
 from agentic_grasp_interfaces.srv import RetrieveStrategies
 
@@ -314,7 +315,7 @@ def test_params_file_configures_the_node(tmp_path, core):
     try:
         # Every key of the shipped file reached the node through rcl's parser and is declared.
         flat = flatten(node_params("retrieval", shipped))
-        assert set(flat) <= set(node._overrides())
+        assert set(flat) <= set(parameter_overrides(node))
         assert all(node.has_parameter(name) for name in flat)
         cfg = node.config
         assert cfg.tau_aff == 0.4 and cfg.w_visual == 0.5

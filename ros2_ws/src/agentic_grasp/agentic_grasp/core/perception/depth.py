@@ -22,7 +22,7 @@ box height at the surface depth: coarse, and reported as such in ``ObjectGeometr
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -41,15 +41,26 @@ __all__ = ["DepthConfig", "ObjectGeometry", "MIN_EXTENT_M", "valid_depth_mask",
 class DepthConfig:
     """Parameters of the depth-to-geometry step (``depth.*`` in config/perception.yaml)."""
 
-    window_radius_px: int = 3
-    min_depth_m: float = 0.05
-    max_depth_m: float = 5.0
-    table_z: float = 0.0
-    min_height_above_table_m: float = 0.005
-    snap_to_table_m: float = 0.02
-    min_object_points: int = 12
-    max_bbox_samples: int = 6000
-    default_extent_m: float = 0.05
+    window_radius_px: int = field(default=3, metadata={
+        "description": "Surface depth = median of the valid depths in a square window of this "
+                       "radius around the pointed pixel (px)"})
+    min_depth_m: float = field(default=0.05, metadata={
+        "description": "Depths below this are no return (m)"})
+    max_depth_m: float = field(default=5.0, metadata={
+        "description": "Depths above this are no return (m)"})
+    table_z: float = field(default=0.0, metadata={
+        "description": "Height of the table top in world (m)"})
+    min_height_above_table_m: float = field(default=0.005, metadata={
+        "description": "Object points must be this far above the table (m)"})
+    snap_to_table_m: float = field(default=0.02, metadata={
+        "description": "An object whose bottom is this close to the table stands on it (m)"})
+    min_object_points: int = field(default=12, metadata={
+        "description": "With fewer object points the centre comes from the ray and the height "
+                       "from the box (coarse)"})
+    max_bbox_samples: int = field(default=6000, metadata={
+        "description": "At most this many box pixels are back-projected"})
+    default_extent_m: float = field(default=0.05, metadata={
+        "description": "Extent of an object the model gave no box for (m)"})
     search_radius_px: int = 40
     box_pad_frac: float = 0.1
     box_pad_px: int = 4

@@ -60,12 +60,19 @@ DEFAULT_CONFUSION_MAP: Dict[str, List[str]] = {
 class OracleConfig:
     """Noise of the oracle (``oracle.*`` in config/perception.yaml); zero = exact truth."""
 
-    category_confusion_prob: float = 0.0
+    category_confusion_prob: float = field(default=0.0, metadata={
+        "description": "Probability that an object's category is replaced by a confusion "
+                       "partner (oracle.confusion_map)"})
     confusion_map: Dict[str, List[str]] = field(
         default_factory=lambda: {k: list(v) for k, v in DEFAULT_CONFUSION_MAP.items()})
-    fragility_std: float = 0.0
-    position_std: float = 0.0
-    affordance_confusion_prob: float = 0.0
+    fragility_std: float = field(default=0.0, metadata={
+        "description": "Standard deviation of Gaussian noise on fragility (clipped to [0, 1])"})
+    position_std: float = field(default=0.0, metadata={
+        "description": "Standard deviation of Gaussian noise on each world axis of a centre "
+                       "(m)"})
+    affordance_confusion_prob: float = field(default=0.0, metadata={
+        "description": "Probability that the target's affordance type is replaced by another, "
+                       "uniformly"})
 
     def __post_init__(self) -> None:
         for name in ("category_confusion_prob", "affordance_confusion_prob"):

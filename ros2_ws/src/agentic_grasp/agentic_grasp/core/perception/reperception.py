@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
@@ -41,11 +41,18 @@ LOGGER = logging.getLogger(__name__)
 class ReperceptionConfig:
     """``reperception.*`` of config/perception.yaml (see the module docstring)."""
 
-    enabled: bool = True
-    depth_noise_std_m: float = 0.001
-    noise_sigmas: float = 4.0
-    min_shift_m: float = 0.002
-    box_margin: float = 0.25
+    enabled: bool = field(default=True, metadata={
+        "description": "Reuse the last VLM answer when the depth did not change around the "
+                       "target"})
+    depth_noise_std_m: float = field(default=0.001, metadata={
+        "description": "Depth noise of the camera, 1 sigma (m)"})
+    noise_sigmas: float = field(default=4.0, metadata={
+        "description": "A pixel changed when its depth moved by more than this many sigma"})
+    min_shift_m: float = field(default=0.002, metadata={
+        "description": "The scene changed when the changed pixels cover the silhouette this "
+                       "shift of the target sweeps (m)"})
+    box_margin: float = field(default=0.25, metadata={
+        "description": "The target box is grown by this fraction on each side for the check"})
 
     def __post_init__(self) -> None:
         if isinstance(self.enabled, str):

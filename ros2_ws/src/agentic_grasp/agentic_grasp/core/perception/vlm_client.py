@@ -85,23 +85,42 @@ class VlmRequestError(Exception):
 class VlmConfig:
     """Client settings (``vlm.*`` in config/perception.yaml); validated on construction."""
 
-    url: str = "http://127.0.0.1:8000/v1"
-    model: str = "qwen3-vl-8b-instruct-awq"
-    api_key_env: str = "VLLM_API_KEY"
-    timeout_s: float = 30.0
-    max_attempts: int = 3
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 4.0
-    backoff_jitter: float = 0.0
-    seed: int = 0
-    max_tokens: int = 1024
-    temperature: float = 0.0
-    image_max_side: int = 640
-    image_format: str = "jpeg"
-    jpeg_quality: int = 90
-    coordinates: str = "norm1000"
-    use_env_proxy: bool = False
-    default_fragility: float = 0.5
+    url: str = field(default="http://127.0.0.1:8000/v1", metadata={
+        "description": "Base URL of the OpenAI-compatible server (vLLM), ending in /v1"})
+    model: str = field(default="qwen3-vl-8b-instruct-awq", metadata={
+        "description": "Served model name; must equal --served-model-name of "
+                       "docker/vllm/serve.sh"})
+    api_key_env: str = field(default="VLLM_API_KEY", metadata={
+        "description": "Environment variable holding the API key ('EMPTY' is sent when unset)"})
+    timeout_s: float = field(default=30.0, metadata={
+        "description": "Timeout of each HTTP request (s)"})
+    max_attempts: int = field(default=3, metadata={
+        "description": "Tries per request on timeouts, connection errors, HTTP 429 and 5xx"})
+    backoff_base_s: float = field(default=0.5, metadata={
+        "description": "Delay before retry k (k = 1, 2, ...) is backoff_base_s * 2^(k-1) (s)"})
+    backoff_max_s: float = field(default=4.0, metadata={
+        "description": "Cap on any retry delay, Retry-After included (s)"})
+    backoff_jitter: float = field(default=0.0, metadata={
+        "description": "Fraction of each retry delay drawn from a seeded RNG, in [0, 1)"})
+    seed: int = field(default=0, metadata={
+        "description": "Seed of the retry-jitter RNG"})
+    max_tokens: int = field(default=1024, metadata={
+        "description": "Maximum length of the model's answer (tokens)"})
+    temperature: float = field(default=0.0, metadata={
+        "description": "Sampling temperature (0 = greedy)"})
+    image_max_side: int = field(default=640, metadata={
+        "description": "Longer side of the image sent to the model (px)"})
+    image_format: str = field(default="jpeg", metadata={
+        "description": "Encoding of the image sent: jpeg (fast, small) or png"})
+    jpeg_quality: int = field(default=90, metadata={
+        "description": "JPEG quality of the image sent, 1..100"})
+    coordinates: str = field(default="norm1000", metadata={
+        "description": "Coordinates the model answers in: norm1000 (Qwen3-VL) or pixel"})
+    use_env_proxy: bool = field(default=False, metadata={
+        "description": "Honour http_proxy for the server (false: the server is local)"})
+    default_fragility: float = field(default=0.5, metadata={
+        "description": "Fragility used when the model's value is outside [0, 1] and no "
+                       "category prior matches"})
     fragility_priors: Dict[str, float] = field(
         default_factory=lambda: dict(DEFAULT_FRAGILITY_PRIORS))
     depth: DepthConfig = field(default_factory=DepthConfig)
@@ -144,6 +163,21 @@ class VlmConfig:
         self.fragility_priors = priors
         if isinstance(self.depth, Mapping):
             self.depth = DepthConfig.from_params(self.depth)
+
+    def retry_delay_s(self, retry: int) -> float:
+        """Delay before retry ``retry + 1`` (0-based), before jitter and Retry-After (s)."""
+        return min(self.backoff_max_s, self.backoff_base_s * (2.0 ** retry))
+
+    def call_budget_s(self) -> float:
+        """Worst-case wall time of one VLM perception (both exchanges of a repair), jitter
+        included; what a client of the perception service should wait at least.
+
+        Each exchange is ``max_attempts`` requests of at most ``timeout_s`` with the backoff
+        delays between them (ChatTransport); an invalid first answer adds one more exchange.
+        """
+        delays = sum(self.retry_delay_s(k) for k in range(self.max_attempts - 1))
+        exchange = self.max_attempts * self.timeout_s + delays * (1.0 + self.backoff_jitter)
+        return 2.0 * exchange
 
     @classmethod
     def from_params(cls, params: Optional[Mapping[str, Any]],
@@ -225,7 +259,7 @@ class ChatTransport:
 
     def _backoff(self, attempt: int, retry_after: Optional[float]) -> float:
         cfg = self.config
-        delay = min(cfg.backoff_max_s, cfg.backoff_base_s * (2.0 ** attempt))
+        delay = cfg.retry_delay_s(attempt)
         if cfg.backoff_jitter > 0.0:
             with self._lock:
                 delay *= 1.0 + cfg.backoff_jitter * self._rng.uniform(-1.0, 1.0)

@@ -97,8 +97,10 @@ def vlm_words(text: str, max_len: int = 40) -> str:
 class VlmLatencyModel:
     """Seconds a real VLM call would take: prefill + completion tokens / decode rate."""
 
-    prefill_s: float = 0.35
-    decode_tok_per_s: float = 155.5
+    prefill_s: float = field(default=0.35, metadata={
+        "description": "Modelled prefill time of one VLM call (s)"})
+    decode_tok_per_s: float = field(default=155.5, metadata={
+        "description": "Modelled decode rate (tokens/s; the paper's 155.5)"})
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.prefill_s) and self.prefill_s >= 0.0):
@@ -115,18 +117,33 @@ class VlmSimConfig:
     """The error model (``vlm_sim.*`` in config/perception.yaml, where each default's source
     is given; the defaults here are the same). :meth:`zero_noise` = a perfect VLM."""
 
-    seed: int = 0
-    point_std: float = 9.0               # 0..1000 units, per axis
-    box_std: float = 12.5                # 0..1000 units, per edge
-    category_confusion_prob: float = 0.03
-    affordance_confusion_prob: float = 0.05
-    state_error_prob: float = 0.02
-    fragility_std: float = 0.1
-    miss_prob_small: float = 0.5
-    miss_min_area_px: float = 100.0
-    miss_full_area_px: float = 400.0
-    image_token_px: int = 32             # Qwen3-VL: 16 px patches merged 2x2 -> 32 px/token
-    prompt_text_tokens: int = 420        # system + user prompt text (counted once)
+    seed: int = field(default=0, metadata={
+        "description": "Seed of the simulated VLM's error draws"})
+    point_std: float = field(default=9.0, metadata={
+        "description": "Gaussian noise on point_2d per axis (Qwen 0..1000 units)"})
+    box_std: float = field(default=12.5, metadata={
+        "description": "Gaussian noise on each bbox_2d edge (Qwen 0..1000 units)"})
+    category_confusion_prob: float = field(default=0.03, metadata={
+        "description": "Probability that a category is replaced by a partner "
+                       "(vlm_sim.confusion_map)"})
+    affordance_confusion_prob: float = field(default=0.05, metadata={
+        "description": "Probability that the target's affordance type is replaced by another, "
+                       "uniformly"})
+    state_error_prob: float = field(default=0.02, metadata={
+        "description": "Probability that an object's state is replaced by another"})
+    fragility_std: float = field(default=0.1, metadata={
+        "description": "Gaussian noise on fragility (clipped to [0, 1])"})
+    miss_prob_small: float = field(default=0.5, metadata={
+        "description": "Probability of missing an object at or below miss_min_area_px"})
+    miss_min_area_px: float = field(default=100.0, metadata={
+        "description": "Visible area (px) at or below which miss_prob_small applies"})
+    miss_full_area_px: float = field(default=400.0, metadata={
+        "description": "Visible area (px) from which an object is never missed"})
+    image_token_px: int = field(default=32, metadata={
+        "description": "Pixels per side of one image token (Qwen3-VL: 32)"})
+    # system + user prompt text (counted once)
+    prompt_text_tokens: int = field(default=420, metadata={
+        "description": "Tokens of the prompt text (latency and token accounting)"})
     confusion_map: Dict[str, List[str]] = field(
         default_factory=lambda: {k: list(v) for k, v in DEFAULT_CONFUSION_MAP.items()})
     latency: VlmLatencyModel = field(default_factory=VlmLatencyModel)
