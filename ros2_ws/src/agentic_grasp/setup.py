@@ -4,7 +4,6 @@ The top-level launch/, config/ and kb_data/ folders of the repository are instal
 share/agentic_grasp so that FindPackageShare('agentic_grasp') finds them on a ROS 2 install.
 """
 import os
-from glob import glob
 
 from setuptools import find_packages, setup
 

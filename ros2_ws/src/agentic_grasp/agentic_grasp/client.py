@@ -8,7 +8,6 @@ grow from 4 ms to 40+ ms over a benchmark run on these machines.)
 from __future__ import annotations
 
 import threading
-import time
 from typing import Callable, List, Optional
 
 import rclpy

@@ -14,6 +14,7 @@ from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
+from agentic_grasp.core import geometry
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ValidationError
 # ROS-free field readers, shared with bag reading (recording/replay.py); re-exported here.
@@ -56,11 +57,12 @@ def point(values: Sequence[float]) -> Point:
 
 
 def yaw_quaternion(yaw: float) -> Quaternion:
-    return Quaternion(x=0.0, y=0.0, z=math.sin(yaw / 2.0), w=math.cos(yaw / 2.0))
+    x, y, z, w = geometry.yaw_quaternion(yaw)
+    return Quaternion(x=x, y=y, z=z, w=w)
 
 
 def quaternion_yaw(q: Quaternion) -> float:
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+    return geometry.quaternion_yaw(q.x, q.y, q.z, q.w)
 
 
 # ---- affordance ------------------------------------------------------------------------------
@@ -94,7 +96,8 @@ def grasp_from_msg(msg: GraspMsg) -> GraspParameters:
     if msg.grasp_type not in _GRASP_TYPES_INV:
         raise ValidationError(f"grasp.grasp_type {msg.grasp_type} is not 0 (power), 1 (pinch) "
                               "or 2 (side)")
-    return GraspParameters(position=from_xyz(msg.position), approach=from_xyz(msg.approach_direction),
+    return GraspParameters(position=from_xyz(msg.position),
+                           approach=from_xyz(msg.approach_direction),
                            width=msg.gripper_width, force=msg.grip_force,
                            grasp_type=_GRASP_TYPES_INV[msg.grasp_type],
                            approach_height=msg.approach_height, speed=msg.speed,
@@ -114,7 +117,8 @@ def object_to_msg(obj: ObjectInstance, pixel: Optional[Sequence[float]] = None,
                     shape=_SHAPES.get(obj.shape, ObjectMsg.SHAPE_UNKNOWN), yaw_known=True,
                     handle_known=False, handle_yaw=0.0, rim_height=math.nan,
                     interior_depth=math.nan)
-    msg.pixel_u, msg.pixel_v = (float(pixel[0]), float(pixel[1])) if pixel is not None else (-1.0, -1.0)
+    msg.pixel_u, msg.pixel_v = ((float(pixel[0]), float(pixel[1])) if pixel is not None
+                                else (-1.0, -1.0))
     return msg
 
 

@@ -10,9 +10,10 @@ ros2/rclpy#1313 warns against).
 Every wait is bounded: a peer that does not answer in time raises :class:`DependencyTimeout`
 naming the peer node, which ends the goal with ERROR_DEPENDENCY_TIMEOUT instead of hanging.
 Every wait is also cut short by a cancel of the goal (:class:`GoalSignal`), which raises
-:class:`GoalCanceled`. A peer that *dies* during the goal (agentic_grasp.liveness reports it within a lease) is
-recorded on the goal's signal (:meth:`GoalSignal.lose`), which wakes every wait like a cancel
-and makes it raise :class:`PeerLost` naming the peer, instead of waiting out the timeout.
+:class:`GoalCanceled`. A peer that *dies* during the goal (agentic_grasp.liveness reports it
+within a lease) is recorded on the goal's signal (:meth:`GoalSignal.lose`), which wakes
+every wait like a cancel and makes it raise :class:`PeerLost` naming the peer, instead of
+waiting out the timeout.
 These exceptions travel through the planner core unchanged (it does
 not catch what its callbacks raise) up to the node, which ends the goal accordingly.
 """

@@ -56,7 +56,8 @@ def _bench_sim(args) -> dict:
     out = {"sim_attempt_inprocess": inproc}
     if not args.json:
         print(line("simulated attempt, in-process (wall)", {**inproc, "p90_ms": float("nan")}))
-        print(f"{'':44} cpu p50 {inproc['cpu_p50_ms']:.3f} ms, success {inproc['success_rate']:.0%}")
+        print(f"{'':44} cpu p50 {inproc['cpu_p50_ms']:.3f} ms, "
+              f"success {inproc['success_rate']:.0%}")
     if args.inprocess_only:
         return out
     from agentic_grasp.benchmarks.executor_bench import run

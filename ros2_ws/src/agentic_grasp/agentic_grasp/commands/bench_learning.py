@@ -7,7 +7,6 @@ and ``--learn-seed``. See agentic_grasp.core.evaluation.learning.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from agentic_grasp.core.arm import ArmBackend, ArmError, ArmResult, CancelCheck, PhaseCallback
 from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.geometry import quaternion_yaw
 from agentic_grasp.core.perception import PerceivedObject, PerceptionResult
 from agentic_grasp.core.planner import EpisodicMemory, PlannerConfig, ReflectivePlanner
 from agentic_grasp.core.planner import get_configuration
@@ -59,7 +60,7 @@ _STATES = {0: ObjectState.EMPTY, 1: ObjectState.FILLED, 2: ObjectState.STACKED}
 # ---- messages (rosbags objects, duck-typed) -> core ----------------------------------------
 
 def _yaw(q: Any) -> float:
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+    return quaternion_yaw(q.x, q.y, q.z, q.w)
 
 
 # agentic_grasp.conversions imports the ROS message packages, and bags are read without

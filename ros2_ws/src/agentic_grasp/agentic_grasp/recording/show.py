@@ -36,6 +36,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from agentic_grasp.core.camera import Camera, look_at
+from agentic_grasp.core.geometry import quaternion_yaw, yaw_matrix
 from agentic_grasp.core.kinematics import closing_axis
 
 _LOG = logging.getLogger(__name__)
@@ -221,7 +222,7 @@ def goal_views(path: Union[str, Path], goal: Optional[str] = None
 # ---- drawing ----------------------------------------------------------------------------------
 
 def _yaw(q: Any) -> float:
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+    return quaternion_yaw(q.x, q.y, q.z, q.w)
 
 
 def _xyz(v: Any) -> np.ndarray:
@@ -230,8 +231,7 @@ def _xyz(v: Any) -> np.ndarray:
 
 def box_corners(centre: np.ndarray, size: np.ndarray, yaw: float) -> np.ndarray:
     """The 8 corners (world) of a box of full extents ``size`` turned by ``yaw`` about z."""
-    c, s = math.cos(yaw), math.sin(yaw)
-    R = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    R = yaw_matrix(yaw)
     signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
     return centre + (signs * (size / 2.0)) @ R.T
 

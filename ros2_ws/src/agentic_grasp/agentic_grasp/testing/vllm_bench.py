@@ -31,6 +31,7 @@ import numpy as np
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.perception import schema
+from agentic_grasp.core.stats import percentiles
 from agentic_grasp.benchmarks.perception_client import synthetic_frame
 from agentic_grasp.core.perception.vlm_client import (ChatTransport, VlmBackend, VlmConfig)
 from agentic_grasp.testing.vllm_server import VllmServer
@@ -39,10 +40,8 @@ INSTRUCTION = "pick up the ceramic cup"
 
 
 def _percentiles(values: List[float]) -> Dict[str, float]:
-    arr = np.asarray(values) * 1000.0
-    return {"p50_ms": round(float(np.percentile(arr, 50)), 1),
-            "p99_ms": round(float(np.percentile(arr, 99)), 1),
-            "max_ms": round(float(arr.max()), 1)}
+    p50, p99, top = percentiles(values, (50, 99, 100), scale=1000.0)
+    return {"p50_ms": round(p50, 1), "p99_ms": round(p99, 1), "max_ms": round(top, 1)}
 
 
 def _image_tokens(server: VllmServer) -> Dict[str, int]:

@@ -14,10 +14,8 @@ from agentic_grasp.core.retrieval.acquisition import (Acquirer, AcquisitionConte
                                                       experience_record, extend_taxonomy,
                                                       resolve_acquired_path)
 from agentic_grasp.core.retrieval.consolidation import ConsolidationConfig, consolidate
-from agentic_grasp.core.retrieval.experience_store import append_experience
-from agentic_grasp.core.retrieval.haa_rag import HAARAG, RetrievalConfig
-from agentic_grasp.core.retrieval.knowledge_base import (Experience, KnowledgeBase,
-                                                         record_problems)
+from agentic_grasp.core.retrieval.haa_rag import RetrievalConfig
+from agentic_grasp.core.retrieval.knowledge_base import (Experience, record_problems)
 from agentic_grasp.core.retrieval.live import LiveRetriever
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
 from agentic_grasp.core.types import (AffordanceDescriptor, AttemptOutcome, FailureType,

@@ -574,7 +574,7 @@ def test_an_unknown_backend_stops_the_node_at_start():
 
 def test_the_planner_takes_the_crop_of_the_last_perception_call_only():
     from agentic_grasp.conversions import rgb_to_msg
-    from agentic_grasp.nodes.planner_node import TargetCrops
+    from agentic_grasp.goal_peers import TargetCrops
 
     crops = TargetCrops()
     crop = np.full((64, 64, 3), 7, dtype=np.uint8)
