@@ -15,7 +15,16 @@ Field metadata read (all optional)::
                                        # outside it, at declaration and at run time)
         "read_only": True,             # ParameterDescriptor.read_only
         "param": False,                # not a parameter (set by the node, or not scalar)
+        "name": "weights.x",           # its parameter name where a params file groups it
     })
+    table: Dict[str, Any] = field(metadata={
+        "keys": {"backend": "...", "open_clip.device": "..."},   # a map's known keys
+        "template": "s of '{0}' and '{1}'",  # an open map's keys (<name>.<a>.<b>)
+    })
+
+``name``, ``keys`` and ``template`` serve configs that are read from a params file's layout
+rather than declared from their defaults: :func:`description_of` finds the text of such a
+parameter by its dotted name.
 
 Fields whose default is not a bool, int, float, str or a list/tuple of them (nested
 configs, maps) are not declared by :func:`declare_fields`: ROS parameters have no such
@@ -224,6 +233,42 @@ def declare_tree(node: Node, prefix: str, config: Any, *, fallback: str = "{cls}
         values[name] = declare(node, f"{prefix}.{name}" if prefix else name, leaf.default,
                                leaf.description, leaf.value_range, leaf.read_only)
     return values
+
+
+def field_descriptions(cls: Type) -> Dict[str, str]:
+    """Parameter name -> text of the fields of ``cls`` (and of their ``keys``) that have one.
+
+    A field's parameter name is its ``name`` metadata or its own; a map field's ``keys``
+    metadata (key -> text) describes its leaves ``<name>.<key>``.
+    """
+    out: Dict[str, str] = {}
+    for f in dataclasses.fields(cls):
+        if not f.metadata.get("param", True):
+            continue
+        name = f.metadata.get("name", f.name)
+        if f.metadata.get("description"):
+            out[name] = f.metadata["description"]
+        for key, text in (f.metadata.get("keys") or {}).items():
+            out[f"{name}.{key}"] = text
+    return out
+
+
+def description_of(cls: Type, name: str, fallback: str = "{name}") -> str:
+    """The text of the parameter ``name`` of config dataclass ``cls`` (its field metadata).
+
+    Exact names come from :func:`field_descriptions`; a leaf ``<map>.<a>.<b>`` of a map field
+    with a ``template`` gets the template formatted with ``a`` and ``b`` (the key's first
+    part and the rest); anything else ``fallback`` formatted with ``name``.
+    """
+    texts = field_descriptions(cls)
+    if name in texts:
+        return texts[name]
+    for f in dataclasses.fields(cls):
+        head = f.metadata.get("name", f.name) + "."
+        if f.metadata.get("template") and name.startswith(head):
+            first, _, rest = name[len(head):].partition(".")
+            return f.metadata["template"].format(first, rest)
+    return fallback.format(name=name)
 
 
 def overrides(node: Node) -> Dict[str, Any]:

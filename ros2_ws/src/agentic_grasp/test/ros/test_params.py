@@ -11,7 +11,7 @@ from rclpy.parameter import Parameter
 
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.params import (declare_config, declare_dataclass, declare_map,
-                                  parameter_tree)
+                                  description_of, parameter_tree)
 
 
 @dataclass
@@ -156,3 +156,21 @@ def test_a_tree_is_declared_and_built_from_the_dotted_names():
             declare_config(n, "other", _Tree, nested=True)          # no build
     finally:
         n.destroy_node()
+
+
+@dataclass
+class _FileLaid:
+    """A config read from a params file's layout (no defaults, fields grouped by name)."""
+
+    w_type: float = field(metadata={"name": "weights.type", "description": "Type weight"})
+    pairs: Dict[str, Dict[str, float]] = field(metadata={"template": "s of '{0}' and '{1}'"})
+    embedding: Dict[str, Any] = field(metadata={"keys": {"open_clip.device": "Device"}})
+    source: str = field(default="", metadata={"param": False, "description": "Not one"})
+
+
+def test_the_text_of_a_parameter_read_from_a_params_file_layout():
+    assert description_of(_FileLaid, "weights.type") == "Type weight"
+    assert description_of(_FileLaid, "embedding.open_clip.device") == "Device"
+    assert description_of(_FileLaid, "pairs.glass.ceramic") == "s of 'glass' and 'ceramic'"
+    assert description_of(_FileLaid, "source", "file: {name}") == "file: source"
+    assert description_of(_FileLaid, "w_type", "file: {name}") == "file: w_type"
