@@ -15,12 +15,23 @@ Field metadata read (all optional)::
                                        # outside it, at declaration and at run time)
         "read_only": True,             # ParameterDescriptor.read_only
         "param": False,                # not a parameter (set by the node, or not scalar)
+        "name": "weights.x",           # its parameter name where a params file groups it
+    })
+    table: Dict[str, Any] = field(metadata={
+        "keys": {"backend": "...", "open_clip.device": "..."},   # a map's known keys
+        "template": "s of '{0}' and '{1}'",  # an open map's keys (<name>.<a>.<b>)
     })
 
+``name``, ``keys`` and ``template`` serve configs that are read from a params file's layout
+rather than declared from their defaults: :func:`description_of` finds the text of such a
+parameter by its dotted name.
+
 Fields whose default is not a bool, int, float, str or a list/tuple of them (nested
-configs, maps) are never declared: ROS parameters have no such types; declare them
-through a nested prefix (``declare_config(node, "vlm_sim.latency", VlmLatencyModel)``)
-or, for maps, one parameter per key.
+configs, maps) are not declared by :func:`declare_fields`: ROS parameters have no such
+types; declare them through a nested prefix (``declare_config(node, "vlm_sim.latency",
+VlmLatencyModel)``), for maps one parameter per key (:func:`declare_map`), or the whole
+tree at once with ``declare_config(..., nested=True)`` (:func:`declare_tree`): nested
+dataclass fields under ``<field>.<sub>``, dict fields one leaf per key.
 """
 from __future__ import annotations
 
@@ -33,6 +44,13 @@ from rclpy.node import Node
 C = TypeVar("C")
 
 _SCALARS = (bool, int, float, str, list)
+#: Name suffix -> unit, for fallback descriptions (``{unit}``: " (m)" or "").
+UNITS = {"_m": "m", "_n": "N", "_s": "s", "_rad": "rad", "_mps": "m/s"}
+
+
+def unit_of(name: str) -> str:
+    """`` (unit)`` of a parameter named with a unit suffix (UNITS), else ""."""
+    return next((f" ({unit})" for suffix, unit in UNITS.items() if name.endswith(suffix)), "")
 
 
 def descriptor(description: str, value_range: Optional[tuple] = None, default: Any = None,
@@ -109,7 +127,7 @@ def declare_fields(node: Node, prefix: str, cls: Type, *, exclude: Iterable[str]
 def declare_config(node: Node, prefix: str, cls: Type[C], *, exclude: Iterable[str] = (),
                    extra: Optional[Mapping[str, Any]] = None,
                    build: Optional[Callable[[Dict[str, Any]], C]] = None,
-                   fallback: str = "{cls}.{name}") -> C:
+                   fallback: str = "{cls}.{name}", nested: bool = False) -> C:
     """Declare every parameter field of the config dataclass ``cls``; return the config.
 
     Parameters are named ``<prefix>.<field>`` (bare ``<field>`` for prefix ""), typed and
@@ -120,10 +138,23 @@ def declare_config(node: Node, prefix: str, cls: Type[C], *, exclude: Iterable[s
     values are given back as tuples where the field's default is a tuple. ``extra`` adds
     values for the fields that are not parameters (nested configs, maps).
 
+    ``nested=True`` declares the whole tree instead (:func:`declare_tree`): nested
+    dataclass and dict fields leaf by leaf under dotted names, defaulted by the validated
+    ``cls()`` (its ``__post_init__`` may coerce the field defaults), and ``build`` (then
+    required) gets the flat dotted names, e.g. ``cls.from_params``.
+
     Example::
 
         self.config = declare_config(self, "limits", ExecutorLimits)
+        planner = declare_config(self, "", PlannerConfig, nested=True,
+                                 build=PlannerConfig.from_params)
     """
+    if nested:
+        if build is None:
+            raise ValueError("declare_config(nested=True) needs build (the dotted names)")
+        if exclude or extra:
+            raise ValueError("declare_config(nested=True) takes no exclude or extra")
+        return build(declare_tree(node, prefix, cls(), fallback=fallback))
     values: Dict[str, Any] = declare_fields(node, prefix, cls, exclude=exclude,
                                             fallback=fallback)
     for f in dataclasses.fields(cls):
@@ -131,6 +162,113 @@ def declare_config(node: Node, prefix: str, cls: Type[C], *, exclude: Iterable[s
             values[f.name] = tuple(values[f.name])
     values.update(extra or {})
     return build(values) if build is not None else cls(**values)
+
+
+@dataclasses.dataclass(frozen=True)
+class Leaf:
+    """One parameter of a config tree (:func:`parameter_tree`)."""
+
+    default: Any
+    description: str
+    value_range: Optional[tuple] = None
+    read_only: bool = False
+
+
+def parameter_tree(config: Any, fallback: str = "{cls}.{name}") -> Dict[str, Leaf]:
+    """Every leaf of the config dataclass instance ``config`` as dotted name -> Leaf.
+
+    Defaults are the instance's values (a validated config's, so coerced by its
+    ``__post_init__``), tuples as lists. A nested dataclass field ``hand`` gives
+    ``hand.<field>`` for each of its fields, a dict field ``phi_thresholds`` one leaf
+    ``phi_thresholds.<key>`` per key; fields with ``param: False`` metadata and values of
+    no ROS type are left out. A leaf's text is its field's ``description`` metadata, else
+    ``fallback`` formatted with ``cls`` (the class holding the field), ``name`` (the
+    field), ``section`` (the description of the outermost nested field the leaf is in, or
+    its name; ``cls`` at the top level), ``path`` (the dotted name below that section,
+    dots as spaces) and ``unit`` (:func:`unit_of` the name).
+    """
+    out: Dict[str, Leaf] = {}
+
+    def walk(obj: Any, prefix: str, section: Optional[str], top: str) -> None:
+        for f in dataclasses.fields(obj):
+            if not f.metadata.get("param", True):
+                continue
+            name = f"{prefix}{f.name}"
+            value = getattr(obj, f.name)
+            here = section if section is not None else \
+                (f.metadata.get("description") or f.name)
+            if dataclasses.is_dataclass(value) and not isinstance(value, type):
+                walk(value, name + ".", here, top if section is not None else name)
+                continue
+            items = value.items() if isinstance(value, Mapping) else [(None, value)]
+            for key, item in items:
+                leaf = name if key is None else f"{name}.{key}"
+                if isinstance(item, tuple):
+                    item = list(item)
+                if not isinstance(item, _SCALARS):
+                    continue
+                text = f.metadata.get("description") if key is None else None
+                if not text:
+                    rest = leaf[len(top) + 1:] if section is not None else leaf
+                    text = fallback.format(
+                        cls=type(obj).__name__, name=f.name, path=rest.replace(".", " "),
+                        section=section if section is not None else type(obj).__name__,
+                        unit=unit_of(leaf))
+                out[leaf] = Leaf(item, text, f.metadata.get("range") if key is None else None,
+                                 bool(f.metadata.get("read_only", False)))
+
+    walk(config, "", None, "")
+    return out
+
+
+def declare_tree(node: Node, prefix: str, config: Any, *, fallback: str = "{cls}.{name}"
+                 ) -> Dict[str, Any]:
+    """Declare every leaf of ``config`` (:func:`parameter_tree`) as ``<prefix>.<leaf>``.
+
+    Returns dotted leaf name (without ``prefix``) -> value, the form a config's
+    ``from_params`` reads (e.g. ``PlannerConfig.from_params``).
+    """
+    values: Dict[str, Any] = {}
+    for name, leaf in parameter_tree(config, fallback).items():
+        values[name] = declare(node, f"{prefix}.{name}" if prefix else name, leaf.default,
+                               leaf.description, leaf.value_range, leaf.read_only)
+    return values
+
+
+def field_descriptions(cls: Type) -> Dict[str, str]:
+    """Parameter name -> text of the fields of ``cls`` (and of their ``keys``) that have one.
+
+    A field's parameter name is its ``name`` metadata or its own; a map field's ``keys``
+    metadata (key -> text) describes its leaves ``<name>.<key>``.
+    """
+    out: Dict[str, str] = {}
+    for f in dataclasses.fields(cls):
+        if not f.metadata.get("param", True):
+            continue
+        name = f.metadata.get("name", f.name)
+        if f.metadata.get("description"):
+            out[name] = f.metadata["description"]
+        for key, text in (f.metadata.get("keys") or {}).items():
+            out[f"{name}.{key}"] = text
+    return out
+
+
+def description_of(cls: Type, name: str, fallback: str = "{name}") -> str:
+    """The text of the parameter ``name`` of config dataclass ``cls`` (its field metadata).
+
+    Exact names come from :func:`field_descriptions`; a leaf ``<map>.<a>.<b>`` of a map field
+    with a ``template`` gets the template formatted with ``a`` and ``b`` (the key's first
+    part and the rest); anything else ``fallback`` formatted with ``name``.
+    """
+    texts = field_descriptions(cls)
+    if name in texts:
+        return texts[name]
+    for f in dataclasses.fields(cls):
+        head = f.metadata.get("name", f.name) + "."
+        if f.metadata.get("template") and name.startswith(head):
+            first, _, rest = name[len(head):].partition(".")
+            return f.metadata["template"].format(first, rest)
+    return fallback.format(name=name)
 
 
 def overrides(node: Node) -> Dict[str, Any]:

@@ -8,112 +8,45 @@ Two sections of config/planner.yaml:
   :func:`declare_planner_config`;
 - ``/**/planner: ros__parameters:``: the node-level :class:`NodeSettings` (``timeouts.*``,
   ``max_instruction_chars``, ...), declared from their field metadata by
-  :func:`declare_node_settings` with ``params.declare_dataclass``;
+  :func:`declare_node_settings` with ``params.declare_config``;
 - ``acquisition.*`` (set by bringup): :func:`declare_acquisition`.
 
-The PlannerConfig leaves keep their own walk: ``params.declare_dataclass`` neither descends
-into dict or nested-dataclass fields nor finds descriptions on the core's dataclasses (they
-carry no field metadata yet), and every name, type, default and description stays as it was.
+The PlannerConfig leaves are declared by ``params.declare_config(nested=True)``, which
+descends into its sections, their dict fields and nested dataclasses; the texts are the
+field metadata of core/planner/configurations.py.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any, Dict, Optional, Tuple
+from dataclasses import dataclass, field, fields
+from typing import Any, Optional, Tuple
 
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.planner import CONFIGURATIONS, PlannerConfig, get_configuration
+from agentic_grasp.core.planner import PlannerConfig, get_configuration
 from agentic_grasp.core.retrieval.acquisition import (Acquirer, AcquisitionContext,
                                                       resolve_acquired_path)
-from agentic_grasp.params import declare, declare_dataclass
+from agentic_grasp.params import declare, declare_config
 
 MEMORY_LIFETIMES = ("session", "goal")
 
 # ---- the core's PlannerConfig ----------------------------------------------------------------
 
-#: Descriptions of the core's planner parameters (config/planner.yaml explains each in full).
-PLANNER_DESCRIPTIONS: Dict[str, str] = {
-    "configuration": "Table II configuration run when a goal leaves it empty: "
-                     + ", ".join(CONFIGURATIONS),
-    "max_retries": "Rmax: retries after the first attempt (up to Rmax + 1 attempts per "
-                   "sub-goal)",
-    "seed": "Seed of the level-3 perturbation generator, reseeded at every goal",
-    "level_by": "Attempt index that selects the correction level: failed_attempt (paper) or "
-                "next_attempt",
-    "level1_max_index": "r <= this gives a level-1 correction",
-    "level2_index": "r == this gives a level-2 correction (larger r: level 3)",
-    "escalate_unchanged": "Replace a correction that changes nothing by the next level's",
-    "memory_scope": "Episodic memory scope of the in-process episode runner (trial | "
-                    "session); this node uses memory_lifetime",
-    "strategy_direction_tolerance_rad": "Largest angle between a retrieved strategy's "
-                                        "approach and a constraint-imposed one (rad)",
-    "rebase_min_shift_m": "Target shift after which the grasps follow a re-perceived target "
-                          "(m)",
-    "rebase_min_yaw_rad": "Target turn after which the grasps follow a re-perceived target "
-                          "(rad)",
-    "continue_after_subgoal_failure": "Go on with the next sub-goal after one failed",
-    "episode_visual_query": "s_vis source of the in-process episode runner (none | render)",
-}
-#: Descriptions of the parameter groups (one per PlannerConfig section).
-SECTION_DESCRIPTIONS: Dict[str, str] = {
-    "default_grasp": "Fixed default grasp (w/o HAA-RAG and retrieval fallback)",
-    "limits": "Bounds every planned grasp is clipped into",
-    "classification": "ClassifyFailure (14-type taxonomy)",
-    "corrections": "Level-1 correction rule",
-    "level2": "Level-2 grasp-type rotation",
-    "level3": "Level-3 replan perturbation",
-    "time_model": "Modelled compute time per stage (episode results)",
-    "grasp_synthesis": "Grasp fitting, Franka Hand model and clearance-aware candidates",
-}
-_UNITS = {"_m": "m", "_n": "N", "_s": "s", "_rad": "rad", "_mps": "m/s"}
-
-
-def _unit(name: str) -> str:
-    return next((f" ({unit})" for suffix, unit in _UNITS.items() if name.endswith(suffix)), "")
-
-
-def planner_parameter_defaults(config: Optional[PlannerConfig] = None) -> Dict[str, Any]:
-    """Every PlannerConfig leaf as a dotted ROS parameter name -> default value.
-
-    The sections' dict fields (``phi_thresholds``) and nested dataclasses (``hand``) are
-    flattened one level further, which ``params.declare_dataclass`` does not do, and the
-    defaults are the validated config's values (floats where the config coerces them).
-    """
-    config = config if config is not None else PlannerConfig()
-    out: Dict[str, Any] = {}
-    for f in fields(config):
-        value = getattr(config, f.name)
-        if not is_dataclass(value):
-            out[f.name] = value
-            continue
-        for sub in fields(value):
-            inner = getattr(value, sub.name)
-            if isinstance(inner, dict):
-                for key, item in inner.items():
-                    out[f"{f.name}.{sub.name}.{key}"] = item
-            elif is_dataclass(inner):               # grasp_synthesis.hand
-                for leaf in fields(inner):
-                    item = getattr(inner, leaf.name)
-                    out[f"{f.name}.{sub.name}.{leaf.name}"] = \
-                        list(item) if isinstance(item, tuple) else item
-            else:
-                out[f"{f.name}.{sub.name}"] = list(inner) if isinstance(inner, tuple) else inner
-    return out
-
-
-def planner_parameter_description(name: str) -> str:
-    if name in PLANNER_DESCRIPTIONS:
-        return PLANNER_DESCRIPTIONS[name]
-    section, _, rest = name.partition(".")
-    prefix = SECTION_DESCRIPTIONS.get(section, section)
-    return f"{prefix}: {rest.replace('.', ' ')}{_unit(rest)} (config/planner.yaml)"
+#: Text of a section leaf without a description of its own: the section's text (the
+#: PlannerConfig field's metadata), the leaf below it and its unit, e.g. "Level-1
+#: correction rule: slip_force_scale (config/planner.yaml)".
+LEAF_DESCRIPTION = "{section}: {path}{unit} (config/planner.yaml)"
 
 
 def declare_planner_config(node: Any) -> PlannerConfig:
-    """Declare every PlannerConfig parameter on ``node`` and read the config from them."""
-    values = {name: declare(node, name, default, planner_parameter_description(name))
-              for name, default in planner_parameter_defaults().items()}
-    return PlannerConfig.from_params(values, "planner parameters")
+    """Declare every PlannerConfig leaf on ``node`` under its dotted name and read the config.
+
+    ``params.declare_config(nested=True)`` walks the validated ``PlannerConfig()``: its
+    fields, the sections' fields, their dict fields (``phi_thresholds``) and nested
+    dataclasses (``grasp_synthesis.hand``), described by the fields' metadata.
+    """
+    return declare_config(node, "", PlannerConfig, nested=True, fallback=LEAF_DESCRIPTION,
+                          build=lambda values: PlannerConfig.from_params(
+                              values, "planner parameters"))
 
 
 # ---- the node-level settings -----------------------------------------------------------------
@@ -190,8 +123,8 @@ class NodeSettings:
 def declare_node_settings(node: Any) -> NodeSettings:
     """Declare the node-level parameters on ``node`` (names, types and defaults from the
     fields above) and read them."""
-    timeouts = Timeouts(**declare_dataclass(node, "timeouts", Timeouts))
-    return NodeSettings(timeouts=timeouts, **declare_dataclass(node, "", NodeSettings))
+    timeouts = declare_config(node, "timeouts", Timeouts)
+    return declare_config(node, "", NodeSettings, extra={"timeouts": timeouts})
 
 
 def declare_acquisition(node: Any) -> Optional[Acquirer]:
@@ -241,5 +174,5 @@ def validate_goal(instruction: str, configuration: str, default_configuration: s
 
 
 __all__ = ["MEMORY_LIFETIMES", "NodeSettings", "Timeouts", "declare_acquisition",
-           "declare_node_settings", "declare_planner_config", "planner_parameter_defaults",
-           "planner_parameter_description", "validate_goal", "warn_undeclared"]
+           "declare_node_settings", "declare_planner_config", "validate_goal",
+           "warn_undeclared"]

@@ -44,6 +44,7 @@ import copy
 import math
 import threading
 import time
+from dataclasses import fields
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from ament_index_python.packages import get_package_share_directory
@@ -69,6 +70,7 @@ from agentic_grasp.core.arm import PHASES, ArmBackend, ArmError, ArmResult
 from agentic_grasp.core.config import load_yaml
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.paths import config_dir
+from agentic_grasp.core.sim.params import QualityParams
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Phase
 from agentic_grasp.futures import wait_done
 from agentic_grasp.params import declare_config
@@ -225,6 +227,24 @@ class _Gripper:
             client.destroy()
 
 
+#: QualityParams fields the MoveIt backend does not declare: all but the Eq. 2 weights.
+_NOT_EQ2 = tuple(f.name for f in fields(QualityParams) if f.name != "weights")
+_EQ2_TEXT = ("Eq. 2 weights w1..w7 of an attempt's Q (position accuracy, width, force, "
+             "approach clearance, grasp type, difficulty, grip security); sum 1, as the sim "
+             "node's quality.weights (config/sim.yaml)")
+
+
+
+def declare_quality(node: Node) -> QualityParams:
+    """The Eq. 2 weights every outcome's Q uses, declared as the sim node declares them.
+
+    ``quality.weights`` (config/sim.yaml); the other quality constants model the
+    simulator's factors and mean nothing on the arm, so they keep their defaults.
+    """
+    return declare_config(node, "quality", QualityParams, exclude=_NOT_EQ2,
+                          build=QualityParams.from_mapping, fallback=_EQ2_TEXT)
+
+
 class MoveItArmBackend(ArmBackend):
     """One grasp attempt on the arm through MoveIt, reported in the failure taxonomy."""
 
@@ -237,6 +257,7 @@ class MoveItArmBackend(ArmBackend):
                                       build=MoveItBackendConfig.from_dict)
         except ValidationError as exc:
             raise ConfigError(str(exc)) from exc
+        self.quality = declare_quality(node)
         self._log = node.get_logger()
         self._closed = False
         params = self._moveit_params()
@@ -557,7 +578,8 @@ class MoveItArmBackend(ArmBackend):
             return ArmResult(ArmError.CANCELED,
                              f"canceled during {obs.phase_reached.value}; motion stopped"
                              + ("; object kept in the hand" if self._holding else ""),
-                             outcome_from_observation(obs, self.cfg, target_id))
+                             outcome_from_observation(obs, self.cfg, target_id,
+                                                      weights=self.quality.weights))
         except (ConnectionError, TimeoutError) as exc:
             return ArmResult(ArmError.BACKEND_UNAVAILABLE, str(exc))
         except (RuntimeError, ValidationError) as exc:
@@ -571,7 +593,8 @@ class MoveItArmBackend(ArmBackend):
 
         def finish(message: str) -> ArmResult:
             obs.duration_s = time.monotonic() - start
-            outcome = outcome_from_observation(obs, self.cfg, target_id)
+            outcome = outcome_from_observation(obs, self.cfg, target_id,
+                                               weights=self.quality.weights)
             return ArmResult(ArmError.NONE, message, outcome)
 
         if not self._homed:
@@ -644,7 +667,8 @@ class MoveItArmBackend(ArmBackend):
         if not self._move(obs, "lift", (trajectory, code), is_cancelled, fraction):
             return finish("lift not completed")
         obs.width_after_lift_m = self._fresh_width()
-        outcome = outcome_from_observation(obs, self.cfg, target_id)
+        outcome = outcome_from_observation(obs, self.cfg, target_id,
+                                           weights=self.quality.weights)
         self._holding = outcome.success
         obs.duration_s = time.monotonic() - start
         outcome.duration_s = obs.duration_s

@@ -74,50 +74,8 @@ SERVICE = "retrieve_strategies"
 SIMILARITY_PREFIX = "material_similarity."
 #: Parameters read once at start-up; changing them needs a reload of the knowledge base.
 STARTUP_ONLY = ("knowledge_base_path", "acquired_experiences_path", "embedding.")
-
-#: Description of every parameter of config/retrieval.yaml but the material pairs.
-DESCRIPTIONS: Dict[str, str] = {
-    "knowledge_base_path": "Knowledge base: a kb_data folder, a folder of *.jsonl files or one "
-                           "file; '' = <data root>/kb_data/experiences (start-up only)",
-    "acquired_experiences_path": "JSONL file of experiences acquired during deployment, "
-                                 "followed live (new lines served from the next request); "
-                                 "'' or 'none' = none, 'default' = the per-user file "
-                                 "$XDG_DATA_HOME/agentic_grasp/acquired_experiences.jsonl "
-                                 "(start-up only)",
-    "mode": "Mode of a request with an empty mode: haa (three levels) or clip_only (category "
-            "filter + visual re-rank, the Table IV baseline)",
-    "k1": "Level 1: candidates kept after the category match",
-    "category_exact_score": "Level 1: s_cat of an exact category match (paper: 1.0)",
-    "category_superclass_score": "Level 1: s_cat of a category of the same superclass "
-                                 "(paper: 0.5)",
-    "affordance_weights.type": "Eq. 1 weight of the affordance-type match (paper: 0.5)",
-    "affordance_weights.material": "Eq. 1 weight of s_mat (paper: 0.2)",
-    "affordance_weights.fragility": "Eq. 1 weight of 1 - |delta fragility| (paper: 0.15)",
-    "affordance_weights.region": "Eq. 1 weight of s_reg (paper: 0.15)",
-    "tau_aff": "Level 2: candidates with s_aff below this are discarded (paper: 0.3)",
-    "fallback.enabled": "Level 1 empty (unknown category): rank the whole KB by affordance, "
-                        "size and appearance, marked as a fallback",
-    "fallback.size_weight": "Weight of the size similarity in the fallback ranking",
-    "region_family_score": "s_reg of two regions of one family of kb_data/taxonomy.yaml "
-                           "(1.0 same region, else 0)",
-    "final_weights.category": "Level 3 weight of s_cat in s_final (paper: 0.2)",
-    "final_weights.affordance": "Level 3 weight of s_aff in s_final (paper: 0.4)",
-    "final_weights.visual": "Level 3 weight of s_vis in s_final (paper: 0.4)",
-    "k": "Strategies returned for a request with k = 0 (paper: 3)",
-    "failure_penalty": "s_final of a failed experience is multiplied by 1 - this "
-                       "(paper: 0.3)",
-    "clip_only_failure_penalty": "Apply the failure penalty in clip_only mode too",
-    "embedding.backend": "Visual embedding model: descriptor (builtin-descriptor-v1, CPU) or "
-                         "open_clip (CLIP, local weights file) (start-up only)",
-    "embedding.crop_size_px": "Side of the rendered knowledge-base crops (px) (start-up only)",
-    "embedding.cache_dir": "Embedding cache folder; '' = kb_data/cache/ when writable, else "
-                           "~/.cache/agentic_grasp/embeddings (start-up only)",
-    "embedding.open_clip.model_name": "open_clip architecture, e.g. ViT-L-14 (start-up only)",
-    "embedding.open_clip.pretrained_path": "Local open_clip weights file; never downloaded "
-                                           "(start-up only)",
-    "embedding.open_clip.device": "Torch device of the open_clip model (start-up only)",
-}
-
+#: Text of a key of config/retrieval.yaml that RetrievalConfig's field metadata does not know.
+FALLBACK_DESCRIPTION = "config/retrieval.yaml: {name}"
 
 def flatten(mapping: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
     """Nested parameters -> ROS dotted names ({'a': {'b': 1}} -> {'a.b': 1}), as rcl does."""
@@ -179,12 +137,9 @@ class RetrievalNode(Node):
                 defaults[name] = value          # a pair the params file adds; typed as given
         names = []
         for name, default in defaults.items():
-            if name.startswith(SIMILARITY_PREFIX):
-                a, _, b = name[len(SIMILARITY_PREFIX):].partition(".")
-                text = (f"s_mat of materials '{a}' and '{b}' (symmetric), in [0, 1]; 0 = not "
-                        "similar")
-            else:
-                text = DESCRIPTIONS.get(name, f"config/retrieval.yaml: {name}")
+            # the texts are RetrievalConfig's field metadata (its ``name``s, ``keys`` and the
+            # material pairs' ``template``)
+            text = params.description_of(RetrievalConfig, name, FALLBACK_DESCRIPTION)
             try:
                 declare(self, name, default, text)
             except ParameterException as exc:

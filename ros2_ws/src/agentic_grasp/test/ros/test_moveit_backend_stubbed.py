@@ -18,6 +18,7 @@ import pytest
 
 from agentic_grasp.backends import moveit_translation as mt
 from agentic_grasp.core import paths
+from agentic_grasp.core.sim.params import QualityParams
 from agentic_grasp.core.types import ObjectInstance, Shape
 
 pytestmark = pytest.mark.skipif(
@@ -232,6 +233,7 @@ def moveit_arm(monkeypatch):
 def _backend(moveit_arm, velocities=None, **cfg):
     backend = moveit_arm.MoveItArmBackend.__new__(moveit_arm.MoveItArmBackend)
     backend.cfg = mt.MoveItBackendConfig(**cfg)
+    backend.quality = QualityParams()
     backend._log = _Logger()
     backend._psm = _Monitor(RobotState(velocities or {"panda_joint1": 0.0}))
     backend._arm = _PlanningComponent()
@@ -372,3 +374,45 @@ def test_builder_gets_this_packages_pilz_limits(moveit_arm, monkeypatch, tmp_pat
     names = [c[0] for c in _Builder.calls]
     assert names.index("pilz_cartesian_limits") < names.index("to_moveit_configs")
     assert params["planning_scene_monitor_options"]["wait_for_initial_state_timeout"] > 0
+
+
+WEIGHTS = [0.3, 0.1, 0.1, 0.1, 0.1, 0.1, 0.2]
+
+
+def test_the_eq2_weights_are_declared_as_the_sim_nodes(moveit_arm):
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+
+    node = Node("moveit_quality_test",
+                parameter_overrides=[Parameter("quality.weights", value=WEIGHTS)])
+    try:
+        quality = moveit_arm.declare_quality(node)
+        assert quality.weights == tuple(WEIGHTS)
+        assert [n for n in node._parameters if n.startswith("quality.")] == \
+            ["quality.weights"]                              # noqa: SLF001 - what it declared
+        assert "Eq. 2" in node.describe_parameter("quality.weights").description
+    finally:
+        node.destroy_node()
+
+
+def test_a_canceled_attempt_scores_q_with_the_configured_weights(moveit_arm, monkeypatch):
+    seen = []
+
+    def outcome(obs, cfg, target_id="", weights=None):
+        seen.append(weights)
+        return mt.outcome_from_observation(obs, cfg, target_id, weights)
+
+    backend = _backend(moveit_arm)
+    backend.quality = QualityParams(weights=tuple(WEIGHTS))
+    backend._holding = False
+    backend._gripper = types.SimpleNamespace(ready=lambda timeout_s: True, goal_active=False,
+                                             move=lambda *_: True)
+
+    def canceled(*_args):
+        raise moveit_arm._Canceled()
+
+    monkeypatch.setattr(backend, "_attempt", canceled)
+    monkeypatch.setattr(moveit_arm, "outcome_from_observation", outcome)
+    grasp = types.SimpleNamespace(width=0.04)
+    result = backend.execute("cup_0", grasp, lambda *_: None, lambda: True)
+    assert seen == [tuple(WEIGHTS)] and result.outcome is not None

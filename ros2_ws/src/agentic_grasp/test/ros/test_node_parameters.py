@@ -1,5 +1,5 @@
-"""Every parameter a node declares: its name, type and default stay as recorded, and it
-has a description.
+"""Every parameter a node declares: its name, type, default and description stay as
+recorded, and it has a description.
 
 The record (``data/node_parameters.json``) was taken before the nodes were converted to
 declaring from the config dataclasses (params.declare_config), so this test is what keeps
@@ -23,12 +23,13 @@ RECORD = Path(__file__).with_name("data") / "node_parameters.json"
 def _makers() -> Dict[str, Callable[..., Any]]:
     from agentic_grasp.nodes.executor_node import ExecutorNode
     from agentic_grasp.nodes.perception_node import PerceptionNode
+    from agentic_grasp.nodes.planner_node import PlannerNode
     from agentic_grasp.nodes.retrieval_node import RetrievalNode
     from agentic_grasp.nodes.scene_graph_node import SceneGraphNode
     from agentic_grasp.nodes.sim_node import SimNode
 
     return {"sim": SimNode, "executor": ExecutorNode, "scene_graph": SceneGraphNode,
-            "perception": PerceptionNode, "retrieval": RetrievalNode}
+            "perception": PerceptionNode, "retrieval": RetrievalNode, "planner": PlannerNode}
 
 
 def declared(make: Callable[..., Any]) -> Dict[str, Dict[str, Any]]:
@@ -65,6 +66,15 @@ def test_names_types_and_defaults_are_as_recorded(current):
         for name, spec in params.items():
             got = current[node][name]
             assert (got["type"], got["value"]) == (spec["type"], spec["value"]), (node, name)
+
+
+def test_descriptions_are_as_recorded(current):
+    # The texts are what `ros2 param describe` and rqt show; moving them from node-local
+    # dicts into field metadata must not change them.
+    recorded = json.loads(RECORD.read_text())
+    for node, params in recorded.items():
+        for name, spec in params.items():
+            assert current[node][name]["description"] == spec["description"], (node, name)
 
 
 def test_every_parameter_has_a_description(current):

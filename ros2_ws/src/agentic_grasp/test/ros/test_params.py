@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Tuple
+from typing import Any, Dict, Mapping, Tuple
 
 import pytest
 from rclpy.exceptions import InvalidParameterValueException
@@ -10,7 +10,8 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.params import declare_config, declare_dataclass, declare_map
+from agentic_grasp.params import (declare_config, declare_dataclass, declare_map,
+                                  description_of, parameter_tree)
 
 
 @dataclass
@@ -89,3 +90,87 @@ def test_a_map_is_one_parameter_per_key_plus_the_keys_a_params_file_adds():
         assert n.describe_parameter("prior.wine_glass").description == "Prior of 'wine_glass'"
     finally:
         n.destroy_node()
+
+
+@dataclass
+class _Hand:
+    opening_m: float = 0.08
+    palm_m: Tuple[float, ...] = (0.06, 0.2)
+
+
+@dataclass
+class _Section:
+    speed_mps: float = 1                     # the validated config coerces it to a float
+    thresholds: Dict[str, float] = field(default_factory=lambda: {"grip": 0.3})
+    hand: _Hand = field(default_factory=_Hand)
+
+    def __post_init__(self) -> None:
+        self.speed_mps = float(self.speed_mps)
+
+
+@dataclass
+class _Tree:
+    seed: int = field(default=0, metadata={"description": "Seed", "range": (0, 9)})
+    section: _Section = field(default_factory=_Section,
+                              metadata={"description": "The section"})
+    bare: _Hand = field(default_factory=_Hand)
+    hidden: _Hand = field(default_factory=_Hand, metadata={"param": False})
+
+    @classmethod
+    def from_params(cls, values: Mapping[str, Any]) -> "_Tree":
+        section = {k.split(".", 1)[1]: v for k, v in values.items()
+                   if k.startswith("section.") and "." not in k.split(".", 1)[1]}
+        thresholds = {k.rsplit(".", 1)[1]: v for k, v in values.items()
+                      if k.startswith("section.thresholds.")}
+        return cls(seed=values["seed"], section=_Section(thresholds=thresholds, **section))
+
+
+FALLBACK = "{section}: {path}{unit}"
+
+
+def test_a_tree_is_one_parameter_per_leaf_under_dotted_names():
+    tree = parameter_tree(_Tree(), FALLBACK)
+    assert sorted(tree) == ["bare.opening_m", "bare.palm_m", "section.hand.opening_m",
+                            "section.hand.palm_m", "section.speed_mps",
+                            "section.thresholds.grip", "seed"]
+    assert tree["section.speed_mps"].default == 1.0 and \
+        isinstance(tree["section.speed_mps"].default, float)     # the validated value
+    assert tree["section.hand.palm_m"].default == [0.06, 0.2]
+    assert tree["seed"].description == "Seed" and tree["seed"].value_range == (0, 9)
+    assert tree["section.speed_mps"].description == "The section: speed_mps (m/s)"
+    assert tree["section.hand.opening_m"].description == "The section: hand opening_m (m)"
+    assert tree["section.thresholds.grip"].description == "The section: thresholds grip"
+    assert tree["bare.opening_m"].description == "bare: opening_m (m)"   # no text: its name
+
+
+def test_a_tree_is_declared_and_built_from_the_dotted_names():
+    n = node(**{"section.thresholds.grip": 0.5, "section.speed_mps": 2.0})
+    try:
+        config = declare_config(n, "", _Tree, nested=True, fallback=FALLBACK,
+                                build=_Tree.from_params)
+        assert config.section.thresholds == {"grip": 0.5} and config.section.speed_mps == 2.0
+        assert n.describe_parameter("section.hand.opening_m").description == \
+            "The section: hand opening_m (m)"
+        assert not n.has_parameter("hidden.opening_m")
+        with pytest.raises(ValueError):
+            declare_config(n, "other", _Tree, nested=True)          # no build
+    finally:
+        n.destroy_node()
+
+
+@dataclass
+class _FileLaid:
+    """A config read from a params file's layout (no defaults, fields grouped by name)."""
+
+    w_type: float = field(metadata={"name": "weights.type", "description": "Type weight"})
+    pairs: Dict[str, Dict[str, float]] = field(metadata={"template": "s of '{0}' and '{1}'"})
+    embedding: Dict[str, Any] = field(metadata={"keys": {"open_clip.device": "Device"}})
+    source: str = field(default="", metadata={"param": False, "description": "Not one"})
+
+
+def test_the_text_of_a_parameter_read_from_a_params_file_layout():
+    assert description_of(_FileLaid, "weights.type") == "Type weight"
+    assert description_of(_FileLaid, "embedding.open_clip.device") == "Device"
+    assert description_of(_FileLaid, "pairs.glass.ceramic") == "s of 'glass' and 'ceramic'"
+    assert description_of(_FileLaid, "source", "file: {name}") == "file: source"
+    assert description_of(_FileLaid, "w_type", "file: {name}") == "file: w_type"

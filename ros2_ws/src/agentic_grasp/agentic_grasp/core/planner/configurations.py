@@ -286,6 +286,16 @@ class TimeModel:
                   allow_zero=tuple(f.name for f in fields(self)))
 
 
+def _described(default: Any, description: str) -> Any:
+    """A field with its parameter description (agentic_grasp.params reads the metadata)."""
+    return field(default=default, metadata={"description": description})
+
+
+def _section_field(cls: type, description: str) -> Any:
+    """A nested section; its description heads its leaves' (agentic_grasp.params)."""
+    return field(default_factory=cls, metadata={"description": description})
+
+
 LEVEL_BY = ("failed_attempt", "next_attempt")
 VISUAL_QUERIES = ("none", "render", "camera")
 MEMORY_SCOPES = ("trial", "session")
@@ -295,27 +305,51 @@ MEMORY_SCOPES = ("trial", "session")
 class PlannerConfig:
     """Every constant of the planner; defaults equal config/planner.yaml."""
 
-    configuration: str = "full"
-    max_retries: int = 3
-    seed: int = 0
-    level_by: str = "failed_attempt"
-    level1_max_index: int = 1
-    level2_index: int = 2
-    escalate_unchanged: bool = True
-    memory_scope: str = "trial"
-    default_grasp: DefaultGrasp = field(default_factory=DefaultGrasp)
-    limits: Limits = field(default_factory=Limits)
-    classification: ClassificationConfig = field(default_factory=ClassificationConfig)
-    corrections: CorrectionConfig = field(default_factory=CorrectionConfig)
-    level2: Level2Config = field(default_factory=Level2Config)
-    level3: Level3Config = field(default_factory=Level3Config)
-    strategy_direction_tolerance_rad: float = math.radians(15.0)
-    rebase_min_shift_m: float = 0.002
-    rebase_min_yaw_rad: float = 0.02
-    continue_after_subgoal_failure: bool = False
-    time_model: TimeModel = field(default_factory=TimeModel)
-    episode_visual_query: str = "none"
-    grasp_synthesis: GraspSynthesisConfig = field(default_factory=GraspSynthesisConfig)
+    configuration: str = _described(
+        "full", "Table II configuration run when a goal leaves it empty: "
+        + ", ".join(CONFIGURATIONS))
+    max_retries: int = _described(
+        3, "Rmax: retries after the first attempt (up to Rmax + 1 attempts per sub-goal)")
+    seed: int = _described(0, "Seed of the level-3 perturbation generator, reseeded at every "
+                              "goal")
+    level_by: str = _described(
+        "failed_attempt", "Attempt index that selects the correction level: failed_attempt "
+        "(paper) or next_attempt")
+    level1_max_index: int = _described(1, "r <= this gives a level-1 correction")
+    level2_index: int = _described(2, "r == this gives a level-2 correction (larger r: "
+                                      "level 3)")
+    escalate_unchanged: bool = _described(True, "Replace a correction that changes nothing "
+                                                "by the next level's")
+    memory_scope: str = _described(
+        "trial", "Episodic memory scope of the in-process episode runner (trial | session); "
+        "this node uses memory_lifetime")
+    # The sections' leaves are described "<section text>: <leaf> (<unit>)" by the node
+    # (planner_settings.LEAF_DESCRIPTION); config/planner.yaml explains each in full.
+    default_grasp: DefaultGrasp = _section_field(
+        DefaultGrasp, "Fixed default grasp (w/o HAA-RAG and retrieval fallback)")
+    limits: Limits = _section_field(Limits, "Bounds every planned grasp is clipped into")
+    classification: ClassificationConfig = _section_field(
+        ClassificationConfig, "ClassifyFailure (14-type taxonomy)")
+    corrections: CorrectionConfig = _section_field(CorrectionConfig,
+                                                   "Level-1 correction rule")
+    level2: Level2Config = _section_field(Level2Config, "Level-2 grasp-type rotation")
+    level3: Level3Config = _section_field(Level3Config, "Level-3 replan perturbation")
+    strategy_direction_tolerance_rad: float = _described(
+        math.radians(15.0), "Largest angle between a retrieved strategy's approach and a "
+        "constraint-imposed one (rad)")
+    rebase_min_shift_m: float = _described(
+        0.002, "Target shift after which the grasps follow a re-perceived target (m)")
+    rebase_min_yaw_rad: float = _described(
+        0.02, "Target turn after which the grasps follow a re-perceived target (rad)")
+    continue_after_subgoal_failure: bool = _described(
+        False, "Go on with the next sub-goal after one failed")
+    time_model: TimeModel = _section_field(
+        TimeModel, "Modelled compute time per stage (episode results)")
+    episode_visual_query: str = _described(
+        "none", "s_vis source of the in-process episode runner (none | render)")
+    grasp_synthesis: GraspSynthesisConfig = _section_field(
+        GraspSynthesisConfig, "Grasp fitting, Franka Hand model and clearance-aware "
+        "candidates")
 
     def __post_init__(self) -> None:
         get_configuration(self.configuration)

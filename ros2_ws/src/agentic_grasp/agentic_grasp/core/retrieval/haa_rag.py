@@ -63,32 +63,84 @@ class EmbeddingModelMismatch(ValidationError):
 class RetrievalConfig:
     """Constants of HAA-RAG, read from config/retrieval.yaml (no defaults in code)."""
 
-    k1: int
-    k: int
-    tau_aff: float
-    category_exact_score: float
-    category_superclass_score: float
-    w_type: float
-    w_material: float
-    w_fragility: float
-    w_region: float
-    region_family_score: float
-    material_similarity: Dict[str, Dict[str, float]]
-    w_category: float
-    w_affordance: float
-    w_visual: float
-    failure_penalty: float
-    clip_only_failure_penalty: bool
-    mode: str
-    knowledge_base_path: str = ""
-    acquired_experiences_path: str = ""
-    embedding: Dict[str, Any] = field(default_factory=dict)
+    # Field metadata: the ROS parameter's text and, where config/retrieval.yaml groups the
+    # field under another key, its dotted parameter name (agentic_grasp.params).
+    k1: int = field(metadata={"description": "Level 1: candidates kept after the category "
+                                             "match"})
+    k: int = field(metadata={"description": "Strategies returned for a request with k = 0 "
+                                            "(paper: 3)"})
+    tau_aff: float = field(metadata={"description": "Level 2: candidates with s_aff below "
+                                                    "this are discarded (paper: 0.3)"})
+    category_exact_score: float = field(metadata={
+        "description": "Level 1: s_cat of an exact category match (paper: 1.0)"})
+    category_superclass_score: float = field(metadata={
+        "description": "Level 1: s_cat of a category of the same superclass (paper: 0.5)"})
+    w_type: float = field(metadata={
+        "name": "affordance_weights.type",
+        "description": "Eq. 1 weight of the affordance-type match (paper: 0.5)"})
+    w_material: float = field(metadata={
+        "name": "affordance_weights.material",
+        "description": "Eq. 1 weight of s_mat (paper: 0.2)"})
+    w_fragility: float = field(metadata={
+        "name": "affordance_weights.fragility",
+        "description": "Eq. 1 weight of 1 - |delta fragility| (paper: 0.15)"})
+    w_region: float = field(metadata={
+        "name": "affordance_weights.region",
+        "description": "Eq. 1 weight of s_reg (paper: 0.15)"})
+    region_family_score: float = field(metadata={
+        "description": "s_reg of two regions of one family of kb_data/taxonomy.yaml (1.0 "
+                       "same region, else 0)"})
+    # An open map: one parameter per pair, material_similarity.<a>.<b>.
+    material_similarity: Dict[str, Dict[str, float]] = field(metadata={
+        "template": "s_mat of materials '{0}' and '{1}' (symmetric), in [0, 1]; 0 = not "
+                    "similar"})
+    w_category: float = field(metadata={
+        "name": "final_weights.category",
+        "description": "Level 3 weight of s_cat in s_final (paper: 0.2)"})
+    w_affordance: float = field(metadata={
+        "name": "final_weights.affordance",
+        "description": "Level 3 weight of s_aff in s_final (paper: 0.4)"})
+    w_visual: float = field(metadata={
+        "name": "final_weights.visual",
+        "description": "Level 3 weight of s_vis in s_final (paper: 0.4)"})
+    failure_penalty: float = field(metadata={
+        "description": "s_final of a failed experience is multiplied by 1 - this (paper: "
+                       "0.3)"})
+    clip_only_failure_penalty: bool = field(metadata={
+        "description": "Apply the failure penalty in clip_only mode too"})
+    mode: str = field(metadata={
+        "description": "Mode of a request with an empty mode: haa (three levels) or "
+                       "clip_only (category filter + visual re-rank, the Table IV baseline)"})
+    knowledge_base_path: str = field(default="", metadata={
+        "description": "Knowledge base: a kb_data folder, a folder of *.jsonl files or one "
+                       "file; '' = <data root>/kb_data/experiences (start-up only)"})
+    acquired_experiences_path: str = field(default="", metadata={
+        "description": "JSONL file of experiences acquired during deployment, followed live "
+                       "(new lines served from the next request); '' or 'none' = none, "
+                       "'default' = the per-user file $XDG_DATA_HOME/agentic_grasp/"
+                       "acquired_experiences.jsonl (start-up only)"})
+    # A map with known keys (embedding.make_embedder reads them): one text per key.
+    embedding: Dict[str, Any] = field(default_factory=dict, metadata={"keys": {
+        "backend": "Visual embedding model: descriptor (builtin-descriptor-v1, CPU) or "
+                   "open_clip (CLIP, local weights file) (start-up only)",
+        "crop_size_px": "Side of the rendered knowledge-base crops (px) (start-up only)",
+        "cache_dir": "Embedding cache folder; '' = kb_data/cache/ when writable, else "
+                     "~/.cache/agentic_grasp/embeddings (start-up only)",
+        "open_clip.model_name": "open_clip architecture, e.g. ViT-L-14 (start-up only)",
+        "open_clip.pretrained_path": "Local open_clip weights file; never downloaded "
+                                     "(start-up only)",
+        "open_clip.device": "Torch device of the open_clip model (start-up only)"}})
     # Affordance fallback (issue 12): when level 1 is empty (a category the taxonomy or the
     # knowledge base does not know), rank the whole knowledge base by
     # w_affordance s_aff + fallback_size_weight s_size + w_visual s_vis.
-    fallback_enabled: bool = False
-    fallback_size_weight: float = 0.0
-    source: str = ""
+    fallback_enabled: bool = field(default=False, metadata={
+        "name": "fallback.enabled",
+        "description": "Level 1 empty (unknown category): rank the whole KB by affordance, "
+                       "size and appearance, marked as a fallback"})
+    fallback_size_weight: float = field(default=0.0, metadata={
+        "name": "fallback.size_weight",
+        "description": "Weight of the size similarity in the fallback ranking"})
+    source: str = field(default="", metadata={"param": False})    # where it was read from
 
     def __post_init__(self) -> None:
         where = f"{self.source}: " if self.source else ""
