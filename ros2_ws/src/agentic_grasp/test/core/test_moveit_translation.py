@@ -500,3 +500,18 @@ def test_moveit_backend_import_names_moveit_py_when_missing():
                           capture_output=True, text=True, timeout=60,
                           cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert proc.returncode == 0, proc.stderr
+
+
+def test_fr3_params_score_quality_with_the_simulators_eq2_weights():
+    """Q on the robot means what it means in the simulator: the FR3 params file gives the
+    MoveIt backend the same Eq. 2 weights as config/sim.yaml."""
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[5] / "config"
+    fr3 = yaml.safe_load((root / "moveit" / "executor_fr3.yaml").read_text())
+    sim = yaml.safe_load((root / "sim.yaml").read_text())
+    sim_params = next(iter(sim.values()))["ros__parameters"]
+    assert fr3["executor"]["ros__parameters"]["quality"]["weights"] == \
+        sim_params["quality"]["weights"]
