@@ -41,6 +41,12 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
         rclpy.logging.get_logger(getattr(factory, "NODE_NAME", "agentic_grasp")).fatal(
             f"cannot start: {exc}")
         code = EXIT_CONFIG
+    except Exception:
+        # SIGINT/SIGTERM shut the context down while the executor was building its wait set:
+        # rclpy raises its RCLError ("the given context is not valid") instead of
+        # ExternalShutdownException. That is the same orderly stop; anything else is not.
+        if executor is None or rclpy.ok():
+            raise
     finally:
         if executor is not None:
             executor.shutdown(timeout_sec=2.0)
