@@ -78,11 +78,17 @@ def run_paper_benchmark(options: PaperBenchOptions) -> Dict[str, Any]:
     files: Dict[str, str] = {}
     tasks = cfg.task_list()
 
+    def sweep(configurations, task_ids, **overrides):
+        """run_sweep over the protocol's trials and seeds with its settings (``overrides``:
+        perception, constraint_mode)."""
+        kwargs = dict(start_method=cfg.start_method, memory_scope=cfg.memory_scope,
+                      perception=cfg.perception, visual_query=cfg.visual_query)
+        kwargs.update(overrides)
+        return run_sweep(configurations, task_ids, cfg.trials_per_task, cfg.seeds,
+                         cfg.workers, options.progress, **kwargs)
+
     if options.table_ii:
-        result = run_sweep(cfg.configurations, tasks, cfg.trials_per_task, cfg.seeds,
-                           cfg.workers, options.progress, start_method=cfg.start_method,
-                           memory_scope=cfg.memory_scope, perception=cfg.perception,
-                           visual_query=cfg.visual_query)
+        result = sweep(cfg.configurations, tasks)
         records["table_ii"] = result.records
         totals["table_ii_sweep"] = result.totals()
         files["records"] = str(write_records(result.records,
@@ -94,24 +100,18 @@ def run_paper_benchmark(options: PaperBenchOptions) -> Dict[str, Any]:
         have = set(cfg.configurations) if options.table_ii else set()
         extra = [c for c in cfg.table_v_configurations if c not in have]
         if extra and it_tasks:
-            result = run_sweep(extra, it_tasks, cfg.trials_per_task, cfg.seeds, cfg.workers,
-                               options.progress, start_method=cfg.start_method,
-                               memory_scope=cfg.memory_scope, perception=cfg.perception,
-                               visual_query=cfg.visual_query)
+            result = sweep(extra, it_tasks)
             records["table_v"] = result.records
             totals["table_v_sweep"] = result.totals()
             files["table_v_records"] = str(write_records(
                 result.records, _records_path(out, "table_v", fmt)))
         # the same rows under each other constraint mode (issue 12: the paper's fixed
         # adjustments beside the clearance-aware default), same trial seeds
+        own_mode = _planner_constraint_mode()
         for mode in cfg.table_v_constraint_modes:
-            if not it_tasks or mode == _planner_constraint_mode():
+            if not it_tasks or mode == own_mode:
                 continue
-            result = run_sweep(cfg.table_v_configurations, it_tasks, cfg.trials_per_task,
-                               cfg.seeds, cfg.workers, options.progress,
-                               start_method=cfg.start_method, memory_scope=cfg.memory_scope,
-                               perception=cfg.perception, visual_query=cfg.visual_query,
-                               constraint_mode=mode)
+            result = sweep(cfg.table_v_configurations, it_tasks, constraint_mode=mode)
             records[f"table_v_{mode}"] = result.records
             totals[f"table_v_{mode}_sweep"] = result.totals()
             files[f"table_v_{mode}_records"] = str(write_records(
@@ -135,10 +135,7 @@ def run_paper_benchmark(options: PaperBenchOptions) -> Dict[str, Any]:
         files["ood_records"] = str(write_records(result.records,
                                                  _records_path(out, "ood", fmt)))
     if options.table_ii and options.oracle_comparison and cfg.perception != "oracle":
-        result = run_sweep(["full"], tasks, cfg.trials_per_task, cfg.seeds, cfg.workers,
-                           options.progress, start_method=cfg.start_method,
-                           memory_scope=cfg.memory_scope, perception="oracle",
-                           visual_query=cfg.visual_query)
+        result = sweep(["full"], tasks, perception="oracle")
         records["oracle"] = result.records
         totals["oracle_sweep"] = result.totals()
         files["oracle_records"] = str(write_records(result.records,
