@@ -9,7 +9,8 @@ import pytest
 from agentic_grasp.core.grasping import GraspSynthesisConfig, HandModel, fit_record
 from agentic_grasp.core.grasping.candidates import generate_candidates
 from agentic_grasp.core.grasping.fit import fit_strategy
-from agentic_grasp.core.grasping.hand import Box, gap_matrix, obb_gap, object_box, rot_z
+from agentic_grasp.core.geometry import yaw_matrix
+from agentic_grasp.core.grasping.hand import Box, gap_matrix, obb_gap, object_box
 from agentic_grasp.core.planner.configurations import PlannerConfig
 from agentic_grasp.core.planner.failure import Diagnosis
 from agentic_grasp.core.planner.recovery import CorrectionContext, get_correction
@@ -87,8 +88,8 @@ def test_a_flat_object_grasped_at_its_centre_is_raised_above_the_table():
 
 def test_gap_matrix_equals_pairwise_sat_gaps():
     rng = np.random.default_rng(3)
-    boxes = [Box(rng.normal(size=3) * 0.1, rot_z(rng.uniform(-3, 3)), rng.uniform(0.01, 0.05, 3),
-                 str(i)) for i in range(6)]
+    boxes = [Box(rng.normal(size=3) * 0.1, yaw_matrix(rng.uniform(-3, 3)),
+                 rng.uniform(0.01, 0.05, 3), str(i)) for i in range(6)]
     g = gap_matrix(boxes[:3], boxes[3:])
     assert np.allclose(g, [[obb_gap(a, b) for b in boxes[3:]] for a in boxes[:3]])
 

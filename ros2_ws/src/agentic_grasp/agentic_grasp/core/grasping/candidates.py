@@ -23,7 +23,8 @@ import numpy as np
 
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.grasping.fit import extent_at
-from agentic_grasp.core.grasping.hand import Box, HandModel, gap_matrix, object_box, rot_z
+from agentic_grasp.core.geometry import yaw_matrix
+from agentic_grasp.core.grasping.hand import Box, HandModel, gap_matrix, object_box
 from agentic_grasp.core.kinematics import closing_axis, wrist_yaw_for_closing_axis
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
@@ -93,7 +94,7 @@ def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Seque
     names = [b.name for b in hand_boxes[0]]
     cands: List[Candidate] = []
     half_in = min(sx, sy) / 2.0 - cfg.filled_rim_wall_m
-    local = rot_z(float(target.yaw)).T @ (base.position - centre)
+    local = yaw_matrix(float(target.yaw)).T @ (base.position - centre)
     outside = bool(np.any(np.abs(local[:2]) > np.asarray(target.size[:2]) / 2.0))
     for i, g in enumerate(grasps):
         flat_g = gaps[i]
@@ -148,7 +149,7 @@ def generate_candidates(base: GraspParameters, target: ObjectInstance,
     labels: List[str] = []
     devs: List[float] = []
     for phi in arounds:
-        R = rot_z(phi)
+        R = yaw_matrix(phi)
         pos = base.position.copy()
         pos[:2] = centre[:2] + (R[:2, :2] @ offset)
         g_phi = base.copy(position=pos, wrist_yaw=base.wrist_yaw + phi)

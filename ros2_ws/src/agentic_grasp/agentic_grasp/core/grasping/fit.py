@@ -27,8 +27,8 @@ from typing import Any, Dict, Mapping, Optional
 import numpy as np
 
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
-from agentic_grasp.core.geometry import wrap_angle
-from agentic_grasp.core.grasping.hand import HandModel, rot_z
+from agentic_grasp.core.geometry import wrap_angle, yaw_matrix
+from agentic_grasp.core.grasping.hand import HandModel
 from agentic_grasp.core.kinematics import closing_axis
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
@@ -139,7 +139,7 @@ def fit_strategy(record_grasp: Mapping[str, Any], spec: Mapping[str, Any],
             and _needs_swap(spec["size"]) != _needs_swap(target.size):
         turn = math.pi / 2.0
         rel = np.array([-rel[1], rel[0], rel[2]])
-        approach = rot_z(turn) @ approach
+        approach = yaw_matrix(turn) @ approach
         wrist += turn
         notes.append("stored frame turned 90 deg to match the perceived principal axis")
     yaw = float(target.yaw)
@@ -162,7 +162,7 @@ def fit_strategy(record_grasp: Mapping[str, Any], spec: Mapping[str, Any],
                                   float(target.yaw)) / 2.0
         half = np.array([radius, radius, half[2]])
     offset = rel * half
-    R = rot_z(yaw)
+    R = yaw_matrix(yaw)
     grasp = local.copy(position=np.asarray(target.position, dtype=float) + R @ offset,
                        approach=R @ approach, wrist_yaw=wrap_angle(wrist + yaw))
     out: Dict[str, Any] = {"fitted": True, "offset_rel": [round(float(v), 4) for v in rel],

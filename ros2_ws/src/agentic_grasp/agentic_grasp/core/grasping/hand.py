@@ -32,12 +32,9 @@ class Box:
     name: str = ""
 
 
-rot_z = yaw_matrix      # R_z(yaw), core/geometry's
-
-
 def object_box(obj: ObjectInstance, inflate: float = 0.0) -> Box:
     """The perceived object's oriented bounding box (cylinders and spheres boxed: safe side)."""
-    return Box(np.asarray(obj.position, dtype=float), rot_z(obj.yaw),
+    return Box(np.asarray(obj.position, dtype=float), yaw_matrix(obj.yaw),
                np.asarray(obj.size, dtype=float) / 2.0 + inflate, obj.id)
 
 
@@ -153,4 +150,4 @@ def gap_matrix(A: Sequence[Box], B: Sequence[Box]) -> np.ndarray:
     return gap.max(axis=2)
 
 
-__all__ = ["Box", "HandModel", "gap_matrix", "obb_gap", "object_box", "rot_z"]
+__all__ = ["Box", "HandModel", "gap_matrix", "obb_gap", "object_box"]

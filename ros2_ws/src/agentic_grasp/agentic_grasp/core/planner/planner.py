@@ -56,7 +56,7 @@ from agentic_grasp.core.planner.memory import EpisodicMemory
 from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext, clamp_grasp,
                                                  get_correction, narrow_side, rebase_grasp,
                                                  with_approach, wrap_angle)
-from agentic_grasp.core.planner.recovery import _same as same_grasp
+from agentic_grasp.core.planner.recovery import same_grasp
 from agentic_grasp.core.planner.recovery import correction_level as recovery_correction_level
 from agentic_grasp.core.planner.tasks import TaskPlan, plan_subgoals
 from agentic_grasp.core.grasping import clearance as grasp_clearance

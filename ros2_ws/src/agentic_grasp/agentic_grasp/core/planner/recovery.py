@@ -474,7 +474,7 @@ def get_correction(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
                           base=base.copy(), ops={"next_candidate": True})
     correction = _correction_at(diagnosis, level, grasp, base, ctx, config)
     while (config.escalate_unchanged and correction.level < 3
-           and _same(correction.grasp, grasp)):
+           and same_grasp(correction.grasp, grasp)):
         skipped = correction.rule
         correction = _correction_at(diagnosis, correction.level + 1, grasp, base, ctx, config)
         correction.rule = f"{skipped} changes nothing (at a limit), escalated to {correction.rule}"
@@ -494,12 +494,13 @@ def _next_candidate(diagnosis: Diagnosis, grasp: GraspParameters,
     queue = ctx.candidates[0]
     while queue:
         cand = queue.pop(0)
-        if not _same(cand, grasp):
+        if not same_grasp(cand, grasp):
             return cand
     return None
 
 
-def _same(a: GraspParameters, b: GraspParameters) -> bool:
+def same_grasp(a: GraspParameters, b: GraspParameters) -> bool:
+    """Whether two grasps command the same motion (every parameter within 1e-9)."""
     return (a.grasp_type == b.grasp_type and np.allclose(a.position, b.position, atol=1e-9)
             and np.allclose(a.approach, b.approach, atol=1e-9)
             and all(abs(getattr(a, f) - getattr(b, f)) <= 1e-9
@@ -559,5 +560,5 @@ def _correction_at(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
 __all__ = ["CORRECTION_RULES", "Correction", "CorrectionContext", "CorrectionOps",
            "clamp_grasp", "correction_level", "describe_change", "extent_across",
            "failure_types_covered", "get_correction", "level1_adjustment", "level1_ops",
-           "narrow_side", "next_grasp_type", "rebase_grasp", "retry_level", "type_template",
-           "with_approach", "wrap_angle"]
+           "narrow_side", "next_grasp_type", "rebase_grasp", "retry_level", "same_grasp",
+           "type_template", "with_approach", "wrap_angle"]
