@@ -314,12 +314,3 @@ def declare_map(node: Node, prefix: str, defaults: Mapping[str, Any], descriptio
             continue
         out[key] = declare(node, prefix + key, default, description.format(key))
     return out
-
-
-def declare_dataclass(node: Node, prefix: str, cls: Type) -> Dict[str, Any]:
-    """Declare every field of a config dataclass as ``<prefix>.<field>``; return their values.
-
-    Field defaults give the types; ``field(metadata={"description": ...})`` gives the text.
-    Kept for callers that want the raw values; prefer :func:`declare_config`.
-    """
-    return declare_fields(node, prefix, cls)

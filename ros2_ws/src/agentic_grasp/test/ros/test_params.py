@@ -10,7 +10,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.params import (declare_config, declare_dataclass, declare_map,
+from agentic_grasp.params import (declare_config, declare_fields, declare_map,
                                   description_of, parameter_tree)
 
 
@@ -76,7 +76,7 @@ def test_overrides_are_read_and_validated():
 def test_bare_names_and_the_raw_values():
     n = node()
     try:
-        values = declare_dataclass(n, "", _Config)
+        values = declare_fields(n, "", _Config)
         assert values["corner"] == [0.1, 0.2] and n.has_parameter("gain")
     finally:
         n.destroy_node()
