@@ -7,7 +7,18 @@ LATCHED = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
                      reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
-#: Streams where every message counts (attempt records, feedback-like logs).
+#: Event streams a late subscriber must not miss (attempt records): reliable, and the last
+#: :data:`EVENT_HISTORY_DEPTH` events are kept for subscribers that match late. DDS matches
+#: each side of a publisher-subscriber pair on its own, so a recorder or ``show --live``
+#: that already sees the planner's publisher may not yet be seen by it; with a volatile topic,
+#: records sent meanwhile never reach it (CI lost both attempts of a goal that way). Readers
+#: that must tell old events from new ones compare stamps (recording.reader.goals_before).
+EVENT_HISTORY_DEPTH = 50
+EVENT_HISTORY = QoSProfile(depth=EVENT_HISTORY_DEPTH, history=HistoryPolicy.KEEP_LAST,
+                           reliability=ReliabilityPolicy.RELIABLE,
+                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+#: Streams where every message counts while connected (feedback-like logs).
 RELIABLE_STREAM = QoSProfile(depth=50, history=HistoryPolicy.KEEP_LAST,
                              reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.VOLATILE)

@@ -47,7 +47,8 @@ dependency inserts a prerequisite), target, attempt index r, retry level, and fo
 Algorithm 1 at ``plan``, the motion phase at ``execute``, the evidence at ``reflect``.
 
 Topics: ``planner/attempts`` (AttemptRecord, reliable, every attempt as it ends, with the
-GraspOutcome exactly as the executor returned it), ``planner/goal_log`` (GoalLog, one per
+GraspOutcome exactly as the executor returned it; the last 50 kept for late subscribers,
+qos.EVENT_HISTORY), ``planner/goal_log`` (GoalLog, one per
 goal when it ends; latched with a history, see agentic_grasp.goal_log) and
 ``planner/markers`` (MarkerArray, latched: the grasp about to be executed, markers.grasp).
 
@@ -134,7 +135,7 @@ class PlannerNode(Node):
                                              frame_id=s.world_frame, source="planner")
         self.arm = ExecutorArmBackend(self, t.execute_s, peers)
         self.pub_attempts = self.create_publisher(AttemptRecordMsg, ATTEMPTS_TOPIC,
-                                                  qos.RELIABLE_STREAM)
+                                                  qos.EVENT_HISTORY)
         self.pub_markers = self.create_publisher(MarkerArray, MARKERS_TOPIC, qos.LATCHED)
         self.pub_goal_log = self.create_publisher(GoalLog, goal_log.TOPIC, goal_log.QOS)
         self.crops = TargetCrops()

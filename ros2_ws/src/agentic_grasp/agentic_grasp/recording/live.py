@@ -3,10 +3,15 @@
 Attaching is recording: a :class:`~agentic_grasp.recording.recorder.BagRecorder` writes the
 recorded topics into a fresh MCAP bag under the output folder (the latched ones arrive at
 once: the current camera frame, the last perception answer, the goal log's history), and a
-subscription to the goal log watches for a goal that ends after the attach time. Half a
-second after it (attempt records and the last frames still in flight), the bag is closed and
-``show`` draws it like any other recording, so the live and the recorded pictures cannot
-drift apart.
+subscription to the goal log watches for a goal that ends after the attach time. Once that
+goal's attempt records are in (as many as its log counts) and :data:`SETTLE_S` has passed
+(the last frames still in flight), the bag is closed and ``show`` draws it like any other
+recording, so the live and the recorded pictures cannot drift apart.
+
+Attached means this side has discovered the planner's publishers; the planner may discover
+this recorder's subscriptions later (DDS matches each side on its own). Attempt records sent
+meanwhile are not lost: the planner keeps its last ones for late subscribers
+(qos.EVENT_HISTORY), and they arrive when it matches; :data:`ATTEMPTS_WAIT_S` bounds the wait.
 """
 from __future__ import annotations
 
@@ -20,6 +25,10 @@ ATTACH_TOPICS = ("/planner/attempts", "/planner/goal_log")
 #: Time left for messages in flight after the goal log arrived (s): topics are delivered
 #: independently, and on a loaded machine attempt records were seen to lag the log.
 SETTLE_S = 2.0
+#: Longest wait (s) after the goal log for the goal's attempt records. A participant whose
+#: first discovery announcements were missed is found at its next periodic one (Fast DDS:
+#: every 3 s); three periods.
+ATTEMPTS_WAIT_S = 9.0
 
 
 def record_next_goal(out_dir: Union[str, Path], timeout_s: float,
@@ -31,15 +40,16 @@ def record_next_goal(out_dir: Union[str, Path], timeout_s: float,
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
-    from agentic_grasp import goal_log
+    from agentic_grasp import goal_log, qos
     from agentic_grasp.recording.recorder import BagRecorder
-    from agentic_grasp_interfaces.msg import GoalLog
+    from agentic_grasp_interfaces.msg import AttemptRecord, GoalLog
 
     bag = Path(out_dir).resolve() / time.strftime("live-%Y%m%d-%H%M%S")
     context = rclpy.Context()
     rclpy.init(context=context)
     node = None
     ended = {}
+    attempts = {}
     try:
         node = BagRecorder(output=str(bag), storage="mcap", context=context)
         attach_ns = node.get_clock().now().nanoseconds
@@ -48,9 +58,24 @@ def record_next_goal(out_dir: Union[str, Path], timeout_s: float,
             end = int(msg.end_stamp.sec) * 1_000_000_000 + int(msg.end_stamp.nanosec)
             if end >= attach_ns and "goal_id" not in ended:
                 ended["goal_id"] = msg.goal_id
+                ended["attempts"] = int(msg.attempt_count)
                 ended["at"] = time.monotonic()
 
+        def on_attempt(msg: AttemptRecord) -> None:
+            attempts[msg.goal_id] = attempts.get(msg.goal_id, 0) + 1
+
+        def complete() -> bool:
+            """The goal's attempts are in this subscription and in the bag (the recorder's
+            own subscription, which the same history reaches), or the wait is over."""
+            waited = time.monotonic() - ended["at"]
+            return waited >= SETTLE_S and (
+                (attempts.get(ended["goal_id"], 0) >= ended["attempts"]
+                 and node.counts.get(ATTACH_TOPICS[0], 0) >= sum(attempts.values()))
+                or waited >= SETTLE_S + ATTEMPTS_WAIT_S)
+
         node.create_subscription(GoalLog, "/" + goal_log.TOPIC, on_log, goal_log.QOS)
+        node.create_subscription(AttemptRecord, "/planner/attempts", on_attempt,
+                                 qos.EVENT_HISTORY)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
         deadline = time.monotonic() + timeout_s
@@ -64,7 +89,7 @@ def record_next_goal(out_dir: Union[str, Path], timeout_s: float,
             ready.set()
         while context.ok():
             executor.spin_once(timeout_sec=0.05)
-            if "at" in ended and time.monotonic() - ended["at"] >= SETTLE_S:
+            if "at" in ended and complete():
                 break
             if "at" not in ended and time.monotonic() > deadline:
                 raise TimeoutError(f"no goal ended within {timeout_s:g} s (recorded to {bag})")

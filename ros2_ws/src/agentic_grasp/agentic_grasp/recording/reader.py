@@ -24,7 +24,8 @@ from agentic_grasp.recording.bagfile import BagError, BagFile, Channel, ScanStat
 
 _LOG = logging.getLogger(__name__)
 
-__all__ = ["BagError", "BagReader", "bag_info", "by_topic", "messages"]
+__all__ = ["BagError", "BagReader", "bag_info", "by_topic", "goals_before", "messages",
+           "stamp_ns"]
 
 
 def _register(store: Typestore, types: Dict[str, Any]) -> None:
@@ -133,6 +134,38 @@ class BagReader:
         for topic, stamp, msg in self.messages(topics):
             out.setdefault(topic, []).append((stamp, msg))
         return out
+
+
+def stamp_ns(t: Any) -> int:
+    """A builtin_interfaces/Time as integer nanoseconds."""
+    return int(t.sec) * 1_000_000_000 + int(t.nanosec)
+
+
+def goals_before(topics: Dict[str, List[Tuple[int, Any]]], logs: Dict[str, Any],
+                 with_feedback: Any, attempts: Sequence[Any] = ()) -> set:
+    """Ids of the goals that had ended before the recording began.
+
+    The goal log and the attempt records are kept for late subscribers (goal_log.QOS,
+    qos.EVENT_HISTORY), so a recorder started between goals receives earlier goals' logs
+    and attempts at once. Such a goal left no action feedback in the bag (``with_feedback``:
+    ids that did; a goal still running when the recording began did), and its log ends
+    before the bag's first message, or, without its log, each of its ``attempts`` (the
+    AttemptRecord messages) was sent before it. ``topics``: what :meth:`BagReader.by_topic`
+    returned.
+    """
+    firsts = [items[0][0] for items in topics.values() if items]
+    if not firsts:
+        return set()
+    start = min(firsts)
+    before = {gid for gid, log in logs.items()
+              if gid not in with_feedback and stamp_ns(log.end_stamp) < start}
+    sent: Dict[str, List[int]] = {}
+    for rec in attempts:
+        sent.setdefault(rec.goal_id, []).append(stamp_ns(rec.header.stamp))
+    before |= {gid for gid, stamps in sent.items()
+               if gid not in with_feedback and gid not in logs
+               and all(0 < s < start for s in stamps)}
+    return before
 
 
 def bag_info(path: Union[str, Path]) -> Dict[str, Any]:

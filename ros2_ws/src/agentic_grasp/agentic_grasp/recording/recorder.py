@@ -47,7 +47,7 @@ TOPIC_TYPES: Dict[str, Tuple[str, bool]] = {
     "/perception/result": ("agentic_grasp_interfaces/msg/PerceptionResult", True),
     "/scene_graph/graph": ("agentic_grasp_interfaces/msg/SceneGraph", True),
     "/scene_graph/markers": ("visualization_msgs/msg/MarkerArray", True),
-    "/planner/attempts": ("agentic_grasp_interfaces/msg/AttemptRecord", False),
+    "/planner/attempts": ("agentic_grasp_interfaces/msg/AttemptRecord", True),
     "/planner/markers": ("visualization_msgs/msg/MarkerArray", True),
     "/planner/goal_log": ("agentic_grasp_interfaces/msg/GoalLog", True),
     "/grasp_object/_action/feedback":

@@ -250,10 +250,6 @@ class RecordedSession:
     warnings: List[str] = dataclasses.field(default_factory=list)
 
 
-def _stamp_ns(t: Any) -> int:
-    return int(t.sec) * 1_000_000_000 + int(t.nanosec)
-
-
 def read_session(path: Union[str, Path]) -> RecordedSession:
     """The GraspObject goals of a bag with their perception answers, attempts and goal log.
 
@@ -263,9 +259,11 @@ def read_session(path: Union[str, Path]) -> RecordedSession:
     the bag has them; a bag without either is one goal). The instruction is the goal log's,
     else that of the goal's first perception answer. A goal log whose goal left nothing else
     in the bag (a goal before the recorder started, replayed to it by the latched topic) is
-    not a recorded goal. A damaged bag gives the goals of its readable part.
+    not a recorded goal, nor is one that had ended before the recording began whose attempts
+    the attempt history delivered (recording.reader.goals_before). A damaged bag gives the
+    goals of its readable part.
     """
-    from agentic_grasp.recording.reader import BagReader
+    from agentic_grasp.recording.reader import BagReader, goals_before, stamp_ns
 
     reader = BagReader(path)
     topics = reader.by_topic([PERCEPTION_TOPIC, ATTEMPTS_TOPIC, FEEDBACK_TOPIC,
@@ -285,10 +283,11 @@ def read_session(path: Union[str, Path]) -> RecordedSession:
     attempts: Dict[str, List[Any]] = {}
     for _, rec in topics.get(ATTEMPTS_TOPIC, []):
         attempts.setdefault(rec.goal_id, []).append(rec)
-    present = set(spans) | set(attempts)
+    present = (set(spans) | set(attempts)) - goals_before(
+        topics, logs, spans, [rec for _, rec in topics.get(ATTEMPTS_TOPIC, [])])
     for gid in present & set(logs):
-        widen(gid, _stamp_ns(logs[gid].start_stamp))
-        widen(gid, _stamp_ns(logs[gid].end_stamp))
+        widen(gid, stamp_ns(logs[gid].start_stamp))
+        widen(gid, stamp_ns(logs[gid].end_stamp))
     first_attempt = {gid: i for i, gid in enumerate(dict.fromkeys(
         rec.goal_id for _, rec in topics.get(ATTEMPTS_TOPIC, [])))}
     order = sorted(present, key=lambda g: (spans.get(g, [0, 0])[0], first_attempt.get(g, 0)))

@@ -94,10 +94,6 @@ class GoalView:
     attempts: List[AttemptView] = field(default_factory=list)
 
 
-def _stamp_ns(t: Any) -> int:
-    return int(t.sec) * 1_000_000_000 + int(t.nanosec)
-
-
 def _last_before(items: Sequence[Tuple[int, Any]], stamp: int, since: int = -1) -> Any:
     best = None
     for t, msg in items:
@@ -159,7 +155,7 @@ def constraint_summary(markers: Any) -> List[str]:
 def goal_views(path: Union[str, Path], goal: Optional[str] = None
                ) -> Tuple[List[GoalView], str, List[str]]:
     """(goals with their attempts, where a damaged bag stops or "", warnings)."""
-    from agentic_grasp.recording.reader import BagReader
+    from agentic_grasp.recording.reader import BagReader, goals_before, stamp_ns
 
     reader = BagReader(path)
     t = reader.by_topic(TOPICS)
@@ -172,10 +168,17 @@ def goal_views(path: Union[str, Path], goal: Optional[str] = None
         span[0], span[1] = min(span[0], stamp), max(span[1], stamp)
     for gid, log in logs.items():
         if gid in spans:
-            spans[gid][0] = min(spans[gid][0], _stamp_ns(log.start_stamp))
+            spans[gid][0] = min(spans[gid][0], stamp_ns(log.start_stamp))
+    before = goals_before(t, logs, spans, [rec for _, rec in t.get(ATTEMPTS_TOPIC, [])])
     attempts: Dict[str, List[Tuple[int, Any]]] = {}
     for stamp, rec in t.get(ATTEMPTS_TOPIC, []):
-        attempts.setdefault(rec.goal_id, []).append((stamp, rec))
+        if rec.goal_id in before:
+            continue
+        # A record that reached the bag late, from the attempt history (qos.EVENT_HISTORY),
+        # is placed at the time it was published: its frame and perception are the ones
+        # before that.
+        sent = stamp_ns(rec.header.stamp)
+        attempts.setdefault(rec.goal_id, []).append((min(stamp, sent) if sent else stamp, rec))
     if not t.get(GOAL_LOG_TOPIC) and attempts:
         warnings.append(f"the bag has no goal log ({GOAL_LOG_TOPIC}): configurations and "
                         "results are not known, the attempts are shown")

@@ -423,3 +423,29 @@ def test_show_draws_the_grasp_where_it_projects():
     fl, _ = cam.project(lines["finger_left"])
     fr, _ = cam.project(lines["finger_right"])
     assert 25.0 < abs(fl[:, 0].mean() - fr[:, 0].mean()) < 45.0
+
+
+def test_goals_that_ended_before_the_recording_are_told_apart():
+    """recording.reader.goals_before: the latched goal log and attempt history bring earlier
+    goals into a late recorder's bag; those are not recorded goals, a goal that ran while
+    recording (feedback, or anything sent after the first message) is."""
+    from types import SimpleNamespace as NS
+
+    from agentic_grasp.recording.reader import goals_before
+
+    def t(ns):
+        return NS(sec=ns // 10**9, nanosec=ns % 10**9)
+
+    def rec(gid, ns):
+        return NS(goal_id=gid, header=NS(stamp=t(ns)))
+
+    start = 100 * 10**9
+    topics = {"/planner/goal_log": [(start, None)], "/planner/attempts": [(start + 5, None)]}
+    logs = {"old": NS(end_stamp=t(start - 10**9)), "new": NS(end_stamp=t(start + 10**9)),
+            "running": NS(end_stamp=t(start + 2 * 10**9))}
+    attempts = [rec("old", start - 2 * 10**9), rec("nolog_old", start - 10**9),
+                rec("nolog_new", start - 10**9), rec("nolog_new", start + 10**9),
+                rec("running", start - 10**9), rec("unstamped", 0)]
+    before = goals_before(topics, logs, {"running"}, attempts)
+    assert before == {"old", "nolog_old"}
+    assert goals_before({}, logs, set(), attempts) == set()          # an empty bag

@@ -102,6 +102,7 @@ def recorded(tmp_path_factory):
                                         qos.LATCHED)
         assert fresh.wait(15.0), "no fresh camera frames after the goal"
         live_result = (live.wait(timeout=60), live.stdout.read(), live_out)
+        late = _record_late(tmp_path_factory.mktemp("late") / "after_the_goal", goal_id)
     finally:
         if live is not None and live.poll() is None:
             live.kill()
@@ -112,13 +113,39 @@ def recorded(tmp_path_factory):
             client.close()
         codes = launcher.stop()
     assert codes["recorder"] == 0, codes
-    return bag, goal_id, result, live_result
+    return bag, goal_id, result, live_result, late
+
+
+def _record_late(path, goal_id, timeout_s: float = 30.0):
+    """A recorder started after the goal ended, kept until the planner's attempt history has
+    reached it (the goal's two attempt records) and the goal log, or ``timeout_s``; its bag
+    folder."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    from agentic_grasp.recording.recorder import BagRecorder
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = BagRecorder(output=str(path), context=context)
+    try:
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        deadline = time.monotonic() + timeout_s
+        while (node.counts["/planner/attempts"] < 2 or node.counts["/planner/goal_log"] < 1) \
+                and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+    finally:
+        node.close()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    return path
 
 
 def test_bag_holds_every_topic_readable_by_rosbags(recorded):
     from agentic_grasp.recording.reader import bag_info, by_topic
 
-    bag, goal_id, result, _ = recorded
+    bag, goal_id, result, _, _ = recorded
     assert (bag / "metadata.yaml").is_file()
     info = bag_info(bag)
     assert info["storage"] == "mcap" and info["complete"], info
@@ -167,14 +194,19 @@ def test_a_third_party_mcap_reader_decodes_every_topic(recorded):
     from mcap_ros2._dynamic import generate_dynamic
     from mcap_ros2.decoder import DecoderFactory
 
-    bag, goal_id, _, _ = recorded
+    bag, goal_id, _, _, _ = recorded
     factory = DecoderFactory()
     decoded = {}
     with (bag / f"{bag.name}.mcap").open("rb") as stream:
         reader = make_reader(stream)
         for schema, channel, message in reader.iter_messages():
             assert schema.encoding == "ros2msg" and schema.data, channel.topic
-            if channel.topic in decoded:
+            # The first message of each topic, except that a perception answer must name
+            # objects: perception is asked until the freshly loaded scene is seen, so the
+            # first answers of a session can be empty.
+            if channel.topic in decoded and not (
+                    channel.topic == "/perception/result"
+                    and not decoded[channel.topic].objects):
                 continue
             if schema.name.endswith("_FeedbackMessage"):
                 name = schema.name.replace("_Feedback", "Feedback")
@@ -194,7 +226,7 @@ def test_a_third_party_mcap_reader_decodes_every_topic(recorded):
 def test_show_draws_the_recorded_and_the_live_goal(recorded, tmp_path):
     from agentic_grasp.recording.show import write_pictures
 
-    bag, goal_id, result, (live_code, live_output, live_out) = recorded
+    bag, goal_id, result, (live_code, live_output, live_out), _ = recorded
     report = write_pictures(bag, tmp_path)
     names = sorted(os.path.basename(p) for p in report["written"])
     assert names == [f"{goal_id[:8]}_attempt0.png", f"{goal_id[:8]}_attempt1.png",
@@ -207,7 +239,7 @@ def test_show_draws_the_recorded_and_the_live_goal(recorded, tmp_path):
 def test_replay_of_the_recording(recorded):
     from agentic_grasp.recording.replay import replay_bag
 
-    bag, goal_id, _, _ = recorded
+    bag, goal_id, _, _, _ = recorded
     logged = replay_bag(bag)
     goal = logged["goals"][0]
     assert goal["configuration_source"] == "goal_log" and logged["warnings"] == []
@@ -227,6 +259,25 @@ def test_replay_of_the_recording(recorded):
     div = other["goals"][0]["metrics"]["first_divergence"]
     assert not other["agrees"] and div["attempt_index"] == 0 and div["diff"]
     assert other["goals"][0]["metrics"]["agreement"] == [False]
+
+
+def test_a_recorder_started_after_a_goal_gets_its_attempts_but_no_recorded_goal(recorded,
+                                                                               tmp_path):
+    """The attempt records are kept for late subscribers (qos.EVENT_HISTORY): a recorder that
+    starts after the goal still receives them, with the goal's log. The goal had ended before
+    that recording began, so neither replay nor show takes it for a recorded goal."""
+    from agentic_grasp.recording.reader import by_topic
+    from agentic_grasp.recording.replay import read_session
+    from agentic_grasp.recording.show import goal_views
+
+    _, goal_id, result, _, late = recorded
+    msgs = by_topic(late, ["/planner/attempts", "/planner/goal_log"])
+    mine = [m for _, m in msgs.get("/planner/attempts", []) if m.goal_id == goal_id]
+    assert [m.attempt for m in mine] == [a.attempt for a in result.attempts] == [0, 1]
+    assert [m.goal_id for _, m in msgs["/planner/goal_log"]] == [goal_id]
+    assert read_session(late).goals == []
+    views, stopped, _ = goal_views(late)
+    assert views == [] and stopped == ""
 
 
 def test_sigint_stopped_recorder_leaves_a_readable_bag(tmp_path):
