@@ -17,9 +17,9 @@ class PlannerClient:
     lost between sending and waiting.
 
     The planner's liveliness is watched (agentic_grasp.liveness): when its process dies while
-    a goal runs, :meth:`wait` raises at once (within the one-second lease) instead of waiting
-    out its timeout; a plain rclpy client without this would wait for a result that never
-    comes (the action server vanishes from the graph only after DDS's 20 s participant lease).
+    a goal runs, :meth:`wait` raises about 1.2 s after the death (lease and verdict) instead
+    of waiting out its timeout; a plain rclpy client without this would wait for a result
+    that never comes (the action server vanishes from the graph only after DDS's 20 s participant lease).
     """
 
     def __init__(self, graph: Any, action: str = "grasp_object",

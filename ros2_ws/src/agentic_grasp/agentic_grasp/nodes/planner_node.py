@@ -31,8 +31,8 @@ Goal policy:
 - every peer call has a timeout (``timeouts.*``); a peer that does not answer ends the goal
   with ERROR_DEPENDENCY_TIMEOUT and a message naming the node that did not answer. An
   executor whose arm is unavailable ends it the same way (see ExecutorArmBackend);
-- a peer that *dies* during the goal (``PEERS``; agentic_grasp.liveness reports it within a
-  one-second lease) ends it at once with ERROR_PEER_LOST naming the peer, the running
+- a peer that *dies* during the goal (``PEERS``; agentic_grasp.liveness reports it about
+  1.2 s after) ends it at once with ERROR_PEER_LOST naming the peer, the running
   ExecuteGrasp goal canceled; a goal that arrives while a lost peer is not back yet ends the
   same way at once;
 - the result lists every attempt (AttemptRecord) and the ids grasped; a failed grasp is

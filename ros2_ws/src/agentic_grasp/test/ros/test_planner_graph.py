@@ -341,7 +341,7 @@ def test_a_dead_dependency_aborts_the_goal_and_the_graph_recovers(graph):
     status, result = graph.planner.wait(handle, 30.0)
     waited = time.monotonic() - killed
     assert status == GoalStatus.STATUS_ABORTED
-    # Its liveliness ends within the lease: no waiting out the perceive timeout.
+    # Its liveliness ends within lease and verdict: no waiting out the perceive timeout.
     assert result.error_code == Result.ERROR_PEER_LOST, result.message
     assert "the perception node died" in result.message
     assert waited < 2.0, waited

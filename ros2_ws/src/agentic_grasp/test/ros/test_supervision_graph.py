@@ -2,9 +2,9 @@
 
 Every node of graph.py runs as its own process under the launcher's supervisor (the same one
 ``agentic-grasp bringup`` runs). For each node in turn, a goal is sent, the node is killed
-with SIGKILL while the arm moves (the simulator's phases take PHASE_DELAY_S, longer than the
-liveliness lease, so the death is noticed before the attempt ends and the kill lands
-mid-attempt), and the test checks that:
+with SIGKILL while the arm moves (the simulator's three phases take PHASE_DELAY_S each, 1.8 s
+in all, longer than the liveliness lease and verdict, 1.2 s, so the death is noticed before
+the attempt ends and the kill lands mid-attempt), and the test checks that:
 
 - the in-flight goal ends within 2 s of the kill, naming the dead node (ERROR_PEER_LOST from
   the planner; for the planner itself, the client's own liveliness watch);
