@@ -116,8 +116,9 @@ class GraphClient:
             raise GraphError("execute_grasp action server is not available")
         goal = goal_msg or ExecuteGrasp.Goal(target_id=target_id, grasp=grasp_to_msg(grasp))
         feedback_cb = (lambda fb: on_feedback(fb.feedback)) if on_feedback else None
-        handle = self._wait(self._execute.send_goal_async(goal, feedback_callback=feedback_cb),
-                            timeout_s, "execute_grasp goal")
+        handle = self._execute.send_goal_resending(goal, feedback_cb, timeout_s)
+        if handle is None:
+            raise GraphError(f"execute_grasp goal: no answer within {timeout_s:.1f} s")
         if not handle.accepted:
             raise GraphError("execute_grasp goal rejected (executor busy)")
         return self._wait(handle.get_result_async(), timeout_s, "execute_grasp result").result

@@ -14,12 +14,14 @@ class PlannerClient:
     """GraspObject over a GraphClient's node (composition: its node spins in GraphClient's
     thread, so every wait here blocks on a future with a timeout, never spins). Requests go
     through OrderedActionClient, so a fast reply (an invalid goal aborts at once) is never
-    lost between sending and waiting.
+    lost between sending and waiting, and a goal whose request or answer DDS lost is sent
+    again under the same goal id (OrderedActionClient.send_goal_resending).
 
     The planner's liveliness is watched (agentic_grasp.liveness): when its process dies while
     a goal runs, :meth:`wait` raises about 1.2 s after the death (lease and verdict) instead
     of waiting out its timeout; a plain rclpy client without this would wait for a result
-    that never comes (the action server vanishes from the graph only after DDS's 20 s participant lease).
+    that never comes (the action server vanishes from the graph only after DDS's 20 s
+    participant lease).
     """
 
     def __init__(self, graph: Any, action: str = "grasp_object",
@@ -63,12 +65,10 @@ class PlannerClient:
         callback = (lambda fb: on_feedback(fb.feedback)) if on_feedback else None
         goal = self._goal_type(instruction=instruction, configuration=configuration)
         self._losses_at_send = self.liveness.losses(self._planner)
-        future = self._action.send_goal_async(goal, feedback_callback=callback)
-        self.graph.wait_future(future, timeout_s)
-        if not future.done():
+        handle = self._action.send_goal_resending(goal, callback, timeout_s)
+        if handle is None:
             raise GraphError(f"grasp_object: the planner did not answer the goal within "
                              f"{timeout_s:.0f} s")
-        handle = future.result()
         with self._lock:
             self._handle = handle if handle.accepted else None
         return handle

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Optional, Set
+import uuid
+from typing import Any, Callable, Dict, List, Optional, Set
 
 from rclpy.action import ActionClient
 from rclpy.client import Client
@@ -204,6 +205,20 @@ class ServiceCaller:
                                            f"{self.timeout_s:.1f} s")
 
 
+#: A goal request unanswered this long is sent again, with the same goal id (s), by
+#: OrderedActionClient.send_goal_resending. DDS matches the two sides of a connection on their
+#: own: a client that already sees the server (wait_for_server) may send before the server
+#: has matched the client, and the server's volatile reader then skips that request for good
+#: (CI: a fresh ``agentic-grasp grasp`` waited 30 s for an answer that could not come). The
+#: same goal id makes a copy harmless: rclpy's action server rejects a goal id it already
+#: tracks, so a goal never runs twice. Four times RESEND_S: a goal is not a query, and copies
+#: are only for a lost first one.
+GOAL_RESEND_S = 2.0
+#: How long a rejected copy waits for the action's status to list the goal (s): the server
+#: publishes the status list (latched) as it accepts, before the goal runs.
+STATUS_WAIT_S = 2.0
+
+
 class OrderedActionClient(ActionClient):
     """An ActionClient whose requests may be sent from any thread while its node spins.
 
@@ -213,11 +228,61 @@ class OrderedActionClient(ActionClient):
     caller waits forever. Services do not have this race (Client.call_async holds a lock).
     Here a request holds a lock from sending to registering, and the executor passes through
     the same lock before it looks a reply up, so the reply always finds its future.
+
+    :meth:`send_goal_resending` sends a goal again when its request or its answer was lost
+    (GOAL_RESEND_S); the last status list of the server is kept for it.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._request_lock = threading.RLock()
+        self._status_changed = threading.Condition()
+        self._statuses: Dict[bytes, int] = {}
         super().__init__(*args, **kwargs)
+
+    def send_goal_resending(self, goal: Any, feedback_callback: Optional[Callable] = None,
+                            timeout_s: float = 10.0) -> Optional[Any]:
+        """The goal's ClientGoalHandle (check ``accepted``), None when no copy was answered
+        within ``timeout_s``. Copies carry one goal id; when a copy is rejected after an
+        earlier one was sent, the server's status list tells whether the earlier one was
+        accepted with its answer lost (rclpy rejects a goal id it already tracks)."""
+        from unique_identifier_msgs.msg import UUID
+
+        goal_id = UUID(uuid=list(uuid.uuid4().bytes))
+        answered = threading.Event()
+        futures: List[Any] = []
+        deadline = time.monotonic() + timeout_s
+        while not answered.is_set() and time.monotonic() < deadline:
+            future = self.send_goal_async(goal, feedback_callback=feedback_callback,
+                                          goal_uuid=goal_id)
+            future.add_done_callback(lambda _f: answered.set())
+            futures.append(future)
+            answered.wait(min(GOAL_RESEND_S, max(0.0, deadline - time.monotonic())))
+        done = [f.result() for f in futures if f.done() and f.result() is not None]
+        if not done:
+            return None
+        handle = next((h for h in done if h.accepted), done[0])
+        if not handle.accepted and len(futures) > 1:
+            handle = self._accepted_copy(goal_id, futures) or handle
+        return handle
+
+    def _accepted_copy(self, goal_id: Any, futures: List[Any]) -> Optional[Any]:
+        """The handle of the goal when an earlier copy was accepted, else None."""
+        from rclpy.action.client import ClientGoalHandle
+
+        key = bytes(goal_id.uuid)
+        deadline = time.monotonic() + STATUS_WAIT_S
+        with self._status_changed:
+            while key not in self._statuses and time.monotonic() < deadline:
+                self._status_changed.wait(max(0.0, deadline - time.monotonic()))
+            known = key in self._statuses
+        late = next((f.result() for f in futures if f.done() and f.result() is not None
+                     and f.result().accepted), None)
+        if late is not None:                         # the first copy's answer came after all
+            return late
+        if not known:
+            return None
+        response = self._action_type.Impl.SendGoalService.Response(accepted=True)
+        return ClientGoalHandle(self, goal_id, response)
 
     def send_goal_async(self, *args: Any, **kwargs: Any) -> Any:
         with self._request_lock:
@@ -234,8 +299,14 @@ class OrderedActionClient(ActionClient):
     async def execute(self, taken_data: Any) -> None:
         with self._request_lock:
             pass                        # a request being sent has registered its future
+        if "status" in taken_data:
+            with self._status_changed:
+                self._statuses = {bytes(st.goal_info.goal_id.uuid): int(st.status)
+                                  for st in taken_data["status"].status_list}
+                self._status_changed.notify_all()
         await super().execute(taken_data)
 
 
-__all__ = ["DISCOVERY_POLL_S", "DependencyError", "DependencyTimeout", "GoalCanceled",
+__all__ = ["DISCOVERY_POLL_S", "GOAL_RESEND_S", "DependencyError", "DependencyTimeout",
+           "GoalCanceled",
            "GoalSignal", "PeerLost", "OrderedActionClient", "ServiceCaller", "wait_for_peer"]
