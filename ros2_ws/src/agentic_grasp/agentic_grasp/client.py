@@ -89,14 +89,38 @@ class GraphClient:
             raise GraphError(f"{what}: {future.exception()}")
         return future.result()
 
+    def _call(self, client, request, timeout_s: float, what: str):
+        """A service call whose request is sent again every GOAL_RESEND_S while unanswered
+        (a fresh client's first request can be lost to DDS matching, see
+        backends.dependencies.GOAL_RESEND_S). For calls that may be answered twice."""
+        import time
+
+        from agentic_grasp.backends import dependencies
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            future = client.call_async(request)
+            left = deadline - time.monotonic()
+            self.wait_future(future, max(0.0, min(dependencies.GOAL_RESEND_S, left)))
+            if future.done() or left <= dependencies.GOAL_RESEND_S:
+                break
+            client.remove_pending_request(future)
+        if not future.done():
+            client.remove_pending_request(future)
+            raise GraphError(f"{what}: no answer within {timeout_s:.1f} s")
+        if future.exception() is not None:
+            raise GraphError(f"{what}: {future.exception()}")
+        return future.result()
+
     # ---- simulator ------------------------------------------------------------------------
     def load_scene(self, task: str, seed: int = 0, timeout_s: float = 10.0) -> LoadScene.Response:
         if not self._load.wait_for_service(timeout_sec=timeout_s):
             raise GraphError("sim/load_scene is not available (is the sim node running?)")
         self._truth = None
         self._truth_event.clear()
-        response = self._wait(self._load.call_async(LoadScene.Request(task=task, seed=seed)),
-                              timeout_s, "sim/load_scene")
+        # Loading the same scene twice is harmless: a lost first request is sent again.
+        response = self._call(self._load, LoadScene.Request(task=task, seed=seed), timeout_s,
+                              "sim/load_scene")
         if not response.success:
             raise GraphError(response.message)
         return response

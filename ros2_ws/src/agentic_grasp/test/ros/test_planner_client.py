@@ -118,3 +118,50 @@ def test_an_answered_goal_is_sent_once(server_and_client):
     handle = client.send("pick up the cube", timeout_s=20.0)
     assert handle.accepted and calls == [1]
     assert client.wait(handle, 20.0)[1].success and len(runs) == 1
+
+
+def test_a_service_request_left_unanswered_is_sent_again(ros_domain, monkeypatch):
+    """GraphClient._call: the first LoadScene request is never answered in time (the server
+    sits on it, as a lost request would leave the client); the copy is answered."""
+    import rclpy
+    from rclpy.callback_groups import ReentrantCallbackGroup
+    from rclpy.executors import MultiThreadedExecutor
+
+    from agentic_grasp.client import GraphClient
+    from agentic_grasp_interfaces.srv import LoadScene
+
+    monkeypatch.setattr(dependencies, "GOAL_RESEND_S", 0.5)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("test_pc_service", context=context)
+    calls = []
+    release = threading.Event()
+
+    def on_load(request, response):
+        calls.append(request.task)
+        if len(calls) == 1:
+            release.wait(10.0)
+        response.success = True
+        response.message = f"call {len(calls)}"
+        return response
+
+    node.create_service(LoadScene, "test_pc_load", on_load,
+                        callback_group=ReentrantCallbackGroup())
+    client = node.create_client(LoadScene, "test_pc_load")
+    executor = MultiThreadedExecutor(context=context)
+    executor.add_node(node)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    try:
+        assert client.wait_for_service(timeout_sec=30.0)
+        started = time.monotonic()
+        response = GraphClient._call(Graph(node), client, LoadScene.Request(task="sg_cup"),
+                                     10.0, "test_pc_load")
+        assert response.success and response.message == "call 2"
+        assert calls == ["sg_cup", "sg_cup"] and time.monotonic() - started < 5.0
+    finally:
+        release.set()
+        executor.shutdown()
+        node.destroy_node()
+        context.try_shutdown()
+        thread.join(5.0)
