@@ -145,10 +145,17 @@ class PeerMonitor:
                                        "while the old one's liveliness was lost)")
                     lost = self._die(peer)
                 self._suspect[peer] = False
-                if self._dead[peer]:
-                    self._dead[peer] = False
-                    self._back_at[peer] = time.monotonic()
-                    back = True
+            elif alive and was and int(info.not_alive_count_change) > 0 \
+                    and not self._dead[peer]:
+                # Both in one status (taken late): the old writer's lease ran out and a new
+                # writer is alive, so the node was restarted.
+                self._why[peer] = ("it was restarted (a new instance announced itself "
+                                   "while the old one's liveliness was lost)")
+                lost = self._die(peer)
+            if alive and self._dead[peer]:
+                self._dead[peer] = False
+                self._back_at[peer] = time.monotonic()
+                back = True
         if lost and self._on_lost is not None:
             self._on_lost(peer)
         if back and self._on_back is not None:
