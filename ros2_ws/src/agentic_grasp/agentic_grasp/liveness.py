@@ -36,6 +36,7 @@ from typing import Callable, Dict, Iterable, Optional
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.exceptions import InvalidHandle
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, LivelinessPolicy, QoSProfile, ReliabilityPolicy)
 from std_msgs.msg import Empty
@@ -129,13 +130,13 @@ class PeerMonitor:
                     self._suspect[peer] = True
                     self._why[peer] = (f"its liveliness (lease {self.lease_s:g} s) was lost "
                                        f"and not back within {self.confirm_s:g} s")
-                    self._verdicts[peer].reset()        # dead unless back within confirm_s
+                    self._arm_verdict(peer, True)       # dead unless back within confirm_s
                 else:
                     # The writer is gone (its node shut down and said so): no doubt to wait on.
                     self._why[peer] = "it left the graph (its liveliness writer was removed)"
                     lost = self._die(peer)
             elif alive and not was:
-                self._verdicts[peer].cancel()
+                self._arm_verdict(peer, False)
                 if self._suspect[peer] and int(info.not_alive_count_change) < 0:
                     self._lapses[peer] += 1             # the same writer, back in time
                 elif self._suspect[peer]:
@@ -161,6 +162,17 @@ class PeerMonitor:
         if back and self._on_back is not None:
             self._on_back(peer)
 
+    def _arm_verdict(self, peer: str, start: bool) -> None:
+        """Start (or stop) ``peer``'s verdict timer. While the node is being destroyed (a
+        peer's lease running out as the whole graph shuts down) there is nothing to decide."""
+        try:
+            if start:
+                self._verdicts[peer].reset()
+            else:
+                self._verdicts[peer].cancel()
+        except InvalidHandle:
+            pass
+
     def _die(self, peer: str) -> bool:
         """Record ``peer``'s death (lock held); False when it was dead already."""
         self._suspect[peer] = False
@@ -172,7 +184,7 @@ class PeerMonitor:
 
     def _verdict(self, peer: str) -> None:
         with self._lock:
-            self._verdicts[peer].cancel()               # one-shot
+            self._arm_verdict(peer, False)              # one-shot
             lost = self._suspect[peer] and not self._alive[peer] and self._die(peer)
         if lost and self._on_lost is not None:
             self._on_lost(peer)
