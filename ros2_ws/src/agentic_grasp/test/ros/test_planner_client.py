@@ -136,11 +136,13 @@ def test_a_service_request_left_unanswered_is_sent_again(ros_domain, monkeypatch
     node = rclpy.create_node("test_pc_service", context=context)
     calls = []
     release = threading.Event()
+    answered = []
 
     def on_load(request, response):
         calls.append(request.task)
         if len(calls) == 1:
             release.wait(10.0)
+        answered.append(request.task)
         response.success = True
         response.message = f"call {len(calls)}"
         return response
@@ -161,6 +163,11 @@ def test_a_service_request_left_unanswered_is_sent_again(ros_domain, monkeypatch
         assert calls == ["sg_cup", "sg_cup"] and time.monotonic() - started < 5.0
     finally:
         release.set()
+        # The held first call answers now; let it be sent before the node goes.
+        deadline = time.monotonic() + 5.0
+        while len(answered) < len(calls) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)
         executor.shutdown()
         node.destroy_node()
         context.try_shutdown()
