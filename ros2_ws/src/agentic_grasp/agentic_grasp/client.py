@@ -93,24 +93,15 @@ class GraphClient:
         """A service call whose request is sent again every GOAL_RESEND_S while unanswered
         (a fresh client's first request can be lost to DDS matching, see
         backends.dependencies.GOAL_RESEND_S). For calls that may be answered twice."""
-        import time
-
         from agentic_grasp.backends import dependencies
 
-        deadline = time.monotonic() + timeout_s
-        while True:
-            future = client.call_async(request)
-            left = deadline - time.monotonic()
-            self.wait_future(future, max(0.0, min(dependencies.GOAL_RESEND_S, left)))
-            if future.done() or left <= dependencies.GOAL_RESEND_S:
-                break
-            client.remove_pending_request(future)
-        if not future.done():
-            client.remove_pending_request(future)
-            raise GraphError(f"{what}: no answer within {timeout_s:.1f} s")
-        if future.exception() is not None:
-            raise GraphError(f"{what}: {future.exception()}")
-        return future.result()
+        caller = dependencies.ServiceCaller(client, what.split("/")[0], timeout_s,
+                                            resend_s=dependencies.GOAL_RESEND_S)
+        caller.resend_if = lambda: True
+        try:
+            return caller.call(request)
+        except dependencies.DependencyError as exc:
+            raise GraphError(str(exc)) from None
 
     # ---- simulator ------------------------------------------------------------------------
     def load_scene(self, task: str, seed: int = 0, timeout_s: float = 10.0) -> LoadScene.Response:

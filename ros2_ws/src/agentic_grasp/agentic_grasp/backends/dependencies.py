@@ -153,15 +153,18 @@ class ServiceCaller:
     ``resend_if()`` holds (the planner node: the peer came back within the last seconds), a
     request unanswered after RESEND_S is sent again, until the timeout; the services called
     this way are queries (perceive, retrieve_strategies, infer_constraints), so answering a
-    copy twice changes nothing.
+    copy twice changes nothing. ``resend_s`` is that interval (GraphClient resends a fresh
+    client's lost first request at GOAL_RESEND_S).
     """
 
-    def __init__(self, client: Client, peer: str, timeout_s: float) -> None:
+    def __init__(self, client: Client, peer: str, timeout_s: float,
+                 resend_s: float = RESEND_S) -> None:
         if not timeout_s > 0.0:
             raise ValueError(f"timeout for {peer} must be > 0 s, got {timeout_s}")
         self.client = client
         self.peer = peer
         self.timeout_s = float(timeout_s)
+        self.resend_s = float(resend_s)
         self.resend_if: Optional[Callable[[], bool]] = None
 
     def call(self, request: Any, signal: Optional[GoalSignal] = None) -> Any:
@@ -186,8 +189,8 @@ class ServiceCaller:
         while True:
             left = self.timeout_s - (time.monotonic() - started)
             resend = self.resend_if is not None and self.resend_if()
-            state = signal.wait_future(future, min(left, RESEND_S) if resend else left)
-            if state != "timeout" or not resend or left <= RESEND_S:
+            state = signal.wait_future(future, min(left, self.resend_s) if resend else left)
+            if state != "timeout" or not resend or left <= self.resend_s:
                 break
             self.client.remove_pending_request(future)
             future = self.client.call_async(request)
