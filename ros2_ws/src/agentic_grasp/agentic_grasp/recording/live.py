@@ -2,11 +2,12 @@
 
 Attaching is recording: a :class:`~agentic_grasp.recording.recorder.BagRecorder` writes the
 recorded topics into a fresh MCAP bag under the output folder (the latched ones arrive at
-once: the current camera frame, the last perception answer, the goal log's history), and a
-subscription to the goal log watches for a goal that ends after the attach time. Once that
-goal's attempt records are in (as many as its log counts) and :data:`SETTLE_S` has passed
-(the last frames still in flight), the bag is closed and ``show`` draws it like any other
-recording, so the live and the recorded pictures cannot drift apart.
+once: the current camera frame, the last perception answer, the goal log's history), and
+what it writes is watched (its ``on_write``) for the log of a goal that ends after the
+attach time. Once that goal's attempt records are in the bag (as many as its log counts)
+and :data:`SETTLE_S` has passed (the last frames still in flight), the bag is closed and
+``show`` draws it like any other recording, so the live and the recorded pictures cannot
+drift apart.
 
 Attached means this side has discovered the planner's publishers; the planner may discover
 this recorder's subscriptions later (DDS matches each side on its own). Attempt records sent
@@ -20,8 +21,10 @@ import time
 from pathlib import Path
 from typing import Optional, Tuple, Union
 
+ATTEMPTS_TOPIC = "/planner/attempts"
+GOAL_LOG_TOPIC = "/planner/goal_log"
 #: The planner topics a live recording must be connected to before it says it is attached.
-ATTACH_TOPICS = ("/planner/attempts", "/planner/goal_log")
+ATTACH_TOPICS = (ATTEMPTS_TOPIC, GOAL_LOG_TOPIC)
 #: Time left for messages in flight after the goal log arrived (s): topics are delivered
 #: independently, and on a loaded machine attempt records were seen to lag the log.
 SETTLE_S = 2.0
@@ -35,12 +38,13 @@ def record_next_goal(out_dir: Union[str, Path], timeout_s: float,
                      ready: Optional[threading.Event] = None) -> Tuple[Path, str]:
     """(bag folder, goal id) of the next goal that ends; TimeoutError when none does.
 
-    ``ready`` is set once the recorder and the goal-log subscription exist (tests).
+    ``ready`` is set once the recorder is attached (tests).
     """
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
+    from rclpy.serialization import deserialize_message
 
-    from agentic_grasp import goal_log, qos
+    from agentic_grasp.recording.reader import stamp_ns
     from agentic_grasp.recording.recorder import BagRecorder
     from agentic_grasp_interfaces.msg import AttemptRecord, GoalLog
 
@@ -49,38 +53,35 @@ def record_next_goal(out_dir: Union[str, Path], timeout_s: float,
     rclpy.init(context=context)
     node = None
     ended = {}
-    attempts = {}
-    try:
-        node = BagRecorder(output=str(bag), storage="mcap", context=context)
-        attach_ns = node.get_clock().now().nanoseconds
+    attempts = {}                           # attempt records in the bag, by goal id
+    attach_ns = time.time_ns()
 
-        def on_log(msg: GoalLog) -> None:
-            end = int(msg.end_stamp.sec) * 1_000_000_000 + int(msg.end_stamp.nanosec)
-            if end >= attach_ns and "goal_id" not in ended:
+    def on_write(topic: str, data: bytes) -> None:
+        """What the recorder has just written: the goal log and the attempt records."""
+        if topic == ATTEMPTS_TOPIC:
+            gid = deserialize_message(data, AttemptRecord).goal_id
+            attempts[gid] = attempts.get(gid, 0) + 1
+        elif topic == GOAL_LOG_TOPIC:
+            msg = deserialize_message(data, GoalLog)
+            if stamp_ns(msg.end_stamp) >= attach_ns and "goal_id" not in ended:
                 ended["goal_id"] = msg.goal_id
                 ended["attempts"] = int(msg.attempt_count)
                 ended["at"] = time.monotonic()
 
-        def on_attempt(msg: AttemptRecord) -> None:
-            attempts[msg.goal_id] = attempts.get(msg.goal_id, 0) + 1
+    def complete() -> bool:
+        """The goal's attempts are in the bag, or the wait for them is over."""
+        waited = time.monotonic() - ended["at"]
+        return waited >= SETTLE_S and (attempts.get(ended["goal_id"], 0) >= ended["attempts"]
+                                       or waited >= SETTLE_S + ATTEMPTS_WAIT_S)
 
-        def complete() -> bool:
-            """The goal's attempts are in this subscription and in the bag (the recorder's
-            own subscription, which the same history reaches), or the wait is over."""
-            waited = time.monotonic() - ended["at"]
-            return waited >= SETTLE_S and (
-                (attempts.get(ended["goal_id"], 0) >= ended["attempts"]
-                 and node.counts.get(ATTACH_TOPICS[0], 0) >= sum(attempts.values()))
-                or waited >= SETTLE_S + ATTEMPTS_WAIT_S)
-
-        node.create_subscription(GoalLog, "/" + goal_log.TOPIC, on_log, goal_log.QOS)
-        node.create_subscription(AttemptRecord, "/planner/attempts", on_attempt,
-                                 qos.EVENT_HISTORY)
+    try:
+        node = BagRecorder(output=str(bag), storage="mcap", on_write=on_write,
+                           context=context)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
         deadline = time.monotonic() + timeout_s
-        # Attached means the planner's publishers are discovered: attempt records are not
-        # latched, so a goal that starts before discovery would be recorded without them.
+        # Attached means this side has discovered the planner's publishers (the planner may
+        # match this recorder later; its attempt history covers the gap, module docstring).
         while context.ok() and time.monotonic() < deadline and any(
                 node.count_publishers(t) < 1 for t in ATTACH_TOPICS):
             executor.spin_once(timeout_sec=0.05)

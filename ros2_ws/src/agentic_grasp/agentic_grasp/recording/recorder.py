@@ -22,7 +22,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import rclpy
 from rclpy.node import Node
@@ -85,11 +85,17 @@ def _qos(latched: bool) -> QoSProfile:
 
 
 class BagRecorder(Node):
-    """Subscribes raw to the recorded topics and writes every message as it arrives."""
+    """Subscribes raw to the recorded topics and writes every message as it arrives.
+
+    ``on_write(topic, data)``, when given, is called with each message's CDR bytes once it
+    is in the bag (``show --live`` watches the goal log and attempt records this way).
+    """
 
     def __init__(self, output: Optional[str] = None, storage: Optional[str] = None,
+                 on_write: Optional[Callable[[str, bytes], None]] = None,
                  **node_kwargs) -> None:
         super().__init__(NODE_NAME, **node_kwargs)
+        self._on_write = on_write
         out = output if output is not None else \
             self.declare_parameter("output", "").get_parameter_value().string_value
         storage = storage if storage is not None else self.declare_parameter(
@@ -135,6 +141,8 @@ class BagRecorder(Node):
                 return
             self._writer.write(conn, stamp, bytes(data))
             self.counts[topic] += 1
+        if self._on_write is not None:
+            self._on_write(topic, data)
 
     def close(self) -> Dict[str, int]:
         """Close the bag (writes metadata.yaml); idempotent. Returns messages per topic."""
