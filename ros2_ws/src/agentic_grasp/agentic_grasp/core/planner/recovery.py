@@ -230,6 +230,16 @@ def _is_vertical(grasp: GraspParameters, tol: float = 1e-3) -> bool:
     return float(grasp.approach[2]) <= -1.0 + tol
 
 
+#: Level-1 corrections that only scale the grip force: the rule's name and the
+#: CorrectionConfig field of the factor.
+_FORCE_SCALES = {
+    FailureType.SLIP: ("slip", "slip_force_scale"),
+    FailureType.DROP: ("drop", "drop_force_scale"),
+    FailureType.FORCE_DAMAGE: ("force damage", "force_damage_scale"),
+    FailureType.DEFORMATION: ("deformation", "deformation_force_scale"),
+}
+
+
 def level1_ops(diagnosis: Diagnosis, grasp: GraspParameters,
                config: Optional[CorrectionConfig] = None,
                obstacle_direction: Optional[np.ndarray] = None) -> CorrectionOps:
@@ -240,33 +250,25 @@ def level1_ops(diagnosis: Diagnosis, grasp: GraspParameters,
     """
     cfg = config or CorrectionConfig()
     kind = diagnosis.failure_type
-    if kind == FailureType.SLIP:
-        return CorrectionOps(f"slip: f' = {cfg.slip_force_scale:g} f",
-                          {"force_scale": cfg.slip_force_scale})
-    if kind == FailureType.DROP:
-        return CorrectionOps(f"drop: f' = {cfg.drop_force_scale:g} f",
-                          {"force_scale": cfg.drop_force_scale})
-    if kind == FailureType.FORCE_DAMAGE:
-        return CorrectionOps(f"force damage: f' = {cfg.force_damage_scale:g} f",
-                          {"force_scale": cfg.force_damage_scale})
-    if kind == FailureType.DEFORMATION:
-        return CorrectionOps(f"deformation: f' = {cfg.deformation_force_scale:g} f",
-                          {"force_scale": cfg.deformation_force_scale})
+    if kind in _FORCE_SCALES:
+        name, attr = _FORCE_SCALES[kind]
+        scale = getattr(cfg, attr)
+        return CorrectionOps(f"{name}: f' = {scale:g} f", {"force_scale": scale})
     if kind == FailureType.WIDTH_MISMATCH:
         sign = -1 if diagnosis.width_direction < 0 else 1
         why = "opening too wide" if sign < 0 else "opening too narrow"
         return CorrectionOps(f"width mismatch ({why}): w' = w {'-' if sign < 0 else '+'} "
-                          f"{cfg.width_step_m * 1e3:.0f} mm",
-                          {"width_delta": sign * cfg.width_step_m})
+                             f"{cfg.width_step_m * 1e3:.0f} mm",
+                             {"width_delta": sign * cfg.width_step_m})
     if kind == FailureType.COLLISION:
         if diagnosis.other_id == "table":
             if not _is_vertical(grasp):
                 return CorrectionOps("collision with the table: vertical approach (a tilted "
-                                  "hand's lower fingertip is below the grasp point)",
-                                  {"vertical": True})
+                                     "hand's lower fingertip is below the grasp point)",
+                                     {"vertical": True})
             return CorrectionOps(f"collision with the table: grasp point + "
-                              f"{cfg.table_collision_raise_m * 1e3:.0f} mm",
-                              {"grasp_z_delta": cfg.table_collision_raise_m})
+                                 f"{cfg.table_collision_raise_m * 1e3:.0f} mm",
+                                 {"grasp_z_delta": cfg.table_collision_raise_m})
         ops = {"approach_height_delta": cfg.collision_height_m}
         rule = f"collision: approach height + {cfg.collision_height_m * 1e3:.0f} mm"
         if obstacle_direction is not None:
@@ -301,18 +303,18 @@ def level1_ops(diagnosis: Diagnosis, grasp: GraspParameters,
     if kind == FailureType.APPROACH_ANGLE:
         if _is_vertical(grasp):
             return CorrectionOps(f"approach angle: grasp point + "
-                              f"{cfg.approach_angle_raise_m * 1e3:.0f} mm",
-                              {"grasp_z_delta": cfg.approach_angle_raise_m})
+                                 f"{cfg.approach_angle_raise_m * 1e3:.0f} mm",
+                                 {"grasp_z_delta": cfg.approach_angle_raise_m})
         return CorrectionOps("approach angle: vertical approach", {"vertical": True})
     if kind == FailureType.ORIENTATION:
         return CorrectionOps(f"orientation: wrist + {math.degrees(cfg.orientation_wrist_rad):.0f}"
-                          " deg", {"wrist_delta": cfg.orientation_wrist_rad})
+                             " deg", {"wrist_delta": cfg.orientation_wrist_rad})
     if kind == FailureType.CONSTRAINT_VIOLATION:
         return CorrectionOps(f"constraint violation: speed x {cfg.constraint_speed_scale:g}, "
-                          "vertical approach",
-                          {"speed_scale": cfg.constraint_speed_scale, "vertical": True})
+                             "vertical approach",
+                             {"speed_scale": cfg.constraint_speed_scale, "vertical": True})
     return CorrectionOps(f"{kind.value}: replan from the next retrieved strategy",
-                      {"replan": True})
+                         {"replan": True})
 
 
 def failure_types_covered() -> List[FailureType]:
@@ -518,15 +520,15 @@ def _correction_at(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
     elif level == 2:
         new_type = next_grasp_type(grasp.grasp_type, config.level2.grasp_type_order)
         adj = CorrectionOps(f"level 2 method switch: {grasp.grasp_type.value} -> "
-                         f"{new_type.value}, f' = {config.level2.force_scale:g} f",
-                         {"grasp_type": new_type.value,
-                          "force_scale": config.level2.force_scale})
+                            f"{new_type.value}, f' = {config.level2.force_scale:g} f",
+                            {"grasp_type": new_type.value,
+                             "force_scale": config.level2.force_scale})
     else:
         eps = ctx.rng.uniform(-config.level3.perturbation_m, config.level3.perturbation_m, 3)
         adj = CorrectionOps(f"level 3 re-plan: reset to g0, perturb by U(-"
-                         f"{config.level3.perturbation_m:g}, "
-                         f"{config.level3.perturbation_m:g})^3 m",
-                         {"reset": True, "perturbation": eps})
+                            f"{config.level3.perturbation_m:g}, "
+                            f"{config.level3.perturbation_m:g})^3 m",
+                            {"reset": True, "perturbation": eps})
     ops = dict(adj.ops)
     rule = adj.rule
     if ops.get("reset"):
