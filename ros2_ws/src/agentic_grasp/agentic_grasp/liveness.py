@@ -128,12 +128,12 @@ class PeerMonitor:
                 if int(info.not_alive_count_change) > 0:
                     # The lease ran out: a death or a stall (DDS cannot tell them apart).
                     self._suspect[peer] = True
-                    self._why[peer] = (f"its liveliness (lease {self.lease_s:g} s) was lost "
-                                       f"and not back within {self.confirm_s:g} s")
+                    self._why[peer] = (f"died: its liveliness (lease {self.lease_s:g} s) was "
+                                       f"lost and not back within {self.confirm_s:g} s")
                     self._arm_verdict(peer, True)       # dead unless back within confirm_s
                 else:
                     # The writer is gone (its node shut down and said so): no doubt to wait on.
-                    self._why[peer] = "it left the graph (its liveliness writer was removed)"
+                    self._why[peer] = "left the graph (its liveliness writer was removed)"
                     lost = self._die(peer)
             elif alive and not was:
                 self._arm_verdict(peer, False)
@@ -142,7 +142,7 @@ class PeerMonitor:
                 elif self._suspect[peer]:
                     # A new writer while the old one is still not alive: the node was
                     # restarted within the verdict window, so the old one did die.
-                    self._why[peer] = ("it was restarted (a new instance announced itself "
+                    self._why[peer] = ("died: it was restarted (a new instance announced itself "
                                        "while the old one's liveliness was lost)")
                     lost = self._die(peer)
                 self._suspect[peer] = False
@@ -150,7 +150,7 @@ class PeerMonitor:
                     and not self._dead[peer]:
                 # Both in one status (taken late): the old writer's lease ran out and a new
                 # writer is alive, so the node was restarted.
-                self._why[peer] = ("it was restarted (a new instance announced itself "
+                self._why[peer] = ("died: it was restarted (a new instance announced itself "
                                    "while the old one's liveliness was lost)")
                 lost = self._die(peer)
             if alive and self._dead[peer]:
@@ -219,8 +219,9 @@ class PeerMonitor:
 
     def describe_loss(self, peer: str) -> str:
         with self._lock:
-            why = self._why.get(peer, f"its liveliness (lease {self.lease_s:g} s) was lost")
-        return f"the {peer} node died: {why}"
+            why = self._why.get(peer, f"died: its liveliness (lease {self.lease_s:g} s) was "
+                                      "lost")
+        return f"the {peer} node {why}"
 
 
 __all__ = ["CONFIRM_S", "LEASE_S", "PeerMonitor", "TOPIC_PREFIX", "announce", "liveliness_qos",

@@ -46,11 +46,10 @@ dependency inserts a prerequisite), target, attempt index r, retry level, and fo
 ``reflect`` the failure type and correction. ``thought`` is the step's text: the Thought of
 Algorithm 1 at ``plan``, the motion phase at ``execute``, the evidence at ``reflect``.
 
-Topics: ``planner/attempts`` (AttemptRecord, reliable, every attempt as it ends, with the
-GraspOutcome exactly as the executor returned it; the last 50 kept for late subscribers,
-qos.EVENT_HISTORY), ``planner/goal_log`` (GoalLog, one per
-goal when it ends; latched with a history, see agentic_grasp.goal_log) and
-``planner/markers`` (MarkerArray, latched: the grasp about to be executed, markers.grasp).
+Topics: ``planner/attempts`` (AttemptRecord, every attempt as it ends, with the GraspOutcome
+exactly as the executor returned it; the last 50 kept for late subscribers, qos.EVENT_HISTORY),
+``planner/goal_log`` (GoalLog, one per goal when it ends; latched with a history, goal_log)
+and ``planner/markers`` (MarkerArray, latched: the grasp about to be executed, markers.grasp).
 
 Episodic memory (Sec. IV-C) lives for the node's session, one per Table II configuration,
 kept across goals; ``memory_lifetime: goal`` empties it at every goal instead (benchmark
@@ -183,10 +182,11 @@ class PlannerNode(Node):
     def _on_peer_lost(self, peer: str) -> None:
         with self._lock:
             signal = self._signal
-        self.get_logger().error(f"{self.peers.describe_loss(peer)}"
-                                + ("; ending the running goal" if signal else ""))
-        if signal is not None:
-            signal.lose(peer, self.peers.describe_loss(peer))
+        why = self.peers.describe_loss(peer)
+        if signal is None:                  # nothing to end (the graph may be stopping)
+            return self.get_logger().warning(why)
+        self.get_logger().error(why + "; ending the running goal")
+        signal.lose(peer, why)
 
     def _execute(self, goal_handle) -> GraspObject.Result:
         try:
