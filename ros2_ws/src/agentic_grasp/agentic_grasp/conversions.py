@@ -555,7 +555,9 @@ def retrieval_query_from_msg(request: Any) -> Dict[str, Any]:
       between vectors of one model, so the caller must say which one made it;
     - ``target_crop`` counts as given when any of its fields is set, and must then be a
       colour image in one of CROP_ENCODINGS;
-    - k = 0 and mode = "" become None: the retriever's configured values.
+    - k = 0 and mode = "" become None: the retriever's configured values;
+    - ``size`` is empty (not known) or 3 finite extents > 0 (m); ``perception_backend`` ""
+      becomes None (not said: no ground-truth experience is served).
     """
     category = str(request.category).strip()
     if not category:
@@ -587,9 +589,16 @@ def retrieval_query_from_msg(request: Any) -> Dict[str, Any]:
             crop = rgb_from_msg(image)
         except ValidationError as exc:
             raise ValidationError(f"target_crop is not a valid image: {exc}") from None
+    size = None
+    if len(request.size):
+        size = np.asarray(request.size, dtype=np.float64)
+        if size.shape != (3,) or not np.all(np.isfinite(size)) or not np.all(size > 0.0):
+            raise ValidationError(f"size must be 3 finite extents > 0 (m) or empty, got "
+                                  f"{size.tolist()}")
     return {"category": category, "affordance": affordance, "embedding": embedding,
             "embedding_model": request.embedding_model or None, "crop": crop,
-            "k": int(request.k) or None, "mode": request.mode or None}
+            "k": int(request.k) or None, "mode": request.mode or None, "size": size,
+            "perception_backend": str(request.perception_backend).strip() or None}
 
 
 # ---- planner: peer answers back into the domain, attempt records out ----------------------

@@ -115,11 +115,13 @@ class BoundRetriever:
 
     def retrieve(self, category: str, affordance: Any, embedding: Any = None,
                  crop: Any = None, embedding_model: Optional[str] = None,
-                 k: Optional[int] = None, mode: Optional[str] = None) -> Any:
+                 k: Optional[int] = None, mode: Optional[str] = None,
+                 size: Any = None, perception_backend: Optional[str] = None) -> Any:
         kind = getattr(getattr(affordance, "type", None), "value", affordance)
         self._announce(f"HAA-RAG for category {category!r}, affordance {kind}")
         return self._service.retrieve(category, affordance, embedding, crop, embedding_model,
-                                      k, mode, signal=self._signal)
+                                      k, mode, size, perception_backend,
+                                      signal=self._signal)
 
 
 class BoundSceneGraph:
@@ -139,6 +141,11 @@ class BoundSceneGraph:
         self._session.stage("reason", f"scene graph of {len(objects)} objects, constraints "
                                       f"on {target_id}")
         return self._service.constraints(objects, target_id, self._signal)
+
+    def graph(self, objects: Sequence[Any]) -> Any:
+        """The scene graph of a perception, for the task plan (the planner's scene_graph_fn;
+        no feedback: the task plan that follows is the step a client sees)."""
+        return self._service.graph(objects, self._signal)
 
 
 class BoundArm(ArmBackend):

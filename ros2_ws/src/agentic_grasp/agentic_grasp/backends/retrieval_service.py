@@ -1,7 +1,7 @@
 """HAA-RAG for the planner over the retrieval node's RetrieveStrategies service."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 from rclpy.callback_groups import CallbackGroup
@@ -34,12 +34,16 @@ class RetrievalService:
     def retrieve(self, category: str, affordance: AffordanceDescriptor,
                  embedding: Optional[np.ndarray] = None, crop: Optional[np.ndarray] = None,
                  embedding_model: Optional[str] = None, k: Optional[int] = None,
-                 mode: Optional[str] = None, signal: Optional[GoalSignal] = None
-                 ) -> RetrievalResult:
+                 mode: Optional[str] = None, size: Optional[Sequence[float]] = None,
+                 perception_backend: Optional[str] = None,
+                 signal: Optional[GoalSignal] = None) -> RetrievalResult:
         request = RetrieveStrategies.Request(category=category,
                                              affordance=affordance_to_msg(affordance),
                                              embedding_model=embedding_model or "",
-                                             k=int(k or 0), mode=mode or "")
+                                             k=int(k or 0), mode=mode or "",
+                                             perception_backend=perception_backend or "")
+        if size is not None:        # the affordance fallback's size term, as in process
+            request.size = [float(v) for v in np.asarray(size, dtype=float).reshape(-1)]
         if embedding is not None:
             request.visual_embedding = [float(v) for v in np.asarray(embedding).reshape(-1)]
         if crop is not None:

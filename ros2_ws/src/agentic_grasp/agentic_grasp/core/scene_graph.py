@@ -831,9 +831,36 @@ def build_scene_graph(objects: Sequence[Union[ObjectInstance, Mapping[str, Any]]
     return graph
 
 
+def graph_from_relations(objects: Sequence[ObjectInstance], relations: Sequence[Relation],
+                         camera_position: Optional[Sequence[float]] = None,
+                         config: Optional[SceneGraphConfig] = None) -> SceneGraph:
+    """G from objects and relations computed elsewhere (the scene-graph node's answer).
+
+    The planner in the node graph plans on the graph the scene-graph service built, with
+    that node's configuration, rather than building a second one here: the edges are taken
+    as given. ``config`` and ``camera_position`` only serve the geometric queries (gaps,
+    neighbours) of the returned object. ValidationError for an edge naming an object that
+    is not in ``objects`` or a relation type outside the 16.
+    """
+    cfg = config if config is not None else SceneGraphConfig()
+    cam = np.asarray(_default_camera_position() if camera_position is None
+                     else camera_position, dtype=float).reshape(-1)
+    objs, pos, size, yaw = _validated(objects)
+    graph = SceneGraph(objs, cam, cfg, (pos, size, yaw))
+    for r in relations:
+        if r.relation not in RELATION_TYPES:
+            raise ValidationError(f"relation {r.relation!r} is not one of the 16 types")
+        if r.subject not in graph or r.object not in graph:
+            raise ValidationError(f"relation {r.subject} {r.relation} {r.object} names an "
+                                  "object that is not in the scene")
+        graph.graph.add_edge(r.subject, r.object, key=r.relation, relation=r.relation,
+                             distance=float(r.distance))
+    return graph
+
+
 __all__ = [
     "RELATION_TYPES", "CONVERSE", "SYMMETRIC_RELATIONS", "SceneGraphConfig", "Relation",
-    "SceneGraph", "build_scene_graph", "ON_TOP_OF", "SUPPORTS", "STACKED_ON", "UNDER",
+    "SceneGraph", "build_scene_graph", "graph_from_relations", "ON_TOP_OF", "SUPPORTS", "STACKED_ON", "UNDER",
     "INSIDE", "CONTAINS", "TOUCHING", "ADJACENT_TO", "NEAR", "FAR_FROM", "BEHIND",
     "IN_FRONT_OF", "LEFT_OF", "RIGHT_OF", "OCCLUDES", "LEANING_ON",
 ]

@@ -246,7 +246,8 @@ class PlannerNode(Node):
         retriever = BoundRetriever(self.retrieval, signal, lambda text: session.stage(
             "retrieve", text, upcoming=True)) if conf.retrieval else None
         constraints = BoundSceneGraph(self.scene_graph, signal, session)
-        planner = ReflectivePlanner(config, retriever, constraints, visual_query=visual)
+        planner = ReflectivePlanner(config, retriever, constraints, visual_query=visual,
+                                    scene_graph_fn=constraints.graph)
         planner.reseed(config.seed)
         if self._acquirer is not None:          # one goal at a time: the context is this goal's
             self._acquirer.context = replace(self._acquirer.context, goal_id=goal_id,

@@ -34,7 +34,7 @@ from agentic_grasp.core.geometry import quaternion_yaw
 from agentic_grasp.core.perception import PerceivedObject, PerceptionResult
 from agentic_grasp.core.planner import EpisodicMemory, PlannerConfig, ReflectivePlanner
 from agentic_grasp.core.planner import get_configuration
-from agentic_grasp.core.planner.planner import scene_graph_constraints
+from agentic_grasp.core.planner.planner import scene_graph_builder, scene_graph_constraints
 from agentic_grasp.core.scene_graph import SceneGraphConfig
 from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, AttemptOutcome,
                                       GraspParameters, GraspType, ObjectState, Phase,
@@ -336,11 +336,14 @@ def recorded_result(recorded: RecordedGoal) -> Dict[str, Any]:
 
 
 def replay_goal(recorded: RecordedGoal, configuration: str, memory: EpisodicMemory,
-                retriever: Any, config: PlannerConfig, constraint_fn: Any) -> Dict[str, Any]:
-    """One recorded goal through the planner under ``configuration``: decisions + metrics."""
+                retriever: Any, config: PlannerConfig, constraint_fn: Any,
+                scene_graph_fn: Any = None) -> Dict[str, Any]:
+    """One recorded goal through the planner under ``configuration``: decisions + metrics
+    (``scene_graph_fn``: the task plan's graph, of the constraints' configuration)."""
     conf = get_configuration(configuration)
     planner = ReflectivePlanner(config.with_configuration(configuration),
-                                retriever if conf.retrieval else None, constraint_fn)
+                                retriever if conf.retrieval else None, constraint_fn,
+                                scene_graph_fn=scene_graph_fn)
     planner.reseed(config.seed)
     perceive = ReplayPerception(recorded.perceptions)
     arm = ReplayArm(recorded.attempts)
@@ -405,7 +408,9 @@ def replay_bag(path: Union[str, Path], configuration: Optional[str] = None,
         get_configuration(configuration)            # ConfigError on an unknown name
     config = config if config is not None else PlannerConfig.from_config()
     session = read_session(path)
-    constraint_fn = scene_graph_constraints(SceneGraphConfig.from_config(), Camera().position)
+    scene_config = SceneGraphConfig.from_config()
+    constraint_fn = scene_graph_constraints(scene_config, Camera().position)
+    graph_fn = scene_graph_builder(scene_config, Camera().position)
     memories: Dict[str, EpisodicMemory] = {}
     warnings = list(session.warnings)
     goals = []
@@ -421,7 +426,8 @@ def replay_bag(path: Union[str, Path], configuration: Optional[str] = None,
 
             retriever = build_retriever()
         memory = memories.setdefault(name, EpisodicMemory(enabled=conf.memory))
-        report = replay_goal(recorded, name, memory, retriever, config, constraint_fn)
+        report = replay_goal(recorded, name, memory, retriever, config, constraint_fn,
+                             graph_fn)
         report["configuration_source"] = source
         goals.append(report)
     for w in warnings:

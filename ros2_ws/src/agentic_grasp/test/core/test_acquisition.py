@@ -86,12 +86,13 @@ def test_resolve_path(monkeypatch, tmp_path):
     assert resolve_acquired_path("/x/y.jsonl").as_posix() == "/x/y.jsonl"
 
 
-def _write(path, n_ok, n_fail, target=None, start=0, dz=-0.04, goal_prefix="g"):
+def _write(path, n_ok, n_fail, target=None, start=0, dz=-0.04, goal_prefix="g",
+           backend="vlm_sim"):
     target = target or thermos()
     acq = Acquirer(path, fsync=False)
     for i in range(n_ok + n_fail):
         acq.context = AcquisitionContext(goal_id=f"{goal_prefix}{start + i}",
-                                         perception_backend="vlm_sim", configuration="full")
+                                         perception_backend=backend, configuration="full")
         assert acq(attempt(target, success=i < n_ok, index=0, dz=dz), target, goal())
     return acq
 
@@ -240,3 +241,42 @@ def test_sigkill_of_an_acquiring_planner_loses_at_most_the_attempt_in_flight(tmp
     assert len(on_disk) - len(acked) <= 4                  # at most one in flight per kill
     live = LiveRetriever(_authored(), path)
     assert live.rejected == [] and live.acquired_records == len(on_disk)
+
+
+def test_the_perception_result_names_the_backend_over_the_context():
+    """The goal carries what perceived the target (the planner fills it from the perception
+    result in both paths); a context that says otherwise does not override it."""
+    target = thermos()
+    ctx = AcquisitionContext(goal_id="g1", perception_backend="", configuration="full")
+    perceived = SimpleNamespace(**vars(goal()), perception_backend="oracle")
+    rec = experience_record(attempt(target), target, perceived, ctx, TAXONOMY)
+    assert rec["acquisition"]["perception_backend"] == "oracle"
+    assert "(oracle, full)" in rec["provenance"]
+    ctx = AcquisitionContext(goal_id="g1", perception_backend="vlm_sim")
+    assert experience_record(attempt(target), target, goal(), ctx,
+                             TAXONOMY)["acquisition"]["perception_backend"] == "vlm_sim"
+
+
+def test_ground_truth_experiences_are_served_to_oracle_runs_only(tmp_path):
+    """An experience acquired under the oracle (grasp placed on ground truth) never reaches a
+    vlm / vlm_sim run, nor one that does not say, and never merges with a camera one."""
+    path = tmp_path / "a.jsonl"
+    _write(path, 1, 0, backend="oracle", goal_prefix="o")
+    live = LiveRetriever(_authored(), path)
+    aff = AffordanceDescriptor("Graspable_Body", "metal", 0.0, "body")
+    oracle = live.retrieve("thermos", aff, perception_backend="oracle")
+    assert not oracle.fallback and oracle.strategies[0].experience.category == "thermos"
+    for backend in ("vlm_sim", "vlm", None):
+        res = live.retrieve("thermos", aff, perception_backend=backend)
+        assert all(s.experience.acquisition is None
+                   or s.experience.acquisition["perception_backend"] != "oracle"
+                   for s in res.strategies), backend
+        assert not any(s.experience.category == "thermos" for s in res.strategies)
+    _write(path, 1, 0, backend="vlm_sim", goal_prefix="v")   # the same grasp, from pixels
+    live.refresh()
+    thermos_entries = [e for e in live.kb if e.category == "thermos"]
+    assert sorted(e.acquisition["perception_backend"] for e in thermos_entries) == \
+        ["oracle", "vlm_sim"]                     # two entries: not merged across backends
+    res = live.retrieve("thermos", aff, perception_backend="vlm_sim")
+    assert [s.experience.acquisition["perception_backend"] for s in res.strategies
+            if s.experience.category == "thermos"] == ["vlm_sim"]

@@ -123,7 +123,7 @@ class FixedRetriever:
         self.calls: List[tuple] = []
 
     def retrieve(self, category, affordance, embedding=None, crop=None, embedding_model=None,
-                 k=None, mode=None) -> RetrievalResult:
+                 k=None, mode=None, size=None, perception_backend=None) -> RetrievalResult:
         self.calls.append((category, affordance))
         strategies = [ScoredStrategy(experience=e, s_cat=1.0, s_aff=1.0, s_aff_terms={},
                                      s_vis=0.0, penalty=0.0 if e.success else 0.3,

@@ -178,3 +178,47 @@ def test_task_trace_is_serialisable():
                               ScriptedArm([slip(), ok(), ok(), ok()]), EpisodicMemory())
     text = json.dumps(task.to_dict())
     assert "slip" in text and np.isfinite(task.motion_s)
+
+
+def test_the_plan_uses_the_scene_reasoning_graph_and_size_reaches_retrieval():
+    """One graph per perception, of the constraint function's configuration: run_task plans
+    on scene_graph_fn's graph (in the node graph, the scene-graph node's), and the perceived
+    size and perception backend are always passed to the retriever (no signature probe)."""
+    from agentic_grasp.core.scene_graph import graph_from_relations
+
+    seen = []
+    full = build_scene_graph(stack())
+
+    def only_support(objects):        # the graph a scene-graph node answered, rebuilt
+        seen.append(sorted(o.id for o in objects))
+        return graph_from_relations(objects, full.relations("Supports")
+                                    + full.relations("On_Top_Of"))
+
+    retriever = FixedRetriever([experience("any-001", "box", {"width": 0.06, "force": 10.0})])
+    calls = []
+    inner = retriever.retrieve
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return inner(*args, **kwargs)
+
+    retriever.retrieve = spy
+    p = ReflectivePlanner(PlannerConfig(), retriever, scene_graph_fn=only_support)
+    world = World(stack())
+    task = p.run_task("pick up the box", world.perceive, ScriptedArm([ok()] * 4),
+                      EpisodicMemory(), after_success=world.remove)
+    assert seen and seen[0] == ["block_1", "box_1", "cup_1"]
+    assert task.plan.target_ids[:2] == ["block_1", "box_1"]     # support order from that graph
+    assert calls and all(np.asarray(c["size"]).shape == (3,) for c in calls)
+    assert all("perception_backend" in c for c in calls)
+
+
+def test_graph_from_relations_rejects_unknown_objects_and_relations():
+    from agentic_grasp.core.errors import ValidationError
+    from agentic_grasp.core.scene_graph import Relation, graph_from_relations
+
+    objs = stack()
+    with pytest.raises(ValidationError, match="not in the scene"):
+        graph_from_relations(objs, [Relation("box_1", "Supports", "ghost", 0.0)])
+    with pytest.raises(ValidationError, match="16 types"):
+        graph_from_relations(objs, [Relation("box_1", "Hovers", "cup_1", 0.0)])

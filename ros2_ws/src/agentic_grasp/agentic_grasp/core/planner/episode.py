@@ -59,7 +59,7 @@ from agentic_grasp.core.perception.backend import PerceptionResult
 from agentic_grasp.core.planner.configurations import PlannerConfig, get_configuration
 from agentic_grasp.core.planner.memory import EpisodicMemory, MemoryLifetime
 from agentic_grasp.core.planner.planner import (ReflectivePlanner, TaskOutcome,
-                                                scene_graph_constraints)
+                                                scene_graph_builder, scene_graph_constraints)
 from agentic_grasp.core.planner.tasks import KIND_SORT
 from agentic_grasp.core.scene_graph import SceneGraphConfig
 from agentic_grasp.core.types import FailureType
@@ -282,6 +282,13 @@ def _constraint_fn():
     return scene_graph_constraints(_scene_graph_config(), Camera().position)
 
 
+@lru_cache(maxsize=1)
+def _scene_graph_fn():
+    """The task plan's graph: same configuration and camera as the constraints (one graph
+    per perception, as the scene-graph node builds it in the node graph)."""
+    return scene_graph_builder(_scene_graph_config(), Camera().position)
+
+
 def _render_query(crop_size: int = 64):
     from agentic_grasp.core.render import render_object_crop
 
@@ -352,7 +359,8 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
         visual = _render_query()
     elif conf.retrieval and query == "camera":
         visual = eyes.crop
-    planner = ReflectivePlanner(cfg, retriever, _constraint_fn(), visual_query=visual)
+    planner = ReflectivePlanner(cfg, retriever, _constraint_fn(), visual_query=visual,
+                                scene_graph_fn=_scene_graph_fn())
     planner.attempt_sink = attempt_sink      # experience acquisition (bench learning)
     planner.reseed([int(seed), 7919])
     perceive = eyes.perceive

@@ -30,7 +30,6 @@ AttemptRecord below, its Diagnosis and its Correction).
 """
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 import time
@@ -63,13 +62,15 @@ from agentic_grasp.core.grasping import clearance as grasp_clearance
 from agentic_grasp.core.grasping.fit import fit_strategy, handle_yaw_of
 from agentic_grasp.core.grasping.hand import HandModel
 from agentic_grasp.core.retrieval.knowledge_base import grasp_to_world
-from agentic_grasp.core.scene_graph import SceneGraphConfig, build_scene_graph
+from agentic_grasp.core.scene_graph import SceneGraph, SceneGraphConfig, build_scene_graph
 from agentic_grasp.core.types import (AttemptOutcome, GraspParameters, GraspType,
                                       ObjectInstance, Phase)
 
 _LOG = logging.getLogger(__name__)
 
 ConstraintFn = Callable[[Sequence[ObjectInstance], str], ConstraintSet]
+#: BuildSceneGraph of the perceived objects, for the task plan's support order.
+SceneGraphFn = Callable[[Sequence[ObjectInstance]], SceneGraph]
 VisualQuery = Callable[[ObjectInstance], Optional[np.ndarray]]
 
 STATUS_SUCCEEDED = "succeeded"
@@ -80,11 +81,17 @@ STATUS_BLOCKED = "blocked_by_prerequisites"
 
 
 class Retriever(Protocol):
-    """What the planner needs of HAA-RAG (core.retrieval.HAARAG satisfies it)."""
+    """What the planner needs of HAA-RAG (core.retrieval.HAARAG satisfies it, and so does the
+    retrieval node's service client): the planner always passes the perceived ``size`` (m,
+    the affordance fallback's size term), ``k`` and the ``perception_backend`` that perceived
+    the target (experiences acquired under the oracle serve oracle runs only), in process and
+    in the node graph."""
 
     def retrieve(self, category: str, affordance: Any, embedding: Optional[np.ndarray] = None,
                  crop: Optional[np.ndarray] = None, embedding_model: Optional[str] = None,
-                 k: Optional[int] = None, mode: Optional[str] = None) -> Any:
+                 k: Optional[int] = None, mode: Optional[str] = None,
+                 size: Optional[Sequence[float]] = None,
+                 perception_backend: Optional[str] = None) -> Any:
         ...
 
 
@@ -98,6 +105,18 @@ def scene_graph_constraints(config: Optional[SceneGraphConfig] = None,
         return infer_constraints(graph, target_id, cfg)
 
     return constraints
+
+
+def scene_graph_builder(config: Optional[SceneGraphConfig] = None,
+                        camera_position: Optional[Sequence[float]] = None) -> SceneGraphFn:
+    """BuildSceneGraph as a function of the objects; give it the configuration and camera of
+    the constraint function beside it, so a perception has one graph (issue 22)."""
+    cfg = config if config is not None else SceneGraphConfig()
+
+    def graph(objects: Sequence[ObjectInstance]) -> SceneGraph:
+        return build_scene_graph(objects, camera_position, cfg)
+
+    return graph
 
 
 def describe_grasp(g: GraspParameters) -> str:
@@ -184,6 +203,7 @@ class GoalOutcome:
     wall_s: float = 0.0
     perception_calls: int = 0
     message: str = ""
+    perception_backend: str = ""            # what perceived the target (acquisition provenance)
 
     @property
     def n_attempts(self) -> int:
@@ -273,15 +293,6 @@ def _result_event(goal: GoalOutcome) -> ResultEvent:
                        tuple(goal.failure_types), tuple(goal.prerequisites), goal.message)
 
 
-def _accepts(fn: Callable[..., Any], name: str) -> bool:
-    """Whether ``fn`` takes keyword ``name`` (retrievers written before it do not)."""
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
-
-
 def subgoal_instruction(object_id: str, name: str = "") -> str:
     """The instruction that makes perception report ``object_id`` as its target."""
     return f"pick up {object_id} (the {name})" if name else f"pick up {object_id}"
@@ -304,19 +315,27 @@ class ReflectivePlanner:
                  constraint_fn: Optional[ConstraintFn] = None,
                  configuration: Optional[str] = None,
                  visual_query: Optional[VisualQuery] = None,
-                 heuristic_config: Optional[HeuristicConfig] = None) -> None:
+                 heuristic_config: Optional[HeuristicConfig] = None,
+                 scene_graph_fn: Optional[SceneGraphFn] = None) -> None:
+        """``constraint_fn`` and ``scene_graph_fn`` are the scene-graph reasoning: give both
+        from one source (scene_graph_constraints / scene_graph_builder with one config and
+        camera in process, the scene-graph node's service in the graph); either left out is
+        built in process with the default SceneGraphConfig."""
         self.config = config if config is not None else PlannerConfig()
         self.configuration: Configuration = get_configuration(
             configuration if configuration is not None else self.config.configuration)
         self.retriever = retriever
         self.constraint_fn = constraint_fn if constraint_fn is not None \
             else scene_graph_constraints()
+        self.scene_graph_fn = scene_graph_fn if scene_graph_fn is not None \
+            else scene_graph_builder()
         self.visual_query = visual_query
         self.heuristic_config = heuristic_config or HeuristicConfig()
         self.rng = np.random.default_rng(self.config.seed)
         self.hand = HandModel(self.config.grasp_synthesis.hand)
         self._handle_yaw: Optional[float] = None
         self._yaw_known = True
+        self._perception_backend = ""
         #: Experience acquisition (core/retrieval/acquisition.Acquirer): called with
         #: (AttemptRecord, perceived target, GoalOutcome) once an attempt's outcome and
         #: diagnosis are known. None = the robot does not learn from its attempts.
@@ -374,14 +393,15 @@ class ReflectivePlanner:
             summary["reason"] = f"no affordance perceived for {target.id}"
             return [], [], summary
         crop = self.visual_query(target) if self.visual_query is not None else None
-        extra: Dict[str, Any] = {}
-        if _accepts(self.retriever.retrieve, "size"):   # size feeds the affordance fallback
-            extra["size"] = np.asarray(target.size, dtype=float)
-        if self.config.grasp_synthesis.fit_strategies and _accepts(self.retriever.retrieve, "k"):
-            extra["k"] = self.config.grasp_synthesis.retrieve_k    # replaces skipped ones
+        # size feeds the affordance fallback; k = retrieve_k replaces the strategies the fit
+        # skips (None = the retriever's configured k)
+        extra: Dict[str, Any] = {"size": np.asarray(target.size, dtype=float), "k": None,
+                                 "perception_backend": self._perception_backend}
+        if self.config.grasp_synthesis.fit_strategies:
+            extra["k"] = self.config.grasp_synthesis.retrieve_k
         result = self.retriever.retrieve(target.category, target.affordance, crop=crop,
                                          **extra)
-        if "k" in extra and result.strategies and result.n_level2 > len(result.strategies) \
+        if extra["k"] is not None and result.strategies and result.n_level2 > len(result.strategies) \
                 and not self._any_fits(result.strategies, target):
             # every strategy is ruled out by the perceived object (e.g. handle grasps with the
             # handle out of view): widen to every strategy that passed the affordance level
@@ -516,7 +536,8 @@ class ReflectivePlanner:
         self._yaw_known = perception.backend == "oracle" or bool(
             getattr(perceived, "yaw_known", True))
         goal = GoalOutcome(target_id, "" if perceived is None else perceived.category, False,
-                           STATUS_FAILED, cfg.name)
+                           STATUS_FAILED, cfg.name, perception_backend=perception.backend)
+        self._perception_backend = perception.backend
         if target is None:
             goal.status = STATUS_NOT_PERCEIVED
             goal.message = (f"perception failed: {perception.error}" if not perception.ok
@@ -761,7 +782,9 @@ class ReflectivePlanner:
             task.wall_s = time.perf_counter() - start
             return task
         objects = first.to_object_instances()
-        graph = build_scene_graph(objects) if self.configuration.scene_graph else None
+        # the scene-graph reasoning's own graph (its configuration and camera): the same one
+        # the constraints of each sub-goal come from
+        graph = self.scene_graph_fn(objects) if self.configuration.scene_graph else None
         plan = plan_subgoals(instruction, objects, graph)
         task.plan = plan
         emit(TaskPlanEvent(plan))
@@ -823,5 +846,6 @@ class ReflectivePlanner:
 
 __all__ = ["AttemptRecord", "GoalOutcome", "ReflectivePlanner", "Retriever",
            "STATUS_BLOCKED", "STATUS_CANCELED", "STATUS_FAILED", "STATUS_NOT_PERCEIVED",
-           "STATUS_SUCCEEDED", "TaskOutcome", "describe_grasp", "scene_graph_constraints",
+           "STATUS_SUCCEEDED", "SceneGraphFn", "TaskOutcome", "describe_grasp",
+           "scene_graph_builder", "scene_graph_constraints",
            "subgoal_instruction"]

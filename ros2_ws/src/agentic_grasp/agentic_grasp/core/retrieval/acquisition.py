@@ -120,12 +120,15 @@ def experience_record(attempt: Any, target: ObjectInstance, goal: Any,
                    else FailureType.UNKNOWN.value)
     aff = target.affordance
     material = target.material if taxonomy.is_material(target.material) else aff.material
+    # what perceived the target: the perception result's own backend (the planner keeps it
+    # in the goal), else what the context was told; oracle experiences are ground truth
+    backend = str(getattr(goal, "perception_backend", "") or context.perception_backend)
     goal8 = (context.goal_id or "local")[:12]
     eid = _ID_CHARS.sub("_", f"acq-{goal8}-{context.subgoal_index}-{target.id}-"
                              f"{attempt.index}-{time.time_ns() % 10**9:09d}")[:128]
     acquisition: Dict[str, Any] = {
         "goal_id": context.goal_id[:64], "time": round(now, 3),
-        "perception_backend": context.perception_backend[:40],
+        "perception_backend": backend[:40],
         "configuration": (context.configuration or getattr(goal, "configuration", ""))[:40],
         "attempt": int(attempt.index), "retry_level": int(attempt.retry_level),
         "target_id": str(target.id)[:80],
@@ -145,7 +148,7 @@ def experience_record(attempt: Any, target: ObjectInstance, goal: Any,
         "grasp": local, "fit": None,
         "success": success, "failure_mode": failure,
         "provenance": (f"acquired: goal {goal8} attempt {attempt.index} "
-                       f"({context.perception_backend or 'unknown perception'}, "
+                       f"({backend or 'unknown perception'}, "
                        f"{acquisition['configuration'] or 'unknown configuration'})"),
         "render_spec": {"shape": target.shape.value,
                         "size": [round(float(min(max(v, 1e-3), 1.0)), 4) for v in size],

@@ -30,7 +30,7 @@ import numpy as np
 from agentic_grasp.core import paths
 from agentic_grasp.core.config import load_yaml, reject_unknown
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.retrieval.knowledge_base import Experience
+from agentic_grasp.core.retrieval.knowledge_base import Experience, is_ground_truth
 
 _LOG = logging.getLogger(__name__)
 
@@ -106,7 +106,10 @@ def _cell(exp: Experience, cfg: ConsolidationConfig) -> Tuple[Any, ...]:
             int(math.floor(yaw / cfg.wrist_yaw_tol_rad)) % max(
                 1, int(round(math.pi / cfg.wrist_yaw_tol_rad))),
             int(math.floor(float(g.get("width", 0.0)) / cfg.width_tol_m)),
-            int(math.floor(math.log(force) / math.log1p(cfg.force_ratio_tol))))
+            int(math.floor(math.log(force) / math.log1p(cfg.force_ratio_tol))),
+            # ground truth never merges with what a camera showed: a merged entry keeps its
+            # first member's provenance, and oracle entries are served to oracle runs only
+            is_ground_truth(exp))
 
 
 def _counts(exp: Experience) -> Tuple[int, int, Counter]:

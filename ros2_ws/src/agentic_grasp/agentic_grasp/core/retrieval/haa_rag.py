@@ -40,7 +40,8 @@ from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.retrieval.embedding import (EmbeddingCache, VisualEmbedder,
                                                     DescriptorEmbedder, check_crop,
                                                     make_embedder, unit)
-from agentic_grasp.core.retrieval.knowledge_base import Experience, KnowledgeBase
+from agentic_grasp.core.retrieval.knowledge_base import (GROUND_TRUTH_BACKEND, Experience,
+                                                         KnowledgeBase, is_ground_truth)
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy, normalise_word
 from agentic_grasp.core.types import AffordanceDescriptor, AffordanceType
 
@@ -430,6 +431,7 @@ class _Query:
     affordance: AffordanceDescriptor
     vector: Optional[np.ndarray]
     notes: List[str]
+    hidden: Optional[np.ndarray] = None     # sorted positions that are not candidates
 
 
 class HAARAG:
@@ -470,8 +472,14 @@ class HAARAG:
                  embedding: Optional[np.ndarray] = None, crop: Optional[np.ndarray] = None,
                  embedding_model: Optional[str] = None, k: Optional[int] = None,
                  mode: Optional[str] = None,
-                 size: Optional[Sequence[float]] = None) -> RetrievalResult:
+                 size: Optional[Sequence[float]] = None,
+                 perception_backend: Optional[str] = None) -> RetrievalResult:
         """Top-k strategies for an object of ``category`` with ``affordance``.
+
+        ``perception_backend`` names what perceived the query object: experiences acquired
+        under oracle perception (ground truth, :func:`is_ground_truth`) are candidates only
+        for an ``"oracle"`` query, never for a run that perceives from pixels (or does not
+        say), so ground truth cannot leak into a vlm / vlm_sim run through the knowledge base.
 
         The visual query is ``embedding`` (a vector made by ``embedding_model``, which must be
         the knowledge base's model) or ``crop`` (an RGB uint8 image embedded here); with
@@ -487,6 +495,8 @@ class HAARAG:
             raise ValidationError(f"k must be a positive integer, got {k!r}")
         aff = check_affordance(affordance)
         vector, notes = self._query_vector(embedding, crop, embedding_model)
+        hidden = None if perception_backend == GROUND_TRUTH_BACKEND \
+            else self._ground_truth_rows()
         empty = RetrievalResult([], "", 0, 0, mode=mode, embedding_model=self.index.model_id)
         if not isinstance(category, str) or not category.strip():
             empty.reason = f"no category given ({category!r})"
@@ -495,15 +505,27 @@ class HAARAG:
         if canon is None:
             empty.reason = (f"unknown category {category!r}: not in the taxonomy "
                             f"({self.taxonomy.source or 'kb_data/taxonomy.yaml'})")
-            return self._fallback(aff, vector, size, int(k), mode, empty, notes)
+            return self._fallback(aff, vector, size, int(k), mode, empty, notes, hidden)
         sup = self.taxonomy.superclass_of[canon]
         empty.category, empty.superclass = canon, sup
         if sup not in self.index.superclass_id:
             empty.reason = (f"no experience of category '{canon}' or of its superclass "
                             f"'{sup}' in the knowledge base")
-            return self._fallback(aff, vector, size, int(k), mode, empty, notes)
-        query = _Query(canon, sup, aff, vector, notes)
+            return self._fallback(aff, vector, size, int(k), mode, empty, notes, hidden)
+        query = _Query(canon, sup, aff, vector, notes, hidden)
         return self._retrieve(query, int(k), mode)
+
+    def _ground_truth_rows(self) -> Optional[np.ndarray]:
+        """Sorted positions acquired under oracle perception (True), or None when there are
+        none (the usual case: no mask, the slices of the fast path)."""
+        if getattr(self, "_gt_rows", None) is None:
+            try:
+                flags = [is_ground_truth(self.index.experience(i))
+                         for i in range(len(self.index))]
+            except (ValidationError, TypeError, IndexError, AttributeError):
+                flags = []
+            self._gt_rows = np.array(flags, dtype=bool) if any(flags) else np.zeros(0, bool)
+        return self._gt_rows if self._gt_rows.size else None
 
     # ------------------------------------------------------------------ fallback
     def _row_sizes(self) -> Optional[np.ndarray]:
@@ -519,7 +541,8 @@ class HAARAG:
 
     def _fallback(self, aff: AffordanceDescriptor, vector: Optional[np.ndarray],
                   size: Optional[Sequence[float]], k: int, mode: str,
-                  empty: RetrievalResult, notes: List[str]) -> RetrievalResult:
+                  empty: RetrievalResult, notes: List[str],
+                  hidden: Optional[np.ndarray] = None) -> RetrievalResult:
         """Level 1 is empty: the whole KB ranked by affordance, size and appearance."""
         cfg, ix = self.config, self.index
         if not cfg.fallback_enabled or mode != "haa" or len(ix) == 0:
@@ -542,6 +565,8 @@ class HAARAG:
         fused = (cfg.w_affordance * s_aff + cfg.fallback_size_weight * s_size
                  + cfg.w_visual * s_vis) * (1.0 - penalty)
         keep = np.flatnonzero(s_aff >= cfg.tau_aff - _TAU_EPS)
+        if hidden is not None:                  # ground truth: not for this run
+            keep = keep[~hidden[keep]]
         if keep.size == 0:
             empty.reason += f"; fallback: no experience reaches tau_aff = {cfg.tau_aff:g}"
             return empty
@@ -586,13 +611,19 @@ class HAARAG:
             return self._visual(rows, q.vector)
 
         exact = np.arange(ca, cb)
+        others = np.concatenate([np.arange(a, ca), np.arange(cb, b)])
+        hidden = q.hidden
+        if hidden is not None:          # ground-truth experiences are not candidates here
+            exact, others = exact[~hidden[exact]], others[~hidden[others]]
+            n_candidates = int(exact.size + others.size)
         if exact.size >= cfg.k1:
-            chosen = exact[_top_k(tie_scores(slice(ca, cb)), cfg.k1, ix.kb_row[ca:cb])]
+            tie = tie_scores(slice(ca, cb)) if hidden is None else tie_scores(exact)
+            chosen = exact[_top_k(tie, cfg.k1, ix.kb_row[exact])]
         else:
             rest = cfg.k1 - exact.size
-            others = np.concatenate([np.arange(a, ca), np.arange(cb, b)])
             if others.size > rest:
-                tie = np.concatenate([tie_scores(slice(a, ca)), tie_scores(slice(cb, b))])
+                tie = (np.concatenate([tie_scores(slice(a, ca)), tie_scores(slice(cb, b))])
+                       if hidden is None else tie_scores(others))
                 others = others[_top_k(tie, rest, ix.kb_row[others])]
             chosen = np.concatenate([exact, others])
         n1 = int(chosen.size)

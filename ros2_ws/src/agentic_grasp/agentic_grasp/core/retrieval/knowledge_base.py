@@ -47,6 +47,10 @@ PathLike = Union[str, Path]
 _MAX_LISTED = 20
 
 
+#: The perception backend whose experiences are ground truth (core/perception/oracle.py).
+GROUND_TRUTH_BACKEND = "oracle"
+
+
 @dataclass
 class Experience:
     """One knowledge-base entry. ``grasp`` holds GraspParameters.to_dict() fields in the
@@ -127,6 +131,15 @@ class Experience:
     def grasp_parameters(self) -> GraspParameters:
         """The stored grasp as GraspParameters, still in the object frame."""
         return GraspParameters.from_dict(self.grasp)
+
+
+def is_ground_truth(experience: Experience) -> bool:
+    """Whether ``experience`` was acquired under oracle perception: its grasp was placed on
+    the simulator's ground truth, not on what a camera showed (acquisition provenance).
+    HAA-RAG serves such experiences to oracle runs only, and consolidation never merges
+    them with camera-perceived ones."""
+    acquisition = experience.acquisition or {}
+    return str(acquisition.get("perception_backend", "")) == GROUND_TRUTH_BACKEND
 
 
 def _plain(value: Any) -> Any:
