@@ -11,7 +11,8 @@ base prints its message on each try and stays down after those few retries, spac
 delay, rather than looping.
 
 Examples:
-  ros2 launch agentic_grasp bringup.launch.py                      # simulator + oracle
+  ros2 launch agentic_grasp bringup.launch.py                      # simulator + vlm_sim
+  ros2 launch agentic_grasp bringup.launch.py perception:=oracle   # ground truth, if asked
   ros2 launch agentic_grasp bringup.launch.py perception:=vlm vlm_url:=http://gpu:8000/v1
   ros2 launch agentic_grasp bringup.launch.py arm:=moveit          # real robot via MoveIt
   ros2 launch agentic_grasp bringup.launch.py arm:=moveit use_mock_hardware:=true
@@ -84,11 +85,12 @@ def generate_launch_description() -> LaunchDescription:
                               description="Executor arm backend: the analytical simulator "
                                           "(sim) or a Panda through MoveIt 2 (moveit)"),
         DeclareLaunchArgument("perception", default_value=DEFAULT_ARGS["perception"],
-                              choices=["oracle", "vlm", "vlm_sim"],
-                              description="Perception backend: simulator ground truth with "
-                                          "configured noise (oracle), Qwen3-VL on vLLM (vlm) "
-                                          "or the simulated VLM of config/perception.yaml "
-                                          "(vlm_sim)"),
+                              choices=["vlm_sim", "vlm", "oracle"],
+                              description="Perception backend: the simulated VLM of "
+                                          "config/perception.yaml, from pixels (vlm_sim, "
+                                          "default), Qwen3-VL on vLLM (vlm) or simulator "
+                                          "ground truth with configured noise (oracle, only "
+                                          "when asked)"),
         DeclareLaunchArgument("vlm_url", default_value=DEFAULT_ARGS["vlm_url"],
                               description="OpenAI-compatible endpoint of the vLLM server"),
         DeclareLaunchArgument("params_file", default_value=DEFAULT_ARGS["params_file"],

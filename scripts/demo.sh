@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up (idempotent), bring up the whole node graph on the embedded defaults (simulator arm,
-# oracle perception), ask the planner to pick up the ceramic cup through GraspObject while
-# its feedback streams (the first attempt fails and the reflection recovers), print the
-# result, shut everything down. The exit code is the grasp's (0 success, 1 failed, 2 error).
+# vlm_sim perception: the simulated VLM perceiving from the camera's pixels, as the benchmark
+# does by default), ask the planner to pick up the ceramic cup through GraspObject while its
+# feedback streams, print the result, shut everything down. The exit code is the grasp's
+# (0 success, 1 failed, 2 error).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh" --quiet

@@ -2,7 +2,8 @@
 
 Each entry names the node, its console script (ros2 launch) and module (plain processes), its
 params file under config/, and when it runs. Arguments mirror the launch file's:
-arm (sim | moveit), perception (oracle | vlm | vlm_sim), vlm_url, params_file, acquired
+arm (sim | moveit), perception (vlm_sim, the default: the simulated VLM perceiving from
+pixels | vlm | oracle: ground truth, only when asked), vlm_url, params_file, acquired
 (experience acquisition: the acquired-experiences file the planner appends to and the
 retrieval node follows; 'default' = the per-user file, 'none' = off).
 """
@@ -11,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List
 
+#: What the graph perceives with when nobody says: the simulated VLM, from pixels, as the
+#: benchmark's default (config/evaluation.yaml). The oracle (ground truth) only when asked.
+DEFAULT_PERCEPTION = "vlm_sim"
 
 @dataclass(frozen=True)
 class NodeSpec:
@@ -29,7 +33,7 @@ NODES: List[NodeSpec] = [
              overrides=lambda a: {"arm_backend": a.get("arm", "sim")}),
     NodeSpec("perception", "perception_node", "agentic_grasp.nodes.perception_node",
              "perception.yaml",
-             overrides=lambda a: {"backend": a.get("perception", "oracle"),
+             overrides=lambda a: {"backend": a.get("perception", DEFAULT_PERCEPTION),
                                   "vlm.url": a.get("vlm_url", "http://127.0.0.1:8000/v1")}),
     NodeSpec("retrieval", "retrieval_node", "agentic_grasp.nodes.retrieval_node",
              "retrieval.yaml",
@@ -39,7 +43,7 @@ NODES: List[NodeSpec] = [
     NodeSpec("planner", "planner_node", "agentic_grasp.nodes.planner_node", "planner.yaml",
              overrides=lambda a: {"acquisition.path": a.get("acquired", "default"),
                                   "acquisition.perception_backend":
-                                      a.get("perception", "oracle")}),
+                                      a.get("perception", DEFAULT_PERCEPTION)}),
 ]
 
 #: Topics a recorded run keeps (ros2 bag record on a ROS 2 install).
@@ -60,7 +64,7 @@ RECORDER = NodeSpec("recorder", "recorder", "agentic_grasp.recording.recorder", 
                     overrides=lambda a: {"output": a.get("record", ""),
                                          "storage": a.get("record_storage") or "mcap"})
 
-DEFAULT_ARGS: Dict[str, str] = {"arm": "sim", "perception": "oracle",
+DEFAULT_ARGS: Dict[str, str] = {"arm": "sim", "perception": DEFAULT_PERCEPTION,
                                 "vlm_url": "http://127.0.0.1:8000/v1", "params_file": "",
                                 "acquired": "default"}
 

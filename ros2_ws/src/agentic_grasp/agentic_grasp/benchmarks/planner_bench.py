@@ -63,7 +63,7 @@ def _inprocess(n: int) -> Dict[str, float]:
 def run(n: int = 50, warmup: int = 5, settle_s: float = 0.15) -> Dict[str, Any]:
     """p50/p90/p99 of the whole-graph trial, the bare action round trip and the in-process
     trial; also the trial success rate (every trial should succeed on sg_banana)."""
-    launcher = Launcher({"acquired": "none"}, log_prefix=True,
+    launcher = Launcher({"acquired": "none", "perception": "oracle"}, log_prefix=True,
                         extra_params={"planner": {"memory_lifetime": "goal"}})
     launcher.start()
     bare = subprocess.Popen([sys.executable, "-m",

@@ -56,7 +56,8 @@ def run(n: int = 1000, every: int = 100, goal_timeout_s: float = 60.0,
     from agentic_grasp.launcher import Launcher
     from agentic_grasp_interfaces.srv import Perceive
 
-    launcher = Launcher({"acquired": "none"}, extra_params={"planner": {"memory_lifetime": "goal"}})
+    launcher = Launcher({"acquired": "none", "perception": "oracle"},
+                        extra_params={"planner": {"memory_lifetime": "goal"}})
     launcher.start()
     launcher.supervise()
     samples: Dict[str, List[float]] = {"all": [], "single_grasp": [],

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import argparse
 
+from agentic_grasp.graph import DEFAULT_PERCEPTION
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arm", choices=("sim", "moveit"), default="sim",
                         help="arm backend of the executor (default sim)")
-    parser.add_argument("--perception", choices=("oracle", "vlm", "vlm_sim"), default="oracle",
-                        help="perception backend (default oracle; vlm_sim: the simulated "
-                        "VLM of config/perception.yaml, no GPU)")
+    parser.add_argument("--perception", choices=("vlm_sim", "vlm", "oracle"),
+                        default=DEFAULT_PERCEPTION,
+                        help="perception backend (default vlm_sim: the simulated VLM of "
+                        "config/perception.yaml, from the camera's pixels, no GPU; vlm: "
+                        "Qwen3-VL on vLLM; oracle: simulator ground truth, only when asked)")
     parser.add_argument("--vlm-url", default="http://127.0.0.1:8000/v1",
                         help="OpenAI-compatible endpoint of the vLLM server")
     parser.add_argument("--params-file", default="",

@@ -99,10 +99,11 @@ class PerceptionNode(Node):
 
     def __init__(self, **node_kwargs: Any) -> None:
         super().__init__(NODE_NAME, **node_kwargs)
-        backend_kind = str(declare(self, "backend", "oracle",
-                                   "Perception backend: oracle (simulator ground truth plus "
-                                   "configured noise), vlm (Qwen3-VL served by vLLM at "
-                                   "vlm.url) or vlm_sim (the simulated VLM)")).strip().lower()
+        backend_kind = str(declare(self, "backend", "vlm_sim",
+                                   "Perception backend: vlm_sim (the simulated VLM, from "
+                                   "pixels; default), vlm (Qwen3-VL served by vLLM at "
+                                   "vlm.url) or oracle (simulator ground truth plus "
+                                   "configured noise, only when asked)")).strip().lower()
         self.world_frame = declare(self, "world_frame", "world",
                                    "Frame of the perceived poses (panda_link0 world)")
         skew = float(declare(self, "max_frame_skew_s", 0.05,
@@ -162,6 +163,9 @@ class PerceptionNode(Node):
             detail = (f" at {self.backend.config.url}; one call takes up to "
                       f"{self.backend.config.call_budget_s():.1f} s")
         self.get_logger().info(f"perception ready (backend: {self.backend.name}{detail})")
+        if self.backend.name == "oracle":       # never silently: ground truth was asked for
+            self.get_logger().warning("oracle perception, as asked: every answer is simulator "
+                                      "ground truth, not what the camera shows")
 
     # ---- parameters ---------------------------------------------------------------------------
     def _declare_backend_params(self, backend_kind: str) -> Dict[str, Any]:

@@ -67,8 +67,11 @@ class PlannerGraph:
 
         # acquisition on (bringup's default) into the session's temporary data dir: the
         # acquisition test below reads it; other modules' graphs run with it off.
-        self.launcher = Launcher({}, extra_params={"sim": {"phase_delay_s": PHASE_DELAY_S},
-                                                   "planner": PLANNER})
+        # oracle perception, asked for (the embedded default is vlm_sim): the pinned attempt
+        # sequences and the exact "perception sees the scene" wait need ground truth
+        self.launcher = Launcher({"perception": "oracle"},
+                                 extra_params={"sim": {"phase_delay_s": PHASE_DELAY_S},
+                                               "planner": PLANNER})
         self.launcher.start()
         try:
             self.client = GraphClient("test_planner_client")

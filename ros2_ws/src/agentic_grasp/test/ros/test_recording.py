@@ -48,7 +48,7 @@ def recorded(tmp_path_factory):
 
     bag = tmp_path_factory.mktemp("bags") / "run1"
     live_out = tmp_path_factory.mktemp("live")
-    launcher = Launcher({"record": str(bag), "acquired": "none"},
+    launcher = Launcher({"record": str(bag), "acquired": "none", "perception": "oracle"},
                         # the exact attempt sequence is pinned: see test_planner_graph.PLANNER
                         extra_params={"planner": {"visual_query": "none"}})
     launcher.start()

@@ -49,7 +49,8 @@ class SupervisedGraph:
         from agentic_grasp.liveness import PeerMonitor
         from agentic_grasp_interfaces.srv import Perceive
 
-        self.launcher = Launcher({"acquired": "none"},
+        # oracle, asked for: the test waits until perception lists exactly the scene's objects
+        self.launcher = Launcher({"acquired": "none", "perception": "oracle"},
                                  extra_params={"sim": {"phase_delay_s": PHASE_DELAY_S},
                                                "planner": TIMEOUTS})
         self.launcher.start()
