@@ -860,7 +860,8 @@ def graph_from_relations(objects: Sequence[ObjectInstance], relations: Sequence[
 
 __all__ = [
     "RELATION_TYPES", "CONVERSE", "SYMMETRIC_RELATIONS", "SceneGraphConfig", "Relation",
-    "SceneGraph", "build_scene_graph", "graph_from_relations", "ON_TOP_OF", "SUPPORTS", "STACKED_ON", "UNDER",
+    "SceneGraph", "build_scene_graph", "graph_from_relations", "ON_TOP_OF", "SUPPORTS",
+    "STACKED_ON", "UNDER",
     "INSIDE", "CONTAINS", "TOUCHING", "ADJACENT_TO", "NEAR", "FAR_FROM", "BEHIND",
     "IN_FRONT_OF", "LEFT_OF", "RIGHT_OF", "OCCLUDES", "LEANING_ON",
 ]

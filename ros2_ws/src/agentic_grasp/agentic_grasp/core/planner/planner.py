@@ -401,7 +401,8 @@ class ReflectivePlanner:
             extra["k"] = self.config.grasp_synthesis.retrieve_k
         result = self.retriever.retrieve(target.category, target.affordance, crop=crop,
                                          **extra)
-        if extra["k"] is not None and result.strategies and result.n_level2 > len(result.strategies) \
+        if extra["k"] is not None and result.strategies \
+                and result.n_level2 > len(result.strategies) \
                 and not self._any_fits(result.strategies, target):
             # every strategy is ruled out by the perceived object (e.g. handle grasps with the
             # handle out of view): widen to every strategy that passed the affordance level
