@@ -94,3 +94,31 @@ def test_memory_scope_trial_and_session():
         seen_success = seen_success or run.success
     assert seen_success            # the cube is grasped at least once in four trials
     _MEMORIES.clear()
+
+
+@pytest.mark.parametrize("mode", ["oracle", "vlm_sim"])
+def test_the_camera_crop_is_the_full_camera_frame_s(mode):
+    """The in-process visual query is cut as the graph's perception node cuts it, from a frame
+    with the table everywhere: a square crop of a tall object (the bottle, the screwdriver)
+    reaches past the regions render_view ray casts, where it used to read background and
+    gave another s_vis than the graph (issue 22)."""
+    import numpy as np
+
+    from agentic_grasp.core.evaluation.sweep import trial_seed
+    from agentic_grasp.core.planner.episode import CameraPerception
+    from agentic_grasp.core.render import crop_box, render_scene
+    from agentic_grasp.core.sim import Simulator
+
+    sim = Simulator.from_config()
+    checked = 0
+    for task in ("sg_bottle", "it_screwdriver_side_grasp", "it_cup_near_vase"):
+        sim.load_task(task, trial_seed(0, task, 0))
+        eyes = CameraPerception(sim, mode, 0)
+        result = eyes.perceive("clear the table")
+        full = render_scene(sim.objects(), eyes.camera).rgb
+        for obj in result.objects:
+            if obj.bbox is not None:
+                assert np.array_equal(eyes.crop(obj.to_object_instance()),
+                                      crop_box(full, obj.bbox, size=64)), (task, obj.id)
+                checked += 1
+    assert checked >= 5

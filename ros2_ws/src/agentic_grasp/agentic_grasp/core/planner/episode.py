@@ -152,6 +152,9 @@ def _crop_size() -> int:
         return 64
 
 
+#: crop_box's padding per side (fraction of the box's larger side), as the KB crops are cut.
+CROP_PAD = 0.15
+
 #: Perception modes of :func:`run_trial` (module docstring).
 PERCEPTION_MODES = ("vlm_sim", "vlm_sim_perfect", "oracle")
 
@@ -238,9 +241,36 @@ class CameraPerception:
         if perceived is None or perceived.bbox is None:
             return None
         try:
-            return crop_box(self.frame[0].rgb, perceived.bbox, size=self.crop_size)
+            rgb = self.frame[0].rgb
+            if not self._covers(self.frame[0].depth, perceived.bbox):
+                rgb = self._crop_frame().rgb
+            return crop_box(rgb, perceived.bbox, size=self.crop_size)
         except Exception:  # noqa: BLE001 - a degenerate box just has no visual query
             return None
+
+    @staticmethod
+    def _covers(depth: np.ndarray, box) -> bool:
+        """Whether the rendered regions of ``depth`` hold all of the crop window at ``box``.
+
+        render_view ray casts only around the objects; outside, depth reads 0 (no return),
+        which a full camera frame never has (table or floor everywhere). A square crop of a
+        tall object reaches past those regions, where the real camera (the sim node's frame,
+        which the perception node crops in the graph) shows the table.
+        """
+        u0, v0, u1, v1 = (int(b) for b in box)
+        side = max(u1 - u0 + 1, v1 - v0 + 1) * (1.0 + 2.0 * CROP_PAD)
+        half = max(1, int(round(side / 2.0)))
+        cu, cv = (u0 + u1 + 1) // 2, (v0 + v1 + 1) // 2
+        h, w = depth.shape[:2]
+        window = depth[max(0, cv - half):min(h, cv + half), max(0, cu - half):min(w, cu + half)]
+        return bool(np.all(window > 0.0))
+
+    def _crop_frame(self):
+        """The scene rendered with regions wide enough for any square crop: a crop of side
+        s = (1 + 2 pad) x the larger box side reaches (0.5 + pad) s past the box centre."""
+        from agentic_grasp.core.render import render_view
+
+        return render_view(self.sim.objects(), self.camera, margin=0.5 + CROP_PAD + 0.05)
 
 
 @lru_cache(maxsize=1)
