@@ -10,8 +10,9 @@ Public API::
         create_backend, load_params)                             # from config/perception.yaml
 
 ``create_backend(load_params(), ground_truth_provider=sim.objects)`` gives the backend
-named by ``backend`` ("oracle" by default, "vlm" to use the server at ``vlm.url``,
-"vlm_sim" for the simulated VLM, which also needs ``segmentation_provider``).
+named by ``backend`` ("vlm_sim" by default, the simulated VLM, which also needs
+``segmentation_provider``; "vlm" to use the server at ``vlm.url``; "oracle", ground truth,
+only when asked).
 """
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def create_backend(params: Optional[Mapping[str, Any]] = None, *,
     """
     flat_or_nested = dict(params if params is not None else load_params())
     cfg = nested(flat_or_nested) if any("." in k for k in flat_or_nested) else flat_or_nested
-    backend = str(cfg.get("backend", "oracle")).lower()
+    backend = str(cfg.get("backend", "vlm_sim")).lower()
     if backend == "vlm":
         return VlmBackend(VlmConfig.from_params(cfg.get("vlm"), cfg.get("depth")))
     if backend == "vlm_sim":
