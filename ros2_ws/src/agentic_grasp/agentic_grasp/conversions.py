@@ -276,11 +276,14 @@ def constraint_from_msg(msg: ConstraintMsg) -> "Constraint":
     for name, vec in (("direction_bias", bias), ("direction_override", override)):
         if vec is not None and not np.all(np.isfinite(vec)):
             raise ValidationError(f"{where}: {name} must be finite")
+    # the float32 fields turn 0.8 into 0.800000011920929: read the decimal the node wrote, so
+    # the planner applies the same Delta g through ROS as in process
     return Constraint(type=kind, source_id=msg.source_id, explanation=msg.explanation,
                       direction_override=override,
                       direction_bias=bias if np.any(bias != 0.0) else None,
-                      force_scale=float(msg.force_scale), height_delta=float(msg.height_delta),
-                      speed_cap=float(msg.speed_cap) if msg.speed_cap > 0.0 else None,
+                      force_scale=float32_decimal(msg.force_scale),
+                      height_delta=float32_decimal(msg.height_delta),
+                      speed_cap=float32_decimal(msg.speed_cap) if msg.speed_cap > 0.0 else None,
                       prerequisite_ids=list(msg.prerequisite_ids))
 
 
@@ -513,12 +516,24 @@ def rgb_to_msg(rgb: np.ndarray, header: Optional[Header] = None) -> Image:
 
 
 def experience_to_msg(experience: "Experience") -> ExperienceMsg:
-    """A knowledge-base experience; its grasp stays in the OBJECT frame (see Experience.msg)."""
+    """A knowledge-base experience; its grasp stays in the OBJECT frame (see Experience.msg),
+    with the object it was recorded on and its fit record, which grasp fitting needs."""
+    spec = experience.render_spec or {}
+    fit = experience.fit or {}
     return ExperienceMsg(id=experience.id, category=experience.category,
                          affordance=affordance_to_msg(experience.affordance),
                          grasp=grasp_to_msg(experience.grasp_parameters()),
                          success=bool(experience.success), provenance=experience.provenance,
-                         embedding_model=experience.embedding_model)
+                         embedding_model=experience.embedding_model,
+                         object_shape=str(spec.get("shape", "")),
+                         object_size=[float(v) for v in spec.get("size", ())],
+                         object_color=[int(min(max(int(c), 0), 255))
+                                       for c in spec.get("color", ())],
+                         object_material=str(spec.get("material", "")),
+                         fit_offset_rel=[float(v) for v in fit.get("offset_rel", ())],
+                         fit_opening=str(fit.get("opening", "")),
+                         fit_margin_m=float(fit.get("margin_m", 0.0)),
+                         fit_yaw_ref=str(fit.get("yaw_ref", "")))
 
 
 def retrieved_strategy_to_msg(strategy: "ScoredStrategy",
@@ -667,7 +682,9 @@ def perception_result_from_msg(msg: PerceptionResultMsg) -> "PerceptionResult":
 def experience_from_msg(msg: ExperienceMsg) -> "Experience":
     """A knowledge-base experience of a RetrievedStrategy; its grasp stays in the object frame.
 
-    The message carries no render spec and no embedding (the planner needs neither).
+    The message carries the object the grasp was recorded on (render_spec) and the fit
+    record, so the planner fits the strategy as it does in process; no embedding (the
+    planner needs none).
     """
     from agentic_grasp.core.retrieval.knowledge_base import Experience
 
@@ -679,9 +696,20 @@ def experience_from_msg(msg: ExperienceMsg) -> "Experience":
     grasp = grasp_from_msg(msg.grasp).to_dict()
     for name in ("width", "force", "approach_height", "speed", "wrist_yaw"):
         grasp[name] = float32_decimal(grasp[name])      # the KB's decimals, not float32 noise
+    spec: Dict[str, Any] = {}
+    if msg.object_shape:
+        spec = {"shape": msg.object_shape, "size": [float(v) for v in msg.object_size],
+                "color": [int(c) for c in msg.object_color]}
+        if msg.object_material:
+            spec["material"] = msg.object_material
+    fit = None
+    if msg.fit_opening:
+        fit = {"offset_rel": [float(v) for v in msg.fit_offset_rel],
+               "opening": msg.fit_opening, "margin_m": float(msg.fit_margin_m),
+               "yaw_ref": msg.fit_yaw_ref or "principal"}
     return Experience(id=msg.id, category=msg.category, affordance=affordance, grasp=grasp,
-                      success=bool(msg.success), provenance=msg.provenance, render_spec={},
-                      embedding_model=msg.embedding_model)
+                      success=bool(msg.success), provenance=msg.provenance, render_spec=spec,
+                      embedding_model=msg.embedding_model, fit=fit)
 
 
 def retrieved_strategy_from_msg(msg: RetrievedStrategyMsg,

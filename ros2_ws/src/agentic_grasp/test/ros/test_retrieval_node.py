@@ -208,6 +208,28 @@ def test_unknown_category_is_an_empty_answer_with_the_reason(harness):
     assert all("FALLBACK" in s.explanation for s in response.strategies)
 
 
+def test_the_service_answers_what_the_planner_gets_in_process(harness, core):
+    """One code path (issue 22): the perceived size reaches the fallback's size term, and a
+    strategy keeps the object it was recorded on and its fit record, so the planner fits it
+    to the perceived object through ROS exactly as in process."""
+    from agentic_grasp.conversions import retrieval_result_from_msg
+
+    size = [0.03, 0.03, 0.2]
+    for category in ("teleporter", "screwdriver"):          # fallback and a known category
+        want = core.retrieve(category, CUP, size=np.array(size), k=6)
+        response = harness.call(make_request(category, CUP, size=size, k=6))
+        assert_matches_core(response, want, core.config)
+        got = retrieval_result_from_msg(response)
+        for g, w in zip(got.strategies, want.strategies):
+            assert g.experience.render_spec == w.experience.render_spec != {}
+            assert g.experience.fit == w.experience.fit is not None
+            assert g.experience.grasp == w.experience.grasp
+    without = harness.call(make_request("teleporter", CUP))
+    assert "no perceived size" in without.message        # the size made the difference
+    bad = harness.call(make_request("teleporter", CUP, size=[0.03, -1.0, 0.2]))
+    assert not bad.success and "size" in bad.message
+
+
 def _embedding(request, values, model="builtin-descriptor-v1"):
     request.visual_embedding = [float(v) for v in values]
     request.embedding_model = model
