@@ -137,6 +137,10 @@ def run_paper(args: argparse.Namespace) -> int:
         return 2
     start = time.perf_counter()
     if getattr(args, "ros", False):
+        why = _ros_refusal(args, cfg)
+        if why:
+            print(f"agentic-grasp bench: {why}", file=sys.stderr)
+            return 2
         return _run_ros(args, cfg, as_json, start)
     if args.from_records:
         folder = Path(args.from_records)
@@ -195,31 +199,63 @@ def run_paper(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ros_refusal(args: argparse.Namespace, cfg) -> str:
+    """Why ``--ros`` cannot honour the options given ("" when it can): every option of the
+    in-process benchmark is run the same way through the graph or refused, never ignored."""
+    from agentic_grasp.benchmarks.ros_sweep import check_ros_options
+
+    asked = set(_split(args.only) or [])
+    if asked - {"table2"}:
+        return (f"--ros runs Table II (and Table III, which derives from it) only; "
+                f"--only {','.join(sorted(asked - {'table2'}))} runs in process: drop --ros")
+    if args.from_records:
+        return "--ros and --from-records exclude each other (--from-records runs no trial)"
+    if args.profile:
+        return "--profile profiles in-process trials: drop --ros"
+    return check_ros_options(cfg.perception, cfg.visual_query, cfg.memory_scope)
+
+
 def _run_ros(args: argparse.Namespace, cfg, as_json: bool, start: float) -> int:
-    """Table II (and what derives from it) from trials run through the ROS graph."""
+    """Table II (and what derives from it) from trials run through the ROS graph, then the
+    same trials in process (``--workers`` applies there) and their agreement, trial by
+    trial (core/evaluation/agreement.py)."""
     from agentic_grasp.benchmarks.ros_sweep import run_ros_sweep
-    from agentic_grasp.core.evaluation.records import write_records
+    from agentic_grasp.core.evaluation.agreement import agreement, format_agreement
+    from agentic_grasp.core.evaluation.records import write_json, write_records
     from agentic_grasp.core.evaluation.report import tabulate
+    from agentic_grasp.core.evaluation.sweep import run_sweep
 
     def progress(done: int, total: int) -> None:
         if not as_json and not args.no_progress:
             print(f"\r[ros] {done}/{total} trials", end="" if done < total else "\n",
                   file=sys.stderr, flush=True)
 
-    records = run_ros_sweep(cfg.configurations, cfg.task_list(), cfg.trials_per_task,
-                            cfg.seeds, progress)
+    tasks = cfg.task_list()
     out = Path(args.out) if args.out else Path("out/bench_ros")
     out.mkdir(parents=True, exist_ok=True)
+    # in process first: its worker pool forks, which must happen before rclpy's threads exist
+    inprocess = run_sweep(cfg.configurations, tasks, cfg.trials_per_task, cfg.seeds,
+                          workers=cfg.workers, progress=False, memory_scope=cfg.memory_scope,
+                          perception=cfg.perception, visual_query=cfg.visual_query).records
+    write_records(inprocess, out / f"table_ii_inprocess_records.{cfg.records_format}")
+    records = run_ros_sweep(cfg.configurations, tasks, cfg.trials_per_task, cfg.seeds,
+                            progress, perception=cfg.perception,
+                            visual_query=cfg.visual_query, memory_scope=cfg.memory_scope)
     path = write_records(records, out / f"table_ii_records.{cfg.records_format}")
     report = tabulate({"table_ii": records}, cfg, retrieval=False)
+    agree = agreement(records, inprocess)
+    write_json(agree, out / "agreement.json")
     wall = round(time.perf_counter() - start, 3)
     if as_json:
-        print(json.dumps({"tables": report["tables"], "records": str(path),
-                          "trials": len(records), "total_wall_s": wall}, indent=2,
-                         default=str))
+        print(json.dumps({"tables": report["tables"], "agreement": agree, "records": str(path),
+                          "trials": len(records), "perception": cfg.perception,
+                          "total_wall_s": wall}, indent=2, default=str))
         return 0
     print(report["text"])
-    print(f"\n{len(records)} trials through the ROS graph in {wall:.1f} s; records: {path}")
+    print()
+    print(format_agreement(agree, cfg.perception))
+    print(f"\n{len(records)} trials through the ROS graph ({cfg.perception} perception, "
+          f"{cfg.visual_query} visual query) in {wall:.1f} s; records: {path}")
     return 0
 
 
