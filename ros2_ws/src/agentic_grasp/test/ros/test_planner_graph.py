@@ -414,12 +414,20 @@ def test_bringup_acquires_every_attempt_and_retrieval_serves_it_live(graph):
                                  material=mine[-1]["affordance"]["material"],
                                  fragility=float(mine[-1]["affordance"]["fragility"]),
                                  graspable_region=mine[-1]["affordance"]["region"]))
-    future = client.call_async(request)
-    deadline = time.monotonic() + 10.0
-    while not future.done() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert future.done() and future.result().success
-    assert any(s.experience.id.startswith("acq-") for s in future.result().strategies)
+
+    def served(backend):
+        request.perception_backend = backend
+        future = client.call_async(request)
+        deadline = time.monotonic() + 10.0
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert future.done() and future.result().success
+        return any(s.experience.id.startswith("acq-") for s in future.result().strategies)
+
+    # learnt under the oracle: served to an oracle run, never to one that perceives from
+    # pixels or does not say (ground truth must not leak into vlm / vlm_sim runs)
+    assert served("oracle")
+    assert not served("vlm_sim") and not served("")
 
 
 def test_attempt_record_and_markers_carry_the_chosen_candidate(graph):
