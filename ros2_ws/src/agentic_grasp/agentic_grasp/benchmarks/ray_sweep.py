@@ -60,6 +60,7 @@ def overhead(n_units: int = 24, trials: int = 30, perception: str = "vlm_sim"
         local_wall.append(time.perf_counter() - w0)
         local_cpu.append(time.process_time() - c0)
     with LocalRayCluster() as cluster:
+        os.environ.update(cluster.driver_env())
         t0 = time.perf_counter()
         result = run_units(units, progress=False, executor="ray",
                            ray_address=cluster.address)
@@ -70,7 +71,10 @@ def overhead(n_units: int = 24, trials: int = 30, perception: str = "vlm_sim"
     order = list(dict.fromkeys(u.configuration for u in units))
     same = [r.comparable() for r in result.records] == \
         [r.comparable() for r in sort_records(local_records, order)]
+    per_unit = executors.unit_overhead(stats.timings)
     return {"units": len(units), "trials_per_unit": trials, "perception": perception,
+            "per_unit": {k: round(v, 4) if isinstance(v, float) else v
+                         for k, v in per_unit.items()},
             "cluster_cpus": stats.cluster_cpus, "nodes": len(stats.nodes),
             "local_unit_wall_s_mean": round(sum(local_wall) / len(units), 4),
             "local_unit_cpu_s_mean": round(sum(local_cpu) / len(units), 4),
@@ -78,7 +82,8 @@ def overhead(n_units: int = 24, trials: int = 30, perception: str = "vlm_sim"
             "ray_task_wall_s_sum": round(stats.task_wall_s, 3),
             "ray_task_cpu_s_sum": round(stats.task_cpu_s, 3),
             "ray_unit_wall_s_mean": round(stats.task_wall_s / max(1, stats.units), 4),
-            "overhead_fraction": round((slot_s - stats.task_wall_s) / stats.task_wall_s, 4),
+            "slot_overhead_fraction": round((slot_s - stats.task_wall_s) / stats.task_wall_s,
+                                            4),
             "records_equal_local": same}
 
 

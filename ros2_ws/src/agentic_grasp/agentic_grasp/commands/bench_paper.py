@@ -160,6 +160,10 @@ def run_paper(args: argparse.Namespace) -> int:
             return 2
         return _run_ros(args, cfg, as_json, start)
     if args.from_records:
+        if getattr(args, "resume", False) or cfg.executor != "local":
+            print("agentic-grasp bench: --from-records runs no trial; it has no --resume or "
+                  "--executor ray", file=sys.stderr)
+            return 2
         folder = Path(args.from_records)
         records = load_records(folder)
         if not records:

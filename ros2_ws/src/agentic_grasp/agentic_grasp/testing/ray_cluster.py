@@ -10,6 +10,7 @@ dashboard.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -18,7 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 #: Object store of each node (bytes); a sweep's results are a few kB per unit.
 OBJECT_STORE_BYTES = 80 * 1024 * 1024
@@ -48,8 +49,12 @@ class LocalRayCluster:
         self.temp_dir = tempfile.mkdtemp(prefix="agr", dir="/tmp")
         self.head: Optional[subprocess.Popen] = None
         self.worker: Optional[subprocess.Popen] = None
-        # fast node-failure detection, so a killed node's tasks are retried within seconds
-        self.env = dict(os.environ, RAY_health_check_period_ms="500",
+        # Ray's token authentication with a token of this cluster's own (a driver joins with
+        # ``driver_env()``), and fast node-failure detection, so a killed node's tasks are
+        # retried within seconds
+        self.token = secrets.token_hex(16)
+        self.env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=self.token,
+                        RAY_health_check_period_ms="500",
                         RAY_health_check_timeout_ms="1000",
                         RAY_health_check_failure_threshold="3",
                         RAY_USAGE_STATS_ENABLED="0")
@@ -73,21 +78,12 @@ class LocalRayCluster:
         self._wait_nodes(2)
         return self
 
+    def driver_env(self) -> Dict[str, str]:
+        """The variables a driver process needs to join (set them before ``ray.init``)."""
+        return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token}
+
     def alive_nodes(self) -> int:
-        """Alive nodes as the head's GCS reports them (``ray`` CLI, no driver needed)."""
-        proc = subprocess.run(_ray_cli() + ["list", "nodes", "--address", self.address,
-                                            "--format", "json"],
-                              capture_output=True, text=True, env=self.env, timeout=60)
-        if proc.returncode != 0:
-            return self._alive_from_status()
-        import json
-
-        try:
-            return sum(1 for n in json.loads(proc.stdout) if n.get("state") == "ALIVE")
-        except ValueError:
-            return self._alive_from_status()
-
-    def _alive_from_status(self) -> int:
+        """Alive nodes as the head's GCS reports them (``ray status``, no driver needed)."""
         proc = subprocess.run(_ray_cli() + ["status", "--address", self.address],
                               capture_output=True, text=True, env=self.env, timeout=60)
         text = proc.stdout
@@ -102,7 +98,7 @@ class LocalRayCluster:
             for proc, name in ((self.head, "head"), (self.worker, "worker")):
                 if proc is not None and proc.poll() is not None:
                     raise RuntimeError(f"ray {name} node exited: {self.log(name)}")
-            if self._alive_from_status() >= n:
+            if self.alive_nodes() >= n:
                 return
             time.sleep(0.5)
         raise RuntimeError(f"Ray cluster did not reach {n} node(s) in {self.timeout:.0f} s: "
@@ -114,6 +110,27 @@ class LocalRayCluster:
             return Path(path).read_text(errors="replace")
         except OSError:
             return ""
+
+    def worker_node_tasks(self, min_cpu_s: float = 0.5) -> List[int]:
+        """Pids of the worker node's Ray workers that have run at least ``min_cpu_s`` of
+        CPU (a task is or was running there): they are in its process group."""
+        if self.worker is None:
+            return []
+        tick = os.sysconf("SC_CLK_TCK")
+        out = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if os.getpgid(int(entry.name)) != self.worker.pid:
+                    continue
+                cmd = (entry / "cmdline").read_bytes()
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, ProcessLookupError):
+                continue
+            if b"default_worker" in cmd and (int(stat[11]) + int(stat[12])) / tick >= min_cpu_s:
+                out.append(int(entry.name))
+        return out
 
     def kill_worker(self) -> None:
         """SIGKILL the worker node: its raylet, object store and workers, no clean-up."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 
 import pytest
@@ -147,37 +146,48 @@ def test_ray_interrupted_sweep_resumes(tmp_path, reference):
 
 
 def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
+    """A head and a worker node (separate ``ray start`` processes, 1 CPU each) and a driver
+    process (``bench --executor ray --ray-address``); the worker node is SIGKILLed while it
+    runs a unit; the records file must equal the local pool's, trial for trial."""
     _ray()
-    from agentic_grasp.core.evaluation import executors
+    import subprocess
+
+    from agentic_grasp.core.evaluation.records import read_records
     from agentic_grasp.testing.ray_cluster import LocalRayCluster
 
     units = _units(trials=5, seeds=(0, 1))            # 12 units of 5 trials
     local = run_units(units, workers=1, progress=False).records
-    path = tmp_path / "records.jsonl"
+    out = tmp_path / "bench"
+    journal = out / "records.jsonl"
     with LocalRayCluster() as cluster:
-        killed = threading.Event()
-        batches, left = [], []
-
-        def on_records(batch):
-            batches.append(batch)
-            # the worker node has returned a unit and has the next ones in flight: kill it
-            if len(executors.LAST_RAY_STATS.nodes) == 2 and not killed.is_set():
-                cluster.kill_worker()
-                killed.set()
-                left.append(sum(len(u.trials) for u in units) - sum(map(len, batches)))
-
-        result = run_units(units, progress=False, executor="ray",
-                           ray_address=cluster.address, journal=path, on_records=on_records)
-        assert killed.is_set()
-        stats = executors.LAST_RAY_STATS
-        assert stats.cluster_cpus == 2
-        assert len(stats.nodes) == 2, "both nodes ran units"
-        assert left and left[0] > 0, "the node died with trials still to run"
+        cmd = [sys.executable, "-m", "agentic_grasp.commands.bench_paper", "--only", "table2",
+               "--configurations", ",".join(CONFS), "--tasks", ",".join(TASKS),
+               "--trials", "5", "--seeds", "0,1", "--no-figures", "--no-progress",
+               "--no-oracle-comparison", "--executor", "ray", "--ray-address",
+               cluster.address, "--out", str(out)]
+        driver = subprocess.Popen(cmd, env=dict(os.environ, **cluster.driver_env()),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            killed_at = None
+            deadline = time.monotonic() + 600.0
+            while driver.poll() is None and time.monotonic() < deadline:
+                done = len(journal.read_text().splitlines()) if journal.exists() else 0
+                busy = cluster.worker_node_tasks()
+                if killed_at is None and done >= 5 and busy:
+                    cluster.kill_worker()             # mid-unit: a task of it is running
+                    killed_at = done
+                time.sleep(0.2)
+            output = driver.communicate(timeout=max(1.0, deadline - time.monotonic()))[0]
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+        assert driver.returncode == 0, output[-3000:]
+        assert killed_at is not None and killed_at < 60, "the worker node died mid-sweep"
         deadline = time.monotonic() + 30.0
         while cluster.alive_nodes() != 1 and time.monotonic() < deadline:
             time.sleep(0.5)
         assert cluster.alive_nodes() == 1
-    _same(result.records, local)                      # none lost, none counted twice
-    _same(Journal(path).load(), local)
-    keys = [(r.configuration, r.task_id, r.seed, r.trial) for r in result.records]
+    records = read_records(journal)
+    _same(records, local)                             # none lost, none counted twice
+    keys = [(r.configuration, r.task_id, r.seed, r.trial) for r in records]
     assert len(keys) == len(set(keys)) == 60

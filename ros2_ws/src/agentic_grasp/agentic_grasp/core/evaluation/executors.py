@@ -202,18 +202,18 @@ def import_ray() -> Any:
     return ray
 
 
-def _ray_task(unit: Any) -> Tuple[List[Dict[str, Any]], float, float, str]:
-    """Body of a Ray task: one unit's records, its wall and CPU seconds in the task and the
-    node it ran on (the runner is built once per Ray worker process, as in the local pool,
-    and its build time is in the first unit's seconds)."""
+def _ray_task(unit: Any) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
+    """Body of a Ray task: one unit's records and where and when it ran (node, worker pid,
+    epoch start and end, CPU seconds). The runner is built once per Ray worker process, as
+    in the local pool; its build time is in that worker's first unit."""
     import ray
 
     from agentic_grasp.core.evaluation import sweep
 
-    wall0, cpu0 = time.perf_counter(), time.process_time()
+    start, cpu0 = time.time(), time.process_time()
     rows = sweep._run_unit(unit)
-    return (rows, time.perf_counter() - wall0, time.process_time() - cpu0,
-            ray.get_runtime_context().get_node_id())
+    return rows, {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
+                  "start": start, "end": time.time(), "cpu": time.process_time() - cpu0}
 
 
 class RayStats:
@@ -226,12 +226,41 @@ class RayStats:
         self.task_cpu_s = 0.0
         self.units = 0
         self.nodes: Dict[str, int] = {}          # node id -> units it returned
+        #: per unit: its task's timing (_ray_task) + "submit" and "received" (driver clock)
+        self.timings: List[Dict[str, Any]] = []
 
     def to_dict(self) -> Dict[str, Any]:
         return {"cluster_cpus": self.cluster_cpus, "connect_s": round(self.connect_s, 3),
                 "task_wall_s": round(self.task_wall_s, 3),
                 "task_cpu_s": round(self.task_cpu_s, 3), "units": self.units,
                 "nodes": dict(self.nodes)}
+
+
+def unit_overhead(timings: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """Ray's own time per unit from the tasks' timings (one clock: the machine's).
+
+    A unit's overhead is the time its worker slot was not running it although it could
+    have: from when it was submitted or its worker finished the previous unit (whichever is
+    later) to its start, plus from its end to the driver holding its records. The first
+    unit of each worker process also builds the runner (simulator, knowledge base): that
+    set-up is reported apart, as the local pool's forked workers inherit it instead."""
+    by_pid: Dict[int, List[Dict[str, Any]]] = {}
+    for t in sorted(timings, key=lambda t: t["start"]):
+        by_pid.setdefault(t["pid"], []).append(t)
+    overhead, compute, first = 0.0, 0.0, 0.0
+    n = 0
+    for runs in by_pid.values():
+        first += runs[0]["end"] - runs[0]["start"]
+        for prev, t in zip(runs, runs[1:]):
+            ready = max(t["submit"], prev["end"])
+            overhead += max(0.0, t["start"] - ready) + max(0.0, t["received"] - t["end"])
+            compute += t["end"] - t["start"]
+            n += 1
+    return {"units_measured": n, "workers": len(by_pid),
+            "overhead_s_per_unit": overhead / n if n else float("nan"),
+            "compute_s_per_unit": compute / n if n else float("nan"),
+            "overhead_fraction": overhead / compute if compute > 0 else float("nan"),
+            "first_unit_s_per_worker": first / len(by_pid) if by_pid else float("nan")}
 
 
 #: Stats of the last Ray sweep in this process (read by the overhead benchmark and tests).
@@ -272,15 +301,17 @@ def run_ray(units: Sequence[Any], address: str, workers: int,
             while queue or pending:
                 while queue and len(pending) < limit:
                     unit = queue.pop()
-                    pending[task.remote(unit)] = unit
+                    pending[task.remote(unit)] = time.time()
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
-                    pending.pop(ref)
-                    rows, wall, cpu, node = ray.get(ref)
-                    stats.task_wall_s += wall
-                    stats.task_cpu_s += cpu
+                    submitted = pending.pop(ref)
+                    rows, timing = ray.get(ref)
+                    timing.update(submit=submitted, received=time.time())
+                    stats.timings.append(timing)
+                    stats.task_wall_s += timing["end"] - timing["start"]
+                    stats.task_cpu_s += timing["cpu"]
                     stats.units += 1
-                    stats.nodes[node] = stats.nodes.get(node, 0) + 1
+                    stats.nodes[timing["node"]] = stats.nodes.get(timing["node"], 0) + 1
                     on_batch([TrialRecord.from_dict(r) for r in rows])
         finally:
             for ref in pending:
@@ -292,4 +323,4 @@ def run_ray(units: Sequence[Any], address: str, workers: int,
 
 
 __all__ = ["Collector", "EXECUTORS", "Journal", "LAST_RAY_STATS", "RayStats", "import_ray",
-           "record_key", "run_ray", "split_done", "unit_keys"]
+           "record_key", "run_ray", "split_done", "unit_keys", "unit_overhead"]
