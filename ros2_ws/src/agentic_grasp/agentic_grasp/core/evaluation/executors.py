@@ -315,7 +315,10 @@ def run_ray(units: Sequence[Any], address: str, workers: int,
                     on_batch([TrialRecord.from_dict(r) for r in rows])
         finally:
             for ref in pending:
-                ray.cancel(ref, force=True)
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001 - the cluster may be gone (Ctrl-C hit it)
+                    break
     finally:
         if started:
             ray.shutdown()
