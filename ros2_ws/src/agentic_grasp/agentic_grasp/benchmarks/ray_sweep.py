@@ -106,7 +106,8 @@ def _ray_worker_pids() -> List[int]:
             cmd = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if b"default_worker.py" in cmd:
+        # Ray retitles its workers "ray::<task>" / "ray::IDLE"
+        if b"default_worker.py" in cmd or cmd.startswith((b"ray::_ray_task", b"ray::IDLE")):
             out.append(int(entry.name))
     return out
 

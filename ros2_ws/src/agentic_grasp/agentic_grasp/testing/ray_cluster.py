@@ -112,8 +112,8 @@ class LocalRayCluster:
             return ""
 
     def worker_node_tasks(self, min_cpu_s: float = 0.5) -> List[int]:
-        """Pids of the worker node's Ray workers that have run at least ``min_cpu_s`` of
-        CPU (a task is or was running there): they are in its process group."""
+        """Pids of the worker node's Ray task workers that have run at least ``min_cpu_s``
+        of CPU (a unit is or was running there): they are in its process group."""
         if self.worker is None:
             return []
         tick = os.sysconf("SC_CLK_TCK")
@@ -128,7 +128,12 @@ class LocalRayCluster:
                 stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             except (OSError, ProcessLookupError):
                 continue
-            if b"default_worker" in cmd and (int(stat[11]) + int(stat[12])) / tick >= min_cpu_s:
+            # a Ray task worker (its command line, or its title "ray::<task>"; not the
+            # node's dashboard or runtime-env agents)
+            worker = b"default_worker" in cmd or cmd.startswith((b"ray::_ray_task",
+                                                                  b"ray::IDLE"))
+            if worker and \
+                    (int(stat[11]) + int(stat[12])) / tick >= min_cpu_s:
                 out.append(int(entry.name))
         return out
 
