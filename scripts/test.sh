@@ -14,14 +14,16 @@ skip_banner() {
 }
 if [ "${AGENTIC_GRASP_SKIP_VLLM:-}" = 1 ]; then
   skip_banner
-  bash "$ROOT/scripts/setup.sh" --quiet --with-clip
+  bash "$ROOT/scripts/setup.sh" --quiet --with-clip --with-ray
 else
-  bash "$ROOT/scripts/setup.sh" --quiet --with-clip --with-vllm
+  bash "$ROOT/scripts/setup.sh" --quiet --with-clip --with-ray --with-vllm
   # The real-vLLM tests must run here, not skip.
   export AGENTIC_GRASP_REQUIRE_VLLM=1
 fi
 # The open_clip test must run here, not skip.
 export AGENTIC_GRASP_REQUIRE_OPEN_CLIP=1
+# The Ray executor tests (a real two-node cluster) must run here, not skip.
+export AGENTIC_GRASP_REQUIRE_RAY=1
 # shellcheck disable=SC1091
 source "$ROOT/scripts/env.sh"
 # Our own DDS domain so parallel runs and other sessions on this host never see our nodes.

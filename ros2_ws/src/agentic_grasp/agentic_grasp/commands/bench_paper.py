@@ -68,6 +68,16 @@ def add_paper_arguments(parser: argparse.ArgumentParser) -> None:
                        help="re-tabulate the records of a previous run in DIR (no trials)")
     group.add_argument("--profile", type=int, default=0, metavar="N",
                        help="also profile N trials per task and configuration (seed 0)")
+    group.add_argument("--executor", choices=("local", "ray"), default=None,
+                       help="where the trials run: local (default), a process pool here; "
+                       "ray, one Ray task per (configuration, task, seed) unit (the optional "
+                       "extra of scripts/setup.sh --with-ray)")
+    group.add_argument("--ray-address", metavar="ADDR", default=None,
+                       help="with --executor ray: join the cluster at ADDR (HOST:PORT or "
+                       "auto) instead of starting one here with --workers CPUs")
+    group.add_argument("--resume", action="store_true",
+                       help="complete the records files an interrupted run (Ctrl-C, a "
+                       "crash) left in --out instead of starting again")
     group.add_argument("--ros", action="store_true",
                        help="run the Table II trials end to end through the ROS graph "
                        "(all nodes as processes, one trial at a time: size it with "
@@ -112,6 +122,10 @@ def _config(args: argparse.Namespace):
         changes["perception"] = args.perception
     if getattr(args, "visual_query", None) is not None:
         changes["visual_query"] = args.visual_query
+    if getattr(args, "executor", None) is not None:
+        changes["executor"] = args.executor
+    if getattr(args, "ray_address", None) is not None:
+        changes["ray_address"] = args.ray_address
     return replace(cfg, **changes) if changes else cfg
 
 
@@ -135,6 +149,9 @@ def run_paper(args: argparse.Namespace) -> int:
         print(f"agentic-grasp bench: --only: unknown part(s) {sorted(unknown)}",
               file=sys.stderr)
         return 2
+    if getattr(args, "ray_address", None) and cfg.executor != "ray":
+        print("agentic-grasp bench: --ray-address needs --executor ray", file=sys.stderr)
+        return 2
     start = time.perf_counter()
     if getattr(args, "ros", False):
         why = _ros_refusal(args, cfg)
@@ -143,6 +160,10 @@ def run_paper(args: argparse.Namespace) -> int:
             return 2
         return _run_ros(args, cfg, as_json, start)
     if args.from_records:
+        if getattr(args, "resume", False) or cfg.executor != "local":
+            print("agentic-grasp bench: --from-records runs no trial; it has no --resume or "
+                  "--executor ray", file=sys.stderr)
+            return 2
         folder = Path(args.from_records)
         records = load_records(folder)
         if not records:
@@ -165,12 +186,18 @@ def run_paper(args: argparse.Namespace) -> int:
             table_ii="table2" in parts, table_v="table5" in parts, ood="ood" in parts,
             retrieval="table4" in parts, figures=not args.no_figures,
             progress=not args.no_progress and not as_json,
-            oracle_comparison=not getattr(args, "no_oracle_comparison", False))
+            oracle_comparison=not getattr(args, "no_oracle_comparison", False),
+            resume=bool(getattr(args, "resume", False)))
         try:
             report = run_paper_benchmark(options)
         except ConfigError as exc:
             print(f"agentic-grasp bench: {exc}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:
+            print(f"\nagentic-grasp bench: interrupted; the finished units are in "
+                  f"{options.output_dir()}: the same command with --resume completes them",
+                  file=sys.stderr)
+            return 130
     if args.profile:
         from agentic_grasp.core.evaluation.timing import format_profile, profile_trials
 
@@ -212,6 +239,9 @@ def _ros_refusal(args: argparse.Namespace, cfg) -> str:
         return "--ros and --from-records exclude each other (--from-records runs no trial)"
     if args.profile:
         return "--profile profiles in-process trials: drop --ros"
+    if cfg.executor != "local" or getattr(args, "resume", False):
+        return ("--ros runs one trial at a time through the graph; "
+                "it has no --executor ray or --resume")
     return check_ros_options(cfg.perception, cfg.visual_query, cfg.memory_scope)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -97,6 +98,7 @@ class _Rays:
         #: optical depth per unit of ray length (the z component of the unit ray)
         self.z_per_t = 1.0 / norm
         self.dirs = (d / norm[..., None]) @ camera.T_world_cam[:3, :3].T
+        self.key: tuple = ()                #: the camera's, set by _rays_for
 
 
 _RAY_CACHE: Dict[tuple, _Rays] = {}
@@ -110,6 +112,7 @@ def _rays_for(camera: Camera) -> _Rays:
         if len(_RAY_CACHE) >= 4:
             _RAY_CACHE.clear()
         rays = _RAY_CACHE[key] = _Rays(camera)
+        rays.key = key
     return rays
 
 
@@ -247,10 +250,8 @@ class _Frame:
         np.copyto(self.shade[window], _shade(ndotl), where=closer)
 
 
-def _render(objects: Sequence[ObjectInstance], camera: Camera, table: TableSpec,
-            roi: _Rect) -> Tuple[_Frame, np.ndarray]:
-    """Ray cast the pixels of ``roi``; returns the buffers and the optical-z factors."""
-    rays = _rays_for(camera)
+def _floor_and_table(camera: Camera, table: TableSpec, rays: _Rays, roi: _Rect) -> _Frame:
+    """The buffers of ``roi`` with only the floor and the table slab drawn."""
     frame = _Frame(roi)
     origin = rays.origin
     light = np.asarray(LIGHT_DIR)
@@ -271,6 +272,74 @@ def _render(objects: Sequence[ObjectInstance], camera: Camera, table: TableSpec,
         a0, b0, a1, b1 = rect
         t, ndotl = _hit_box(origin - centre, rays.dirs[b0:b1, a0:a1], half, light)
         frame.merge(rect, t, ndotl, 2)
+    return frame
+
+
+_BACKGROUND_CACHE: Dict[tuple, Tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _background(camera: Camera, table: TableSpec, rays: _Rays
+                ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t, material, shade) of the floor and table over the whole image, cast once per
+    camera and table (read-only: callers copy the part they need)."""
+    key = (camera.width, camera.height, camera.fx, camera.fy, camera.cx, camera.cy,
+           np.asarray(camera.T_world_cam, dtype=float).tobytes(), table.x_min, table.x_max,
+           table.y_min, table.y_max, table.z, table.thickness)
+    cached = _BACKGROUND_CACHE.get(key)
+    if cached is None:
+        if len(_BACKGROUND_CACHE) >= 4:
+            _BACKGROUND_CACHE.clear()
+        frame = _floor_and_table(camera, table, rays, (0, 0, camera.width, camera.height))
+        for array in (frame.t, frame.material, frame.shade):
+            array.setflags(write=False)
+        cached = _BACKGROUND_CACHE[key] = (frame.t, frame.material, frame.shade)
+    return cached
+
+
+#: Recent primitive casts (see :func:`_cast`), least recently used first.
+_CAST_CACHE: "OrderedDict[tuple, Tuple[np.ndarray, np.ndarray]]" = OrderedDict()
+_CAST_CACHE_SIZE = 16
+
+
+def _cast(rays: _Rays, shape: Shape, R: np.ndarray, centre: np.ndarray, half: np.ndarray,
+          rect: _Rect) -> Tuple[np.ndarray, np.ndarray]:
+    """(t, Lambert factor) of one primitive over the pixels of ``rect``. A trial renders
+    a frame per attempt and most objects have not moved since the last one: a cast of the
+    same rays (same camera), primitive and pose is reused (read-only arrays)."""
+    key = (rays.key, shape, R.tobytes(), centre.tobytes(), half.tobytes(), rect)
+    hit_before = _CAST_CACHE.get(key)
+    if hit_before is not None:
+        _CAST_CACHE.move_to_end(key)
+        return hit_before
+    origin = rays.origin
+    light = np.asarray(LIGHT_DIR)
+    a0, b0, a1, b1 = rect
+    d_world = rays.dirs[b0:b1, a0:a1]
+    if shape == Shape.SPHERE:
+        t, ndotl = _hit_sphere(origin - centre, d_world, float(half[0]), light)
+    else:
+        hit = _hit_box if shape == Shape.BOX else _hit_cylinder
+        t, ndotl = hit((origin - centre) @ R, d_world @ R, half, light @ R)
+    t.setflags(write=False)
+    ndotl.setflags(write=False)
+    _CAST_CACHE[key] = (t, ndotl)
+    if len(_CAST_CACHE) > _CAST_CACHE_SIZE:
+        _CAST_CACHE.popitem(last=False)
+    return t, ndotl
+
+
+def _render(objects: Sequence[ObjectInstance], camera: Camera, table: TableSpec,
+            roi: _Rect) -> Tuple[_Frame, np.ndarray]:
+    """Ray cast the pixels of ``roi``; returns the buffers and the optical-z factors."""
+    rays = _rays_for(camera)
+    frame = _Frame(roi)
+    u0, v0, u1, v1 = roi
+    # Floor and table: the same for every frame of this camera and table, so ray cast once
+    # over the whole image and cut to the region (per-pixel arithmetic: the same values).
+    t, material, shade = _background(camera, table, rays)
+    frame.t[...] = t[v0:v1, u0:u1]
+    frame.material[...] = material[v0:v1, u0:u1]
+    frame.shade[...] = shade[v0:v1, u0:u1]
     for index, obj in enumerate(objects):
         R, centre = _object_pose(obj, table)
         half = _half_extents(obj)
@@ -278,13 +347,7 @@ def _render(objects: Sequence[ObjectInstance], camera: Camera, table: TableSpec,
         if rect is None:
             logger.debug("object %s projects outside the rendered region", obj.id)
             continue
-        a0, b0, a1, b1 = rect
-        d_world = rays.dirs[b0:b1, a0:a1]
-        if obj.shape == Shape.SPHERE:
-            t, ndotl = _hit_sphere(origin - centre, d_world, float(half[0]), light)
-        else:
-            hit = _hit_box if obj.shape == Shape.BOX else _hit_cylinder
-            t, ndotl = hit((origin - centre) @ R, d_world @ R, half, light @ R)
+        t, ndotl = _cast(rays, obj.shape, R, centre, half, rect)
         frame.merge(rect, t, ndotl, 3 + index)
     u0, v0, u1, v1 = roi
     return frame, rays.z_per_t[v0:v1, u0:u1]

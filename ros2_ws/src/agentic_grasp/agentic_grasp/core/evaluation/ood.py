@@ -163,14 +163,15 @@ def run_ood(splits: Optional[OODSplits] = None, trials: int = 30,
             seeds: Sequence[int] = (0, 1, 2, 3, 4), workers: Optional[int] = None,
             progress: bool = True, configuration: Optional[str] = None,
             start_method: str = "", memory_scope: str = "trial", perception: str = "oracle",
-            visual_query: str = "none") -> SweepResult:
-    """Every split's scenes x trials x seeds with the split's configuration (full)."""
+            visual_query: str = "none", **executor: Any) -> SweepResult:
+    """Every split's scenes x trials x seeds with the split's configuration (full);
+    ``executor``: run_sweep's executor, ray_address, journal, resume."""
     splits = splits or load_splits()
     conf = configuration or splits.configuration
     return run_sweep([conf], splits.tasks(), trials, seeds, workers, progress,
                      splits=splits.split_of(), start_method=start_method,
                      memory_scope=memory_scope, perception=perception,
-                     visual_query=visual_query)
+                     visual_query=visual_query, **executor)
 
 
 def format_validation(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -23,8 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from agentic_grasp.core import paths
 from agentic_grasp.core.evaluation import tables as T
-from agentic_grasp.core.evaluation.records import (TrialRecord, read_records, write_json,
-                                                   write_records)
+from agentic_grasp.core.evaluation.records import TrialRecord, read_records, write_json
 from agentic_grasp.core.evaluation.sweep import SweepConfig, run_sweep
 
 _LOG = logging.getLogger(__name__)
@@ -48,6 +47,9 @@ class PaperBenchOptions:
     #: Also run the full system with oracle perception for the per-task oracle vs default
     #: comparison (skipped when the default perception is the oracle).
     oracle_comparison: bool = True
+    #: Complete the records files an interrupted run left in the output folder instead of
+    #: starting again (core/evaluation/executors.py: the journal).
+    resume: bool = False
 
     def output_dir(self) -> Path:
         out = Path(self.out_dir or self.config.output_dir)
@@ -78,21 +80,27 @@ def run_paper_benchmark(options: PaperBenchOptions) -> Dict[str, Any]:
     files: Dict[str, str] = {}
     tasks = cfg.task_list()
 
-    def sweep(configurations, task_ids, **overrides):
+    def executor(path: Path) -> Dict[str, Any]:
+        """run_sweep's executor settings; the sweep journals its records into ``path``."""
+        return dict(executor=cfg.executor, ray_address=cfg.ray_address, journal=path,
+                    resume=options.resume)
+
+    def sweep(configurations, task_ids, path: Path, **overrides):
         """run_sweep over the protocol's trials and seeds with its settings (``overrides``:
-        perception, constraint_mode)."""
+        perception, constraint_mode), its records written to ``path``."""
         kwargs = dict(start_method=cfg.start_method, memory_scope=cfg.memory_scope,
-                      perception=cfg.perception, visual_query=cfg.visual_query)
+                      perception=cfg.perception, visual_query=cfg.visual_query,
+                      **executor(path))
         kwargs.update(overrides)
         return run_sweep(configurations, task_ids, cfg.trials_per_task, cfg.seeds,
                          cfg.workers, options.progress, **kwargs)
 
     if options.table_ii:
-        result = sweep(cfg.configurations, tasks)
+        path = _records_path(out, "table_ii", fmt)
+        result = sweep(cfg.configurations, tasks, path)
         records["table_ii"] = result.records
         totals["table_ii_sweep"] = result.totals()
-        files["records"] = str(write_records(result.records,
-                                             _records_path(out, "table_ii", fmt)))
+        files["records"] = str(path)
     if options.table_v:
         from agentic_grasp.core.sim import load_task
 
@@ -100,22 +108,22 @@ def run_paper_benchmark(options: PaperBenchOptions) -> Dict[str, Any]:
         have = set(cfg.configurations) if options.table_ii else set()
         extra = [c for c in cfg.table_v_configurations if c not in have]
         if extra and it_tasks:
-            result = sweep(extra, it_tasks)
+            path = _records_path(out, "table_v", fmt)
+            result = sweep(extra, it_tasks, path)
             records["table_v"] = result.records
             totals["table_v_sweep"] = result.totals()
-            files["table_v_records"] = str(write_records(
-                result.records, _records_path(out, "table_v", fmt)))
+            files["table_v_records"] = str(path)
         # the same rows under each other constraint mode (issue 12: the paper's fixed
         # adjustments beside the clearance-aware default), same trial seeds
         own_mode = _planner_constraint_mode()
         for mode in cfg.table_v_constraint_modes:
             if not it_tasks or mode == own_mode:
                 continue
-            result = sweep(cfg.table_v_configurations, it_tasks, constraint_mode=mode)
+            path = out / f"table_v_{mode}_records.{fmt}"
+            result = sweep(cfg.table_v_configurations, it_tasks, path, constraint_mode=mode)
             records[f"table_v_{mode}"] = result.records
             totals[f"table_v_{mode}_sweep"] = result.totals()
-            files[f"table_v_{mode}_records"] = str(write_records(
-                result.records, out / f"table_v_{mode}_records.{fmt}"))
+            files[f"table_v_{mode}_records"] = str(path)
     ood_labels: Dict[str, str] = {}
     if options.ood:
         from agentic_grasp.core.evaluation.ood import (format_validation, load_splits,
@@ -127,19 +135,19 @@ def run_paper_benchmark(options: PaperBenchOptions) -> Dict[str, Any]:
         result = run_ood(splits, cfg.ood_trials_per_object, cfg.ood_seeds, cfg.workers,
                          options.progress, start_method=cfg.start_method,
                          memory_scope=cfg.memory_scope, perception=cfg.perception,
-                         visual_query=cfg.visual_query)
+                         visual_query=cfg.visual_query,
+                         **executor(_records_path(out, "ood", fmt)))
         records["ood"] = result.records
         totals["ood_sweep"] = result.totals()
         totals["ood_objects"] = validation
         totals["ood_validation_text"] = format_validation(validation)
-        files["ood_records"] = str(write_records(result.records,
-                                                 _records_path(out, "ood", fmt)))
+        files["ood_records"] = str(_records_path(out, "ood", fmt))
     if options.table_ii and options.oracle_comparison and cfg.perception != "oracle":
-        result = sweep(["full"], tasks, perception="oracle")
+        path = _records_path(out, "oracle", fmt)
+        result = sweep(["full"], tasks, path, perception="oracle")
         records["oracle"] = result.records
         totals["oracle_sweep"] = result.totals()
-        files["oracle_records"] = str(write_records(result.records,
-                                                    _records_path(out, "oracle", fmt)))
+        files["oracle_records"] = str(path)
     report = tabulate(records, cfg, retrieval=options.retrieval, ood_labels=ood_labels)
     if "ood_validation_text" in totals:
         report["text"] += "\n\n" + totals.pop("ood_validation_text")

@@ -17,7 +17,9 @@ planner node's session memory). A series always runs in one worker, in order, so
 are reproducible for any number of workers.
 
 Parallelism: the work is cut into units of (configuration, task, seed) with their trials and
-handed to a ``multiprocessing`` pool. Each worker builds the simulator, the planner
+handed to a ``multiprocessing`` pool (``executor: local``) or, one Ray task per unit, to a
+Ray cluster (``executor: ray``, :mod:`.executors`, which also keeps the records journal
+that ``--resume`` completes). Each worker builds the simulator, the planner
 constants and the knowledge base with its HAA-RAG index once, in the pool initialiser, and
 reuses them for every trial (a trial only reloads its scene). Records are sorted into one
 deterministic order at the end, so 1 or N workers give identical records (wall times aside).
@@ -80,6 +82,8 @@ class SweepConfig:
     memory_scope: str = "trial"
     perception: str = "vlm_sim"
     visual_query: str = "camera"
+    executor: str = "local"
+    ray_address: str = ""
 
     def __post_init__(self) -> None:
         from agentic_grasp.core.planner.configurations import VISUAL_QUERIES, get_configuration
@@ -124,6 +128,12 @@ class SweepConfig:
         if self.memory_scope not in MEMORY_SCOPES:
             raise ConfigError(f"evaluation.memory_scope must be one of {MEMORY_SCOPES}, got "
                               f"{self.memory_scope!r}")
+        from agentic_grasp.core.evaluation.executors import EXECUTORS
+
+        if self.executor not in EXECUTORS:
+            raise ConfigError(f"evaluation.executor must be one of {EXECUTORS}, got "
+                              f"{self.executor!r}")
+        self.ray_address = str(self.ray_address or "")
         if self.records_format not in ("jsonl", "csv"):
             raise ConfigError("evaluation.records_format must be jsonl or csv")
 
@@ -323,41 +333,82 @@ def resolve_workers(workers: Optional[int]) -> int:
 
 def run_units(units: Sequence[WorkUnit], workers: Optional[int] = None,
               progress: bool = True, start_method: str = "",
-              on_records: Optional[Callable[[List[TrialRecord]], None]] = None
+              on_records: Optional[Callable[[List[TrialRecord]], None]] = None,
+              executor: str = "local", ray_address: str = "",
+              journal: Union[str, Path, None] = None, resume: bool = False
               ) -> SweepResult:
-    """Run work units (in this process for 1 worker, else in a pool); sorted records."""
-    n_workers = min(resolve_workers(workers), max(1, len(units)))
-    total = sum(len(u.trials) for u in units)
+    """Run work units; sorted records (module docstring).
+
+    ``executor`` "local": in this process for 1 worker, else a ``multiprocessing`` pool;
+    "ray": one Ray task per unit (:mod:`.executors`; ``ray_address`` "" starts a cluster
+    of ``workers`` CPUs here, else joins that one). ``journal``: the records file, appended
+    unit by unit as they finish and rewritten sorted at the end; with ``resume`` the units
+    whose records it already holds are not run again.
+    """
+    from agentic_grasp.core.evaluation.executors import (EXECUTORS, Collector, Journal,
+                                                         run_ray, split_done, unit_keys)
+
+    if executor not in EXECUTORS:
+        raise ConfigError(f"executor must be one of {EXECUTORS}, got {executor!r}")
+    all_units = list(units)
+    order = list(dict.fromkeys(u.configuration for u in all_units))
+    book = Journal(journal) if journal is not None else None
+    kept: List[TrialRecord] = []
+    if resume and book is not None:
+        units, kept = split_done(all_units, book.load())
+        if kept:
+            _LOG.info("resume: %d of %d units already in %s", len(all_units) - len(units),
+                      len(all_units), book.path)
+    collector = Collector(k for u in all_units for k in unit_keys(u))
+    collector.add(kept)
+    total = sum(len(u.trials) for u in all_units)
     bar = Progress(total, enabled=progress)
-    records: List[TrialRecord] = []
+    bar.done = len(kept)
+    if book is not None:
+        book.start(kept)
+
+    def take(batch: List[TrialRecord]) -> None:
+        new = collector.add(batch)
+        if book is not None:
+            book.append(new)
+        if on_records:
+            on_records(new)
+        bar.update(len(new))
+
     start = time.perf_counter()
     setup = 0.0
-    if n_workers == 1:
-        _init_worker()
-        setup = time.perf_counter() - start
-        for unit in units:
-            batch = _RUNNER.run_unit(unit)
-            records.extend(batch)
-            if on_records:
-                on_records(batch)
-            bar.update(len(batch))
-    else:
-        method = start_method or ("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-        if method == "fork":
-            _init_worker()          # built once here; every forked worker inherits it
+    n_workers = min(resolve_workers(workers), max(1, len(units)))
+    try:
+        if executor == "ray":
+            n_workers = run_ray(units, ray_address, resolve_workers(workers), take) \
+                if units else n_workers
+        elif n_workers == 1 or not units:
+            _init_worker()
             setup = time.perf_counter() - start
-        ctx = mp.get_context(method)
-        with ctx.Pool(n_workers, initializer=_init_worker) as pool:
-            for rows in pool.imap_unordered(_run_unit, units, chunksize=1):
-                batch = [TrialRecord.from_dict(r) for r in rows]
-                records.extend(batch)
-                if on_records:
-                    on_records(batch)
-                bar.update(len(batch))
+            for unit in units:
+                take(_RUNNER.run_unit(unit))
+        else:
+            method = start_method or ("fork" if "fork" in mp.get_all_start_methods()
+                                      else "spawn")
+            if method == "fork":
+                _init_worker()          # built once here; every forked worker inherits it
+                setup = time.perf_counter() - start
+            ctx = mp.get_context(method)
+            with ctx.Pool(n_workers, initializer=_init_worker) as pool:
+                for rows in pool.imap_unordered(_run_unit, units, chunksize=1):
+                    take([TrialRecord.from_dict(r) for r in rows])
+    finally:
+        if book is not None:
+            book.close()
     wall = time.perf_counter() - start
-    order = list(dict.fromkeys(u.configuration for u in units))
-    records = sort_records(records, order)
-    return SweepResult(records, wall, n_workers, len(units),
+    collector.check()
+    if collector.duplicates:
+        _LOG.warning("sweep: %d duplicate record(s) dropped (a unit ran twice)",
+                     collector.duplicates)
+    records = sort_records(collector.records, order)
+    if book is not None:
+        book.finish(records)
+    return SweepResult(records, wall, n_workers, len(all_units),
                        trial_wall_s=sum(r.wall_s for r in records), setup_s=setup)
 
 
@@ -365,14 +416,18 @@ def run_sweep(configurations: Sequence[str], tasks: Sequence[str], trials: int,
               seeds: Sequence[int], workers: Optional[int] = None, progress: bool = True,
               splits: Optional[Mapping[str, str]] = None, start_method: str = "",
               memory_scope: str = "trial", perception: str = "oracle",
-              visual_query: str = "none", constraint_mode: str = "") -> SweepResult:
-    """Every configuration x task x seed x trial (module docstring); sorted records."""
+              visual_query: str = "none", constraint_mode: str = "",
+              executor: str = "local", ray_address: str = "",
+              journal: Union[str, Path, None] = None, resume: bool = False) -> SweepResult:
+    """Every configuration x task x seed x trial (module docstring); sorted records
+    (``executor``, ``ray_address``, ``journal``, ``resume``: :func:`run_units`)."""
     units = make_units(configurations, tasks, trials, seeds, splits, memory_scope,
                        perception, visual_query, constraint_mode)
     _LOG.info("sweep: %d configurations x %d tasks x %d trials x %d seeds = %d trials",
               len(configurations), len(tasks), trials, len(seeds),
               sum(len(u.trials) for u in units))
-    return run_units(units, workers, progress, start_method)
+    return run_units(units, workers, progress, start_method, executor=executor,
+                     ray_address=ray_address, journal=journal, resume=resume)
 
 
 __all__ = ["MEMORY_SCOPES", "Progress", "SweepConfig", "SweepResult", "TrialRunner", "WorkUnit",

@@ -68,12 +68,15 @@ class CandidateSet:
                 "chosen": None if best is None else best.to_dict(), "notes": list(self.notes)}
 
 
-def _tilted(base: GraspParameters, tilt: float, away: np.ndarray) -> GraspParameters:
+def _tilted(base: GraspParameters, tilt: float, away: np.ndarray,
+            axis: Optional[np.ndarray] = None) -> GraspParameters:
     """The grasp with its approach tilted by ``tilt`` so the hand leans towards ``away``
-    (same finger line), as the paper's collision bias does."""
+    (same finger line), as the paper's collision bias does. ``axis``: ``base``'s closing
+    axis when the caller already has it (one per grasp, however many tilts)."""
     a = base.approach - math.tan(tilt) * np.array([away[0], away[1], 0.0])
     a = a / np.linalg.norm(a)
-    axis = closing_axis(base.approach, base.wrist_yaw)
+    if axis is None:
+        axis = closing_axis(base.approach, base.wrist_yaw)
     if abs(float(axis @ a)) > 0.95:
         return base.copy(approach=a)
     return base.copy(approach=a, wrist_yaw=wrist_yaw_for_closing_axis(a, axis))
@@ -85,7 +88,9 @@ def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Seque
     """Sweep each grasp's hand against the neighbours, the table and the target (unsorted)."""
     centre = np.asarray(target.position, dtype=float)
     sx, sy = float(target.size[0]), float(target.size[1])
-    hand_boxes = [hand.boxes(g) for g in grasps]
+    # one TCP rotation per grasp serves its swept boxes, lowest point and finger points
+    rotations = [hand.rotation(g) for g in grasps]
+    hand_boxes = [hand.boxes(g, rotation=R) for g, R in zip(grasps, rotations)]
     flat = [b for boxes in hand_boxes for b in boxes]
     nb = len(hand_boxes[0])
     gaps = gap_matrix(flat, list(neighbours)).reshape(len(grasps), nb, -1) \
@@ -101,7 +106,7 @@ def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Seque
         k = np.unravel_index(int(np.argmin(flat_g)), flat_g.shape)
         clear = float(flat_g[k])
         nearest = "" if not neighbours else f"{names[k[0]]} vs {neighbours[k[1]].name}"
-        table = hand.lowest_point(g)
+        table = hand.lowest_point(g, rotation=rotations[i])
         t_gap = float(min(tgt[i][j] for j, n in enumerate(names) if n in ("palm", "wrist")))
         feasible = table >= 0.0 and t_gap > 0.0 and clear > 0.0
         if outside:     # a part outside the body (a handle): the fingers must clear the body
@@ -110,7 +115,7 @@ def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Seque
                 feasible = False
                 nearest = (nearest + "; " if nearest else "") + "finger meets the body"
         if filled:
-            fingers = hand.finger_points(g)
+            fingers = hand.finger_points(g, rotation=rotations[i])
             if np.any(np.linalg.norm(fingers[:, :2] - centre[:2], axis=1) < half_in):
                 feasible = False
                 nearest = (nearest + "; " if nearest else "") + "finger inside the rim"
@@ -162,10 +167,13 @@ def generate_candidates(base: GraspParameters, target: ObjectInstance,
                 g = g.copy(width=min(max_w, extent + cfg.opening_margin_m))
             elif delta:
                 g = g.copy(width=min(max_w, base.width / math.cos(delta)))
+            axis = None
             for tilt in tilts:
                 dirs = [None] if tilt == 0.0 else list(away_dirs)
                 for u in dirs:
-                    gt = g if u is None else _tilted(g, tilt, u)
+                    if u is not None and axis is None:
+                        axis = closing_axis(g.approach, g.wrist_yaw)
+                    gt = g if u is None else _tilted(g, tilt, u, axis)
                     grasps.append(gt)
                     phi_w = abs(math.atan2(math.sin(phi), math.cos(phi)))
                     devs.append(abs(delta) + phi_w + tilt)

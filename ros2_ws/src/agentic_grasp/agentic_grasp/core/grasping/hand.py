@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -81,9 +81,11 @@ class HandModel:
     def rotation(grasp: GraspParameters) -> np.ndarray:
         return PandaKinematics.tcp_pose(grasp.position, grasp.approach, grasp.wrist_yaw)[:3, :3]
 
-    def boxes(self, grasp: GraspParameters, swept: bool = True) -> List[Box]:
-        """World boxes of the hand at ``grasp``; ``swept``: over the whole approach."""
-        R = self.rotation(grasp)
+    def boxes(self, grasp: GraspParameters, swept: bool = True,
+              rotation: Optional[np.ndarray] = None) -> List[Box]:
+        """World boxes of the hand at ``grasp``; ``swept``: over the whole approach.
+        ``rotation``: :meth:`rotation` of ``grasp`` when the caller already has it."""
+        R = self.rotation(grasp) if rotation is None else rotation
         h = float(grasp.approach_height) if swept else 0.0
         out = []
         for name, centre, half in self.local_boxes(min(float(grasp.width),
@@ -95,18 +97,20 @@ class HandModel:
             out.append(Box(np.asarray(grasp.position, dtype=float) + R @ c, R, hh, name))
         return out
 
-    def finger_points(self, grasp: GraspParameters) -> np.ndarray:
+    def finger_points(self, grasp: GraspParameters,
+                      rotation: Optional[np.ndarray] = None) -> np.ndarray:
         """The two finger centres (pad height) at the grasp pose, world frame."""
-        R = self.rotation(grasp)
+        R = self.rotation(grasp) if rotation is None else rotation
         off = min(float(grasp.width), self.cfg.max_opening_m) / 2.0 \
             + self.cfg.finger_thickness_m / 2.0
         p = np.asarray(grasp.position, dtype=float)
         return np.array([p + R[:, 1] * off, p - R[:, 1] * off])
 
-    def lowest_point(self, grasp: GraspParameters) -> float:
+    def lowest_point(self, grasp: GraspParameters,
+                     rotation: Optional[np.ndarray] = None) -> float:
         """Lowest z of the hand at the grasp pose (the fingertips, or a tilted corner)."""
         lows = []
-        for box in self.boxes(grasp, swept=False):
+        for box in self.boxes(grasp, swept=False, rotation=rotation):
             lows.append(float(box.c[2] - np.abs(box.R[2]) @ box.h))
         return min(lows)
 

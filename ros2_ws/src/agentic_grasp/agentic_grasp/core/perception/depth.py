@@ -21,7 +21,9 @@ box height at the surface depth: coarse, and reported as such in ``ObjectGeometr
 """
 from __future__ import annotations
 
+import copy
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field, fields
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
@@ -180,6 +182,51 @@ def _padded(bbox: Sequence[float], frac: float, px: int) -> Sequence[float]:
     return (min(x1, x2) - gx, min(y1, y2) - gy, max(x1, x2) + gx, max(y1, y2) + gy)
 
 
+#: Memo of :func:`estimate_geometry` (see :func:`_memo_key`), least recently used last.
+_MEMO: "OrderedDict[tuple, Optional[ObjectGeometry]]" = OrderedDict()
+_MEMO_SIZE = 32
+
+
+def _memo_key(depth: np.ndarray, camera: Camera, pixel: Sequence[float],
+              bbox: Optional[Sequence[float]], cfg: DepthConfig) -> Optional[tuple]:
+    """Everything :func:`estimate_geometry` reads: the arguments and the depth pixels of
+    the largest region it can look at (the box grown ``max_box_growths`` times on every
+    side, the rows below it that the support test reads, the window around the point).
+    Re-perception locates a kept answer in every new frame, and a neighbour nothing touched
+    shows the same pixels: its geometry is looked up instead of computed again. None: no
+    key (odd inputs go the plain way)."""
+    if depth.ndim != 2:
+        return None
+    try:
+        u, v = float(pixel[0]), float(pixel[1])
+        box_key = None if bbox is None else tuple(float(c) for c in bbox)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if not (math.isfinite(u) and math.isfinite(v)):
+        return None
+    height_px, width_px = depth.shape
+    padded = _padded(bbox, cfg.box_pad_frac, cfg.box_pad_px) if bbox is not None else None
+    box, _ = bbox_from_pixels(padded, width_px, height_px)
+    if box is None:
+        r = cfg.search_radius_px
+        box, _ = bbox_from_pixels((u - r, v - r, u + r, v + r), width_px, height_px)
+        if box is None:
+            return None
+    for _ in range(cfg.max_box_growths):
+        box = _grow(box, (True, True, True, True), width_px, height_px)
+    x1, y1, x2, y2 = box
+    n_px = (x2 - x1 + 1) * (y2 - y1 + 1)
+    stride = max(1, int(math.ceil(math.sqrt(n_px / float(cfg.max_bbox_samples)))))
+    ui, vi, r = int(round(u)), int(round(v)), cfg.window_radius_px
+    x1, y1 = max(0, min(x1, ui - r)), max(0, min(y1, vi - r))
+    x2, y2 = min(width_px - 1, max(x2, ui + r)), min(height_px - 1, max(y2 + stride, vi + r))
+    region = depth[y1:y2 + 1, x1:x2 + 1]
+    cam = (camera.width, camera.height, camera.fx, camera.fy, camera.cx, camera.cy,
+           np.asarray(camera.T_world_cam, dtype=float).tobytes())
+    return (cfg, cam, u, v, box_key, depth.shape, depth.dtype.str, (x1, y1, x2, y2),
+            np.ascontiguousarray(region).tobytes())
+
+
 def estimate_geometry(depth: np.ndarray, camera: Camera, pixel: Sequence[float],
                       bbox: Optional[Sequence[float]], cfg: DepthConfig
                       ) -> Optional[ObjectGeometry]:
@@ -187,8 +234,24 @@ def estimate_geometry(depth: np.ndarray, camera: Camera, pixel: Sequence[float],
 
     See the module docstring for the method; every problem with the inputs (no box, a box
     outside the image, a point off the object, several surfaces in the box, NaN depth) is a
-    note on the result rather than an exception.
+    note on the result rather than an exception. Results are memoised on everything the
+    method reads (:func:`_memo_key`); each call gets its own copy.
     """
+    key = _memo_key(depth, camera, pixel, bbox, cfg)
+    if key is not None and key in _MEMO:
+        _MEMO.move_to_end(key)
+        return copy.deepcopy(_MEMO[key])
+    geom = _estimate_geometry(depth, camera, pixel, bbox, cfg)
+    if key is not None:
+        _MEMO[key] = copy.deepcopy(geom)
+        if len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return geom
+
+
+def _estimate_geometry(depth: np.ndarray, camera: Camera, pixel: Sequence[float],
+                       bbox: Optional[Sequence[float]], cfg: DepthConfig
+                       ) -> Optional[ObjectGeometry]:
     height_px, width_px = depth.shape[:2]
     notes: List[str] = []
     u, v = float(pixel[0]), float(pixel[1])

@@ -172,12 +172,13 @@ def segment_object(depth: np.ndarray, camera: Camera, box: Tuple[int, int, int, 
     centre_xy = np.median(seed_xy, axis=0)
     reach = float(np.max(np.hypot(*(seed_xy - centre_xy).T))) + cfg.part_reach_m
     seed_area = stats[seed, cv2.CC_STAT_AREA]
+    # the components the ring meets, found once (a noisy box holds hundreds of specks)
+    in_ring = np.zeros(n_labels, dtype=bool)
+    in_ring[np.unique(labels[ring])] = True
     for k in range(1, n_labels):
-        if k == seed or stats[k, cv2.CC_STAT_AREA] > 0.5 * seed_area:
+        if k == seed or stats[k, cv2.CC_STAT_AREA] > 0.5 * seed_area or not in_ring[k]:
             continue
         comp = labels == k
-        if not (ring & comp).any():
-            continue
         comp_xy = pts[comp][:, :2]
         if np.all(np.hypot(*(comp_xy - centre_xy).T) <= reach):
             members.append(k)

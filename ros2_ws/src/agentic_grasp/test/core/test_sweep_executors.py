@@ -1,0 +1,227 @@
+"""Sweep executors (issue 26): the records journal and --resume for both executors, Ray
+as one task per unit with the local pool's records, and a real two-node Ray cluster whose
+worker node is killed mid-sweep.
+
+The Ray tests need the optional extra (scripts/setup.sh --with-ray). Without it they skip,
+loudly; scripts/test.sh sets AGENTIC_GRASP_REQUIRE_RAY=1, which turns that skip into a
+failure.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+from agentic_grasp.core.evaluation.executors import Journal, split_done
+from agentic_grasp.core.evaluation.sweep import make_units, run_units
+
+CONFS = ["full", "no_recovery"]
+TASKS = ["sg_banana", "sg_cup", "it_cup_near_vase"]
+
+
+def _units(trials=2, seeds=(0,)):
+    return make_units(CONFS, TASKS, trials, list(seeds), perception="vlm_sim",
+                      visual_query="camera")
+
+
+def _same(a, b):
+    assert [r.comparable() for r in a] == [r.comparable() for r in b]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """The local pool's records of the small sweep (one worker, in process)."""
+    return run_units(_units(), workers=1, progress=False).records
+
+
+class _Stop(KeyboardInterrupt):
+    pass
+
+
+def _interrupt_after(n_batches):
+    seen = []
+
+    def on_records(batch):
+        seen.append(len(batch))
+        if len(seen) >= n_batches:
+            raise _Stop()
+    return on_records
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_interrupted_sweep_resumes_to_the_same_records(tmp_path, reference, workers):
+    path = tmp_path / "records.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        run_units(_units(), workers=workers, progress=False, journal=path,
+                  on_records=_interrupt_after(2))
+    left = Journal(path).load()
+    assert len(left) == 4                       # two whole units of two trials, flushed
+    resumed = run_units(_units(), workers=workers, progress=False, journal=path, resume=True)
+    _same(resumed.records, reference)
+    assert resumed.n_units == 6
+    _same(Journal(path).load(), reference)      # the file is rewritten in sweep order
+
+
+def test_ctrl_c_on_the_bench_command_then_resume(tmp_path, reference):
+    """SIGINT to a running ``bench`` (2 pool workers): exit 130 with the --resume hint, the
+    finished units on disk; the same command with --resume completes the same records."""
+    import signal
+    import subprocess
+
+    from agentic_grasp.core.evaluation.records import read_records
+
+    out = tmp_path / "bench"
+    journal = out / "records.jsonl"
+    cmd = [sys.executable, "-m", "agentic_grasp.commands.bench_paper", "--only", "table2",
+           "--configurations", ",".join(CONFS), "--tasks", ",".join(TASKS), "--trials", "2",
+           "--seeds", "0", "--no-figures", "--no-progress", "--no-oracle-comparison",
+           "--workers", "2", "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300.0
+    while proc.poll() is None and time.monotonic() < deadline:
+        if journal.exists() and len(journal.read_text().splitlines()) >= 2:
+            os.killpg(proc.pid, signal.SIGINT)      # what Ctrl-C sends to the terminal's group
+            break
+        time.sleep(0.05)
+    output = proc.communicate(timeout=120)[0]
+    if proc.returncode == 0:
+        pytest.skip("the sweep finished before the interrupt landed")
+    assert proc.returncode == 130, output[-2000:]
+    assert "--resume" in output
+    left = read_records(journal)
+    assert 2 <= len(left) < len(reference)
+    done = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    _same(read_records(journal), reference)
+
+
+def test_resume_ignores_a_torn_line_and_partial_units(tmp_path, reference):
+    path = tmp_path / "records.jsonl"
+    journal = Journal(path)
+    journal.start(reference[:3])                # unit 1 whole, unit 2 half
+    journal.close()
+    with path.open("a") as handle:
+        handle.write('{"task_id": "sg_ban')     # a write killed half-way
+    todo, kept = split_done(_units(), Journal(path).load())
+    assert len(kept) == 2 and len(todo) == 5
+    resumed = run_units(_units(), workers=1, progress=False, journal=path, resume=True)
+    _same(resumed.records, reference)
+
+
+def test_resume_of_a_complete_file_runs_nothing(tmp_path, reference):
+    path = tmp_path / "records.csv"
+    Journal(path).finish(reference)
+    calls = []
+    again = run_units(_units(), workers=1, progress=False, journal=path, resume=True,
+                      on_records=calls.append)
+    assert calls == []
+    _same(again.records, reference)
+
+
+def test_without_resume_the_journal_starts_again(tmp_path, reference):
+    path = tmp_path / "records.jsonl"
+    Journal(path).finish(reference[:2])
+    again = run_units(_units(), workers=1, progress=False, journal=path)
+    _same(again.records, reference)
+
+
+def test_unknown_executor_is_refused():
+    from agentic_grasp.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="executor"):
+        run_units(_units(), workers=1, progress=False, executor="dask")
+
+
+def test_core_does_not_import_ray():
+    import subprocess
+
+    code = ("import sys; import agentic_grasp.core.evaluation as e; "
+            "import agentic_grasp.core.evaluation.executors; "
+            "print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------ Ray
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        if os.environ.get("AGENTIC_GRASP_REQUIRE_RAY") == "1":
+            pytest.fail("ray is required here (AGENTIC_GRASP_REQUIRE_RAY=1): run "
+                        "scripts/setup.sh --with-ray")
+        pytest.skip("RAY TEST SKIPPED (not a pass): ray is not installed "
+                    "(scripts/setup.sh --with-ray)")
+    return ray
+
+
+def test_ray_local_cluster_gives_the_local_records(tmp_path, reference):
+    _ray()
+    path = tmp_path / "records.jsonl"
+    result = run_units(_units(), workers=2, progress=False, executor="ray", journal=path)
+    _same(result.records, reference)
+    _same(Journal(path).load(), reference)
+
+
+def test_ray_interrupted_sweep_resumes(tmp_path, reference):
+    _ray()
+    path = tmp_path / "records.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        run_units(_units(), workers=2, progress=False, executor="ray", journal=path,
+                  on_records=_interrupt_after(1))
+    assert 2 <= len(Journal(path).load()) < len(reference)
+    resumed = run_units(_units(), workers=2, progress=False, executor="ray", journal=path,
+                        resume=True)
+    _same(resumed.records, reference)
+
+
+def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
+    """A head and a worker node (separate ``ray start`` processes, 1 CPU each) and a driver
+    process (``bench --executor ray --ray-address``); the worker node is SIGKILLed while it
+    runs a unit; the records file must equal the local pool's, trial for trial."""
+    _ray()
+    import subprocess
+
+    from agentic_grasp.core.evaluation.records import read_records
+    from agentic_grasp.testing.ray_cluster import LocalRayCluster
+
+    units = _units(trials=5, seeds=(0, 1))            # 12 units of 5 trials
+    local = run_units(units, workers=1, progress=False).records
+    out = tmp_path / "bench"
+    journal = out / "records.jsonl"
+    with LocalRayCluster() as cluster:
+        cmd = [sys.executable, "-m", "agentic_grasp.commands.bench_paper", "--only", "table2",
+               "--configurations", ",".join(CONFS), "--tasks", ",".join(TASKS),
+               "--trials", "5", "--seeds", "0,1", "--no-figures", "--no-progress",
+               "--no-oracle-comparison", "--executor", "ray", "--ray-address",
+               cluster.address, "--out", str(out)]
+        driver = subprocess.Popen(cmd, env=dict(os.environ, **cluster.driver_env()),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            killed_at = None
+            deadline = time.monotonic() + 600.0
+            while driver.poll() is None and time.monotonic() < deadline:
+                done = len(journal.read_text().splitlines()) if journal.exists() else 0
+                busy = cluster.worker_node_tasks()
+                if killed_at is None and done >= 5 and busy:
+                    cluster.kill_worker()             # mid-unit: a task of it is running
+                    killed_at = done
+                time.sleep(0.2)
+            output = driver.communicate(timeout=max(1.0, deadline - time.monotonic()))[0]
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+        assert driver.returncode == 0, output[-3000:]
+        assert killed_at is not None and killed_at < 60, "the worker node died mid-sweep"
+        deadline = time.monotonic() + 30.0
+        while cluster.alive_nodes() != 1 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert cluster.alive_nodes() == 1
+    records = read_records(journal)
+    _same(records, local)                             # none lost, none counted twice
+    keys = [(r.configuration, r.task_id, r.seed, r.trial) for r in records]
+    assert len(keys) == len(set(keys)) == 60
