@@ -51,6 +51,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 from agentic_grasp.core.config import nested, node_params
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
+from agentic_grasp.core.planner.memory import TransferRules
 from agentic_grasp.core.types import AffordanceType, GraspType
 
 NODE_NAME = "planner"
@@ -350,6 +351,9 @@ class PlannerConfig:
     grasp_synthesis: GraspSynthesisConfig = _section_field(
         GraspSynthesisConfig, "Grasp fitting, Franka Hand model and clearance-aware "
         "candidates")
+    memory: TransferRules = _section_field(
+        TransferRules, "Episodic memory transfer beyond the category (similar objects, "
+        "learned corrections)")
 
     def __post_init__(self) -> None:
         get_configuration(self.configuration)
@@ -386,7 +390,8 @@ class PlannerConfig:
         cfg = nested(dict(params)) if any("." in str(k) for k in params) else dict(params)
         sections = {"default_grasp": DefaultGrasp, "limits": Limits,
                     "classification": ClassificationConfig, "corrections": CorrectionConfig,
-                    "level2": Level2Config, "level3": Level3Config, "time_model": TimeModel}
+                    "level2": Level2Config, "level3": Level3Config, "time_model": TimeModel,
+                    "memory": TransferRules}
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(cfg) - known)
         if unknown:

@@ -52,7 +52,7 @@ from agentic_grasp.core.planner.events import outcome_dict as _outcome_dict
 from agentic_grasp.core.planner.configurations import (VLM_TYPE_FOR_AFFORDANCE, Configuration,
                                                        PlannerConfig, get_configuration)
 from agentic_grasp.core.planner.failure import Diagnosis, classify_failure
-from agentic_grasp.core.planner.memory import EpisodicMemory
+from agentic_grasp.core.planner.memory import EpisodicMemory, LearnedCorrections, Recall
 from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext, clamp_grasp,
                                                  get_correction, narrow_side, rebase_grasp,
                                                  with_approach, wrap_angle)
@@ -134,6 +134,8 @@ class AttemptRecord:
     # constraint_mode clearance: the executed grasp as a candidate (label, clearance_m,
     # nearest, collision_free); None when no clearance reasoning ran
     candidate: Optional[Dict[str, Any]] = None
+    #: what episodic memory transferred into this attempt's grasp and why ("" = nothing)
+    memory: str = ""
 
     @property
     def failure_type(self) -> Optional[str]:
@@ -156,7 +158,7 @@ class AttemptRecord:
                 "next_grasp": (None if self.correction is None
                                else self.correction.grasp.to_dict()),
                 "candidate": None if self.candidate is None else dict(self.candidate),
-                "duration_s": round(self.duration_s, 4), "wall_s": round(self.wall_s, 6)}
+                "memory": self.memory, "duration_s": round(self.duration_s, 4), "wall_s": round(self.wall_s, 6)}
 
 
 @dataclass
@@ -452,12 +454,10 @@ class ReflectivePlanner:
                 summary["chosen_for_constraints"] = names[pick]
                 grasps = [grasps[pick]] + grasps[:pick] + grasps[pick + 1:]
                 names = [names[pick]] + names[:pick] + names[pick + 1:]
-            entry = memory.recall(target.category) if (cfg.memory and memory is not None) \
-                else None
-            if entry is not None:
-                out.update(base=entry.to_world(target), source="memory",
-                           detail=f"episodic memory: the grasp that succeeded on "
-                                  f"{entry.object_id} ({entry.category})",
+            recall = self._recall(target, memory)
+            out["memory"] = recall
+            if recall is not None and recall.grasp is not None:     # levels 1-2: whole grasp
+                out.update(base=recall.grasp, source="memory", detail=recall.text,
                            memory_recalled=True)
                 out["alternatives"], out["names"] = grasps, names
             elif grasps:
@@ -470,8 +470,29 @@ class ReflectivePlanner:
                 out.update(base=self.default_grasp(target), source="default",
                            detail=f"retrieval gave nothing ({summary['reason']}): default "
                                   "grasp")
+            if recall is not None and recall.grasp is None:         # level 3: corrections
+                out["base"] = recall.apply(out["base"])
+                out["detail"] += "; " + recall.text
+                out["memory_recalled"] = True
         out["base"] = clamp_grasp(out["base"], self.config.limits)
         return out
+
+    def _recall(self, target: ObjectInstance,
+                memory: Optional[EpisodicMemory]) -> Optional[Recall]:
+        """What memory transfers to ``target`` (memory.py); a similar object's grasp is
+        fitted to the perceived target as a retrieved strategy is."""
+        if not (self.configuration.memory and memory is not None):
+            return None
+        synth = self.config.grasp_synthesis
+
+        def fit(local: Dict[str, Any], spec: Dict[str, Any], record: Dict[str, Any]) -> Any:
+            fitted = fit_strategy(local, spec, record, target, synth, self.hand,
+                                  self._handle_yaw, self._yaw_known)
+            if fitted.grasp is not None:
+                fitted.grasp = clamp_grasp(fitted.grasp, self.config.limits)
+            return fitted
+
+        return memory.recall_for(target, fit, self.config.memory)
 
     def _compatible(self, grasps: List[GraspParameters],
                     constraints: Optional[ConstraintSet]) -> int:
@@ -595,6 +616,7 @@ class ReflectivePlanner:
         g0 = constrain(b0)
         goal.g0, goal.initial_source, goal.initial_detail = g0, init["source"], init["detail"]
         goal.memory_recalled = init["memory_recalled"]
+        recall: Optional[Recall] = init.get("memory")
         emit(PlanEvent(target_id, target.category, cfg.name, goal.initial_source,
                        goal.initial_detail, goal.retrieval, constraints,
                        tuple(goal.prerequisites), g0))
@@ -646,7 +668,8 @@ class ReflectivePlanner:
             record = AttemptRecord(r, level_used, thought, grasp, success, outcome,
                                    ArmError(result.error), result.message,
                                    duration_s=float(outcome.duration_s) if outcome else 0.0,
-                                   wall_s=elapsed, candidate=candidate)
+                                   wall_s=elapsed, candidate=candidate,
+                                   memory=recall.text if (r == 0 and recall) else "")
             goal.attempts.append(record)
             goal.motion_s += record.duration_s
             emit(ObservationEvent(target_id, record))
@@ -658,11 +681,15 @@ class ReflectivePlanner:
                 self._acquire(record, ctx.target, goal)
                 goal.success, goal.status, goal.grasp = True, STATUS_SUCCEEDED, grasp
                 if cfg.memory and memory is not None and memory.enabled:
-                    memory.store(target.category, base, ctx.target, attempts=r + 1)
+                    memory.store(target.category, base, ctx.target, attempts=r + 1,
+                                 corrections=LearnedCorrections.from_attempts(goal.attempts),
+                                 handle_yaw=self._handle_yaw)
                     goal.memory_stored = True
                     emit(MemoryEvent(target_id, target.category))
                 break
 
+            if r == 0 and recall is not None and memory is not None:
+                memory.mark_failed(recall, target_id)   # never proposed for it again
             # Lines 13-16: reflect, correct, escalate.
             diagnosis = classify_failure(outcome, record.arm_error, result.message,
                                          elapsed, self.config.classification)
