@@ -59,8 +59,8 @@ class SweepConfig:
     """
 
     configurations: Tuple[str, ...] = ("full", "no_recovery", "no_episodic_memory",
-                                       "no_scene_graph", "heuristic", "no_haa_rag",
-                                       "vlm_only")
+                                       "no_scene_graph", "heuristic", "heuristic_box",
+                                       "no_haa_rag", "vlm_only")
     tasks: Tuple[str, ...] = ()
     trials_per_task: int = 30
     seeds: Tuple[int, ...] = (0, 1, 2, 3, 4)

@@ -42,7 +42,8 @@ import numpy as np
 from agentic_grasp.core.arm import ArmBackend, ArmError, CancelCheck
 from agentic_grasp.core.constraints import (ConstraintSet, ConstraintType, apply_constraints,
                                              infer_constraints)
-from agentic_grasp.core.heuristic import HeuristicConfig, heuristic_grasp
+from agentic_grasp.core.heuristic import (HeuristicConfig, geometric_grasps, heuristic_grasp,
+                                          strip_semantics)
 from agentic_grasp.core.perception.backend import PerceivedObject, PerceptionResult
 from agentic_grasp.core.planner.events import (EventSink, MemoryEvent, ObservationEvent,
                                                PhaseEvent, PlanEvent, ReflectionEvent,
@@ -158,7 +159,8 @@ class AttemptRecord:
                 "next_grasp": (None if self.correction is None
                                else self.correction.grasp.to_dict()),
                 "candidate": None if self.candidate is None else dict(self.candidate),
-                "memory": self.memory, "duration_s": round(self.duration_s, 4), "wall_s": round(self.wall_s, 6)}
+                "memory": self.memory, "duration_s": round(self.duration_s, 4),
+                "wall_s": round(self.wall_s, 6)}
 
 
 @dataclass
@@ -318,6 +320,7 @@ class ReflectivePlanner:
         self.rng = np.random.default_rng(self.config.seed)
         self.hand = HandModel(self.config.grasp_synthesis.hand)
         self._handle_yaw: Optional[float] = None
+        self._rim_z: Optional[float] = None
         self._yaw_known = True
         #: Experience acquisition (core/retrieval/acquisition.Acquirer): called with
         #: (AttemptRecord, perceived target, GoalOutcome) once an attempt's outcome and
@@ -444,8 +447,20 @@ class ReflectivePlanner:
             out.update(base=self.vlm_grasp(target), source="vlm",
                        detail="VLM proposal from the perceived category and affordance")
         elif cfg.initial == "heuristic":
-            out.update(base=heuristic_grasp(target, self.heuristic_config), source="heuristic",
-                       detail="size/fragility heuristic on the perceived box")
+            pairs = geometric_grasps(target, self.config.grasp_synthesis, self.config.level2,
+                                     self.config.limits, self.heuristic_config,
+                                     self._handle_yaw, self._rim_z)
+            grasps = [clamp_grasp(g, self.config.limits) for g, _ in pairs]
+            names = [name for _, name in pairs]
+            out.update(base=grasps[0], source="heuristic",
+                       detail=f"{names[0]} on the perceived geometry (no retrieval, no VLM "
+                              "semantics)")
+            out["alternatives"], out["names"] = grasps[1:], names[1:]
+            out["retrieval"] = {"used": False, "n_successful_grasps": len(grasps)}
+        elif cfg.initial == "heuristic_box":
+            out.update(base=heuristic_grasp(target, self.heuristic_config),
+                       source="heuristic_box",
+                       detail="size/fragility box rule on the perceived box")
         else:
             grasps, names, summary = self._retrieve(target)
             out["retrieval"] = summary
@@ -533,6 +548,7 @@ class ReflectivePlanner:
         perceived = _find_perceived(perception, target_id) if perception.ok else None
         target = perceived.to_object_instance() if perceived is not None else None
         self._handle_yaw = handle_yaw_of(getattr(perceived, "handle_yaw", None))
+        self._rim_z = getattr(perceived, "rim_z", None)
         # the oracle reports the true yaw; depth geometry says whether its yaw is defined
         self._yaw_known = perception.backend == "oracle" or bool(
             getattr(perceived, "yaw_known", True))
@@ -548,6 +564,8 @@ class ReflectivePlanner:
         objects = perception.to_object_instances()
         if target_id not in {o.id for o in objects}:
             objects = [target] + objects
+        if not cfg.semantics:          # the heuristic: depth geometry only (heuristic.py)
+            target, objects = strip_semantics(target), [strip_semantics(o) for o in objects]
 
         # Lines 1-4: scene graph and constraints, retrieval, initial grasp.
         if cfg.scene_graph:
@@ -593,7 +611,7 @@ class ReflectivePlanner:
             return clamp_grasp(adjusted, self.config.limits)
 
         if scene is not None and scene.neighbours and init["alternatives"] \
-                and init["source"] == "retrieval":
+                and init["source"] in ("retrieval", "heuristic"):
             # clearance mode: the strategy whose best candidate clears the neighbours most
             # only strategies that succeeded before compete (they are ranked first)
             n_ok = max(1, int(init["retrieval"].get("n_successful_grasps", 1)))
