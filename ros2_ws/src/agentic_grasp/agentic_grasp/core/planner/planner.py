@@ -181,6 +181,7 @@ class GoalOutcome:
     constraints: Optional[ConstraintSet] = None
     prerequisites: List[str] = field(default_factory=list)
     memory_recalled: bool = False
+    memory_level: int = 0          # memory.py's level of the recall (0: none)
     candidates: Dict[str, Any] = field(default_factory=dict)   # clearance mode: last choice
     memory_stored: bool = False
     motion_s: float = 0.0
@@ -217,7 +218,8 @@ class GoalOutcome:
                 "constraints": None if self.constraints is None else self.constraints.to_dict(),
                 "candidates": dict(self.candidates),
                 "prerequisites": list(self.prerequisites),
-                "memory_recalled": self.memory_recalled, "memory_stored": self.memory_stored,
+                "memory_recalled": self.memory_recalled, "memory_level": self.memory_level,
+                "memory_stored": self.memory_stored,
                 "attempts": [a.to_dict() for a in self.attempts],
                 "motion_s": round(self.motion_s, 4), "compute_s": round(self.compute_s, 4),
                 "wall_s": round(self.wall_s, 6), "perception_calls": self.perception_calls,
@@ -635,6 +637,7 @@ class ReflectivePlanner:
         goal.g0, goal.initial_source, goal.initial_detail = g0, init["source"], init["detail"]
         goal.memory_recalled = init["memory_recalled"]
         recall: Optional[Recall] = init.get("memory")
+        goal.memory_level = recall.level if recall is not None else 0
         emit(PlanEvent(target_id, target.category, cfg.name, goal.initial_source,
                        goal.initial_detail, goal.retrieval, constraints,
                        tuple(goal.prerequisites), g0))
