@@ -299,16 +299,25 @@ class EpisodicMemory:
         key = ObjectKey.of(target)
         usable = [e for e in reversed(self._all) if (e.serial, target.id) not in self._failed]
         entry = self._entries.get(key.category)
-        if entry is not None and (entry.serial, target.id) not in self._failed:
-            entry.uses += 1
-            return Recall(LEVEL_CATEGORY, f"episodic memory (level 1, same category "
-                          f"'{entry.category}'): the grasp that succeeded on {entry.object_id}",
-                          grasp=entry.to_world(target), sources=(entry.serial,))
+        if entry is not None and (entry.serial, target.id) not in self._failed \
+                and entry.key.placed:
+            grasp: Optional[GraspParameters] = entry.to_world(target)
+            if entry.key.local_grasp is not None and fit is not None:
+                # stored on the handle side: placed on the target's perceived handle side
+                fitted = fit(dict(entry.key.local_grasp),
+                             {"shape": entry.key.shape, "size": list(entry.key.size)},
+                             dict(entry.key.fit, offset_rel=list(entry.key.fit["offset_rel"])))
+                grasp = None if fitted is None or fitted.skipped else fitted.grasp
+            if grasp is not None:
+                entry.uses += 1
+                return Recall(LEVEL_CATEGORY, f"episodic memory (level 1, same category "
+                              f"'{entry.category}'): the grasp that succeeded on "
+                              f"{entry.object_id}", grasp=grasp, sources=(entry.serial,))
         rules = self.rules
         if rules.similar_objects and fit is not None:
             for e in usable:
                 why = self._similar(key, e.key)
-                if why is None:
+                if why is None or not e.key.placed:
                     continue
                 local = e.key.local_grasp if e.key.local_grasp is not None else e.grasp
                 fitted = fit(dict(local), {"shape": e.key.shape, "size": list(e.key.size)},
@@ -393,14 +402,16 @@ class EpisodicMemory:
     # ------------------------------------------------------------------ storing
     def store(self, category: str, grasp: GraspParameters, obj: ObjectInstance,
               attempts: int = 1, corrections: Optional[LearnedCorrections] = None,
-              handle_yaw: Optional[float] = None) -> Optional[MemoryEntry]:
+              handle_yaw: Optional[float] = None, yaw_known: bool = True
+              ) -> Optional[MemoryEntry]:
         """M <- M u {(c, g)}: ``grasp`` (world frame, on ``obj``) kept in obj's frame, with
         obj's perceived key and the corrections that led to it. ``handle_yaw``: the handle
-        side perceived on obj, so a similar object's fit places a handle grasp on its own."""
+        side perceived on obj, so a similar object's fit places a handle grasp on its own;
+        ``yaw_known`` False: obj's perceived yaw was arbitrary (round footprint)."""
         if not self.enabled:
             return None
         self._serial += 1
-        key = _StoredKey.of(obj, grasp, handle_yaw)
+        key = _StoredKey.of(obj, grasp, handle_yaw, yaw_known)
         entry = MemoryEntry(category_key(category), grasp_to_object_frame(grasp, obj), obj.id,
                             int(attempts), key=key,
                             corrections=corrections or LearnedCorrections(),
@@ -430,6 +441,10 @@ class _StoredKey:
     size: Tuple[float, float, float]
     fit: Dict[str, Any]
     local_grasp: Optional[Dict[str, Any]] = None    # handle frame; None: the object frame
+    #: whether the grasp's place around the object is known: False for a grasp on a handled
+    #: object whose yaw was arbitrary (round footprint) and whose handle side was not seen,
+    #: so its angle around the body means nothing on the next object (never copied whole)
+    placed: bool = True
 
     @property
     def shape(self) -> str:
@@ -437,7 +452,7 @@ class _StoredKey:
 
     @classmethod
     def of(cls, obj: ObjectInstance, grasp: GraspParameters,
-           handle_yaw: Optional[float]) -> "_StoredKey":
+           handle_yaw: Optional[float], yaw_known: bool = True) -> "_StoredKey":
         from agentic_grasp.core.grasping.fit import fit_record
 
         frame = obj
@@ -450,7 +465,11 @@ class _StoredKey:
         size = tuple(float(v) for v in obj.size)
         spec = {"shape": getattr(obj.shape, "value", str(obj.shape)), "size": list(size)}
         fit = fit_record({"grasp": local, "render_spec": spec, "affordance": {"region": region}})
-        return cls(ObjectKey.of(obj), size, fit, local if region else None)
+        key = ObjectKey.of(obj)
+        handled = key.affordance == "Graspable_Handle" or (
+            obj.affordance is not None and obj.affordance.region == "handle")
+        placed = bool(region) or bool(yaw_known) or not handled
+        return cls(key, size, fit, local if region else None, placed)
 
 
 #: The lifetime that keeps memory across runs (goals, trials); every other one starts empty.

@@ -704,7 +704,7 @@ class ReflectivePlanner:
                 if cfg.memory and memory is not None and memory.enabled:
                     memory.store(target.category, base, ctx.target, attempts=r + 1,
                                  corrections=LearnedCorrections.from_attempts(goal.attempts),
-                                 handle_yaw=self._handle_yaw)
+                                 handle_yaw=self._handle_yaw, yaw_known=self._yaw_known)
                     goal.memory_stored = True
                     emit(MemoryEvent(target_id, target.category))
                 break
