@@ -126,3 +126,23 @@ def test_memory_keys_are_perceived_and_bands_follow_the_rules():
     assert memory.recall_for(glass, fit) is None
     assert memory.recall_for(cup, fit).level == LEVEL_CATEGORY
     assert LEVEL_CORRECTIONS == 3
+
+
+def test_a_handle_grasp_stored_without_its_side_is_never_copied_whole():
+    # a round cup whose yaw was arbitrary and whose handle was not seen: the angle of the
+    # stored grasp around the body means nothing on the next cup (it would land anywhere)
+    cup = make_object("cup_1", "cup", size=(0.08, 0.08, 0.09), material="ceramic",
+                      fragility=0.3, shape=Shape.CYLINDER, aff_type="Graspable_Handle",
+                      region="handle")
+    grasp = _planner().default_grasp(cup)
+    blind = EpisodicMemory()
+    blind.store("cup", grasp, cup, yaw_known=False)
+    assert blind.recall_for(cup) is None
+    seen = EpisodicMemory()
+    seen.store("cup", grasp, cup, yaw_known=False, handle_yaw=0.3)
+    assert seen.recall_for(cup).level == LEVEL_CATEGORY           # no fitter: object frame
+    apple = make_object("apple_1", "apple", size=(0.08, 0.08, 0.08), material="organic",
+                        shape=Shape.SPHERE, aff_type="Wrappable")
+    plain = EpisodicMemory()
+    plain.store("apple", _planner().default_grasp(apple), apple, yaw_known=False)
+    assert plain.recall_for(apple).level == LEVEL_CATEGORY        # round, no handle: fine
