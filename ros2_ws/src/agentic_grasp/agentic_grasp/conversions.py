@@ -814,4 +814,5 @@ def attempt_record_to_msg(record: "CoreAttemptRecord", goal_id: str, subgoal_ind
         msg.clearance_m = math.inf if clear is None else float(clear)
         msg.clearance_nearest = str(candidate.get("nearest", ""))
         msg.collision_free = bool(candidate.get("collision_free", False))
+    msg.memory_transfer = str(getattr(record, "memory", "") or "")
     return msg

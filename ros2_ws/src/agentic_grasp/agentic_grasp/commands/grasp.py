@@ -93,7 +93,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("instruction", help='what to grasp, e.g. "pick up the ceramic cup"')
     parser.add_argument("--configuration", default="",
                         help="Table II configuration (full, no_haa_rag, no_scene_graph, "
-                        "no_recovery, no_episodic_memory, vlm_only, heuristic); default: "
+                        "no_recovery, no_episodic_memory, vlm_only, heuristic, heuristic_box); "
+                        "default: "
                         "the planner node's")
     parser.add_argument("--task", default="",
                         help="load this task scene into the simulator first (e.g. sg_cup)")

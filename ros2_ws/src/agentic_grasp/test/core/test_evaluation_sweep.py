@@ -31,8 +31,8 @@ def test_trial_seeds_are_stable_and_distinct():
 def test_units_cover_the_protocol():
     cfg = SweepConfig()
     units = make_units(cfg.configurations, cfg.task_list(), cfg.trials_per_task, cfg.seeds)
-    assert len(units) == 7 * 12 * 5
-    assert sum(len(u.trials) for u in units) == 12_600
+    assert len(units) == 8 * 12 * 5          # the paper's 7 rows and heuristic_box
+    assert sum(len(u.trials) for u in units) == 14_400
     with pytest.raises(ConfigError, match="memory_scope"):
         make_units(["full"], ["sg_cup"], 1, [0], memory_scope="forever")
     with pytest.raises(ConfigError, match="unknown planner configuration"):

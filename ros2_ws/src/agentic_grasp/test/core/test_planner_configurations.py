@@ -52,8 +52,9 @@ def run(configuration, script, memory=None):
     return goal, arm, retriever, spy, memory
 
 
-def test_table_ii_has_seven_configurations():
-    assert set(TABLE_II_ORDER) == set(CONFIGURATIONS) and len(CONFIGURATIONS) == 7
+def test_table_ii_has_eight_configurations():
+    # the paper's seven and heuristic_box, the box rule the heuristic was before issue 24
+    assert set(TABLE_II_ORDER) == set(CONFIGURATIONS) and len(CONFIGURATIONS) == 8
     with pytest.raises(ConfigError):
         ReflectivePlanner(configuration="no_such_thing")
 
@@ -123,12 +124,44 @@ def test_vlm_only_is_one_generic_proposal():
     assert goal.initial_source == "vlm"
 
 
-def test_heuristic_is_the_size_rule_with_recovery():
-    goal, arm, retriever, spy, memory = run("heuristic", [slip()] * 4)
+def test_heuristic_box_is_the_size_rule_with_recovery():
+    goal, arm, retriever, spy, memory = run("heuristic_box", [slip()] * 4)
     assert not retriever.calls and spy.calls == 0 and goal.n_attempts == 4
     expected = heuristic_grasp(scene()[0])
     assert arm.grasps[0].to_dict() == expected.to_dict()
-    assert len(memory) == 0 and goal.initial_source == "heuristic"
+    assert len(memory) == 0 and goal.initial_source == "heuristic_box"
+
+
+class _Seen(Spy):
+    """A constraint function that remembers the objects it was given."""
+
+    def __call__(self, objects, target_id):
+        self.objects = list(objects)
+        return super().__call__(objects, target_id)
+
+
+def test_heuristic_uses_the_scene_graph_and_recovery_on_geometry_alone():
+    from agentic_grasp.core.heuristic import geometric_grasps, holding_force
+    retriever = FixedRetriever([experience("box-001", "box", GRASP)])
+    seen = _Seen()
+    cfg = PlannerConfig(seed=1)
+    p = ReflectivePlanner(cfg, retriever, seen, configuration="heuristic")
+    arm = ScriptedArm([slip()] * 4)
+    memory = EpisodicMemory()
+    goal = p.plan_and_execute(perception_of(scene(), "box_1"), "box_1", arm, memory, never)
+    assert not retriever.calls and seen.calls == 1 and goal.n_attempts == 4
+    # the VLM's semantics never reach grasp planning: the vase is not known to be fragile
+    assert all(o.affordance is None and o.fragility == 0.0 and o.material == "unknown"
+               for o in seen.objects)
+    assert len(goal.constraints) == 0 and goal.initial_source == "heuristic"
+    assert len(memory) == 0 and "rule 1" in goal.initial_detail
+    box = scene()[0]
+    # rule 1 across the 50 mm side, opening 50 + 20 mm; force holds 1000 kg/m^3 x volume
+    first = geometric_grasps(box, cfg.grasp_synthesis, cfg.level2, cfg.limits)[0][0]
+    assert first.width == pytest.approx(0.07) and first.force == pytest.approx(
+        holding_force(box, p.heuristic_config))
+    assert arm.grasps[0].force == pytest.approx(first.force)
+    assert arm.grasps[1].force == pytest.approx(first.force * 1.2)     # recovery: slip
 
 
 def test_planner_yaml_matches_the_defaults():

@@ -314,6 +314,18 @@ def test_a_second_goal_while_busy_is_rejected(graph):
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
 
 
+@pytest.mark.parametrize("configuration, rule", [("heuristic", "heuristic rule 1"),
+                                                 ("heuristic_box", "box rule")])
+def test_both_heuristic_baselines_run_through_the_graph(graph, configuration, rule):
+    # issue 24: every Table II name the in-process bench runs, the graph runs too
+    graph.load("sg_banana", 4)
+    status, result, feedback, goal_id = graph.grasp("pick up the banana", configuration)
+    assert result.error_code != Result.ERROR_INVALID_GOAL, result.message
+    assert result.attempts and rule in result.attempts[0].thought
+    assert result.attempts[0].memory_transfer == ""          # memory off for the baselines
+    assert graph.goal_log(goal_id).configuration == configuration
+
+
 @pytest.mark.parametrize("instruction, configuration, reason", [
     ("", "", "instruction is empty"),
     ("   ", "", "instruction is empty"),

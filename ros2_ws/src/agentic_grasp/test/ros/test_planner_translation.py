@@ -118,6 +118,11 @@ def test_attempt_record_msg_of_the_core_record():
                                           "nearest": "vase_1", "collision_free": False}),
                                  "g", 0, "cup_1", None, 0.0)
     assert near.clearance_m == pytest.approx(0.012) and near.clearance_nearest == "vase_1"
+    assert msg.memory_transfer == ""                 # nothing transferred
+    recalled = _record()
+    recalled.memory = "episodic memory (level 2, similar object): the grasp of mug_1"
+    assert attempt_record_to_msg(recalled, "g", 0, "cup_1", None, 0.0).memory_transfer == \
+        recalled.memory
 
 
 def test_recorded_grasp_is_the_to_dict_round_trip():

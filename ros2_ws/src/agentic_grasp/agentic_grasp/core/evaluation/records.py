@@ -55,6 +55,9 @@ class TrialRecord:
     n_violations: int = 0
     n_constraints: int = 0
     initial_sources: List[str] = field(default_factory=list)
+    #: per sub-goal, the episodic-memory level its plan used (0 none, 1 category, 2 similar
+    #: object, 3 learned corrections; core/planner/memory.py)
+    memory_levels: List[int] = field(default_factory=list)
     motion_s: float = 0.0
     compute_s: float = 0.0
     sim_time_s: float = 0.0
@@ -90,6 +93,7 @@ class TrialRecord:
             constraint_satisfied=bool(result.constraint_satisfied),
             n_violations=len(result.violations), n_constraints=n_constraints,
             initial_sources=[g.initial_source for g in goals],
+            memory_levels=[int(getattr(g, "memory_level", 0)) for g in goals],
             motion_s=round(float(result.motion_s), 4),
             compute_s=round(float(result.compute_s), 4),
             sim_time_s=round(float(result.sim_time_s), 4),
@@ -129,7 +133,7 @@ _INT_FIELDS = {"seed", "trial", "trial_seed", "n_attempts", "n_subgoals", "n_tar
 _BOOL_FIELDS = {"success", "order_ok", "recovered", "first_attempt_failed",
                 "constraint_satisfied"}
 _FLOAT_FIELDS = {"motion_s", "compute_s", "sim_time_s", "wall_s", "vlm_s"}
-_LIST_FIELDS = {"failure_types", "retry_levels", "initial_sources"}
+_LIST_FIELDS = {"failure_types", "retry_levels", "initial_sources", "memory_levels"}
 
 
 def _convert(name: str, _type: Any, value: Any) -> Any:
@@ -138,7 +142,8 @@ def _convert(name: str, _type: Any, value: Any) -> Any:
             items = [v for v in value.split(_LIST_SEP) if v != ""]
         else:
             items = list(value or [])
-        return [int(v) for v in items] if name == "retry_levels" else [str(v) for v in items]
+        return ([int(v) for v in items] if name in ("retry_levels", "memory_levels")
+                else [str(v) for v in items])
     if name in _BOOL_FIELDS:
         if isinstance(value, str):
             return value.strip().lower() in ("1", "true", "yes")

@@ -181,7 +181,11 @@ def tabulate(records: Dict[str, Sequence[TrialRecord]], cfg: SweepConfig,
         tables["table_iii"] = T.table_iii(index, ("no_recovery", "full"), conf)
         tables["failure_types"] = T.failure_histogram(index)
         tables["recovery_levels"] = T.level_histogram(index, "full")
+        from agentic_grasp.core.evaluation import comparisons as C   # issue 24
+
+        tables["comparisons"] = C.comparisons(index, conf)
         text += [T.format_table_ii(tables["table_ii"], tables["sg_objects"]),
+                 C.format_comparisons(tables["comparisons"]),
                  T.format_per_task(tables["per_task"]),
                  T.format_table_iii(tables["table_iii"]),
                  T.format_histograms(tables["failure_types"], tables["recovery_levels"])]

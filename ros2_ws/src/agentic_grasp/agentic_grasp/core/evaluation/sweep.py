@@ -1,7 +1,7 @@
 """The benchmark sweep (paper Sec. V-A/B): configurations x tasks x trials x seeds, in process.
 
 Protocol (config/evaluation.yaml, defaults = the paper's): every Table II configuration x the
-12 tasks x 30 trials x 5 seeds = 7 x 360 x 5 = 12,600 trials. Each trial is one call of
+12 tasks x 30 trials x 5 seeds = 8 x 360 x 5 = 14,400 trials. Each trial is one call of
 :func:`agentic_grasp.core.planner.episode.run_trial` (simulator + oracle perception +
 planner); nothing here decides an outcome.
 
@@ -61,8 +61,8 @@ class SweepConfig:
     """
 
     configurations: Tuple[str, ...] = ("full", "no_recovery", "no_episodic_memory",
-                                       "no_scene_graph", "heuristic", "no_haa_rag",
-                                       "vlm_only")
+                                       "no_scene_graph", "heuristic", "heuristic_box",
+                                       "no_haa_rag", "vlm_only")
     tasks: Tuple[str, ...] = ()
     trials_per_task: int = 30
     seeds: Tuple[int, ...] = (0, 1, 2, 3, 4)

@@ -34,6 +34,7 @@ LABELS: Dict[str, str] = {
     "no_episodic_memory": "w/o Episodic Memory",
     "no_scene_graph": "w/o Scene Graph",
     "heuristic": "Heuristic baseline",
+    "heuristic_box": "Heuristic (box rule)",
     "no_haa_rag": "w/o HAA-RAG",
     "vlm_only": "VLM-only",
     "no_constraint_inference": "+ scene graph, no constraint inference",

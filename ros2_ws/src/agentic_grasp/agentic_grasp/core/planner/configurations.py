@@ -14,10 +14,17 @@ no_scene_graph      retrieval        no           yes       yes     constraints 
 no_recovery         retrieval        yes          no        yes     retries: one attempt
 no_episodic_memory  retrieval        yes          yes       no      episodic memory
 vlm_only            vlm              no           no        no      everything but perception
-heuristic           heuristic        no           yes       no      retrieval, scene graph and
-                                                                    VLM semantics (memory is
-                                                                    keyed by the VLM's category)
+heuristic           heuristic        yes (1)      yes       no      retrieval and the VLM's
+                                                                    semantics (memory is keyed
+                                                                    by them)
+heuristic_box       heuristic_box    no           yes       no      retrieval, scene graph,
+                                                                    fitting (the box rule)
 ==================  ===============  ===========  ========  ======  ==========================
+
+(1) ``semantics`` off: the planner strips the VLM's category, affordance, material and
+fragility from every perceived object before the scene graph, the clearance search and the
+grasp rules see it (heuristic.strip_semantics); the sub-goal plan (which objects, in which
+order) is the instruction's, as for every configuration.
 
 Initial grasp sources:
 
@@ -30,7 +37,11 @@ Initial grasp sources:
   default grasp, turned to close across the narrower perceived horizontal side (the VLM's
   wrist orientation), with the grasp type the affordance type names generically
   (``VLM_TYPE_FOR_AFFORDANCE``). No object-specific width, force or grasp point.
-- ``heuristic``: :func:`agentic_grasp.core.heuristic.heuristic_grasp` on the perceived box.
+- ``heuristic``: :func:`agentic_grasp.core.heuristic.geometric_grasps`, the documented rules
+  on the perceived geometry (body across either side, side, rim, handle), the others kept as
+  alternatives for replanning, as retrieval's are.
+- ``heuristic_box``: :func:`agentic_grasp.core.heuristic.heuristic_grasp` on the perceived
+  box (the baseline before issue 24).
 
 Table V (scene graph study, interactive tasks) needs one more step between "no scene graph"
 and the full system: ``no_constraint_inference`` builds the scene graph and keeps what the
@@ -51,11 +62,12 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 from agentic_grasp.core.config import nested, node_params
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
+from agentic_grasp.core.planner.memory import TransferRules
 from agentic_grasp.core.types import AffordanceType, GraspType
 
 NODE_NAME = "planner"
 
-INITIAL_SOURCES = ("retrieval", "default", "vlm", "heuristic")
+INITIAL_SOURCES = ("retrieval", "default", "vlm", "heuristic", "heuristic_box")
 
 
 @dataclass(frozen=True)
@@ -70,6 +82,9 @@ class Configuration:
     #: With the scene graph on: infer the grasp-changing constraints (Delta g). Off keeps
     #: only the graph's support dependencies (Table V "+ scene graph").
     constraint_inference: bool = True
+    #: The VLM's semantics (category, affordance, material, fragility) reach grasp planning;
+    #: off for the heuristic, which sees depth geometry only.
+    semantics: bool = True
 
     def __post_init__(self) -> None:
         if self.initial not in INITIAL_SOURCES:
@@ -83,7 +98,8 @@ class Configuration:
     def to_dict(self) -> Dict[str, Any]:
         return {"name": self.name, "initial": self.initial, "scene_graph": self.scene_graph,
                 "recovery": self.recovery, "memory": self.memory,
-                "constraint_inference": self.constraint_inference}
+                "constraint_inference": self.constraint_inference,
+                "semantics": self.semantics}
 
 
 CONFIGURATIONS: Dict[str, Configuration] = {
@@ -95,7 +111,9 @@ CONFIGURATIONS: Dict[str, Configuration] = {
         Configuration("no_episodic_memory", memory=False),
         Configuration("vlm_only", initial="vlm", scene_graph=False, recovery=False,
                       memory=False),
-        Configuration("heuristic", initial="heuristic", scene_graph=False, memory=False),
+        Configuration("heuristic", initial="heuristic", memory=False, semantics=False),
+        Configuration("heuristic_box", initial="heuristic_box", scene_graph=False,
+                      memory=False),
     )
 }
 
@@ -108,7 +126,7 @@ STUDY_CONFIGURATIONS: Dict[str, Configuration] = {
 
 #: Table II order.
 TABLE_II_ORDER = ("full", "no_recovery", "no_episodic_memory", "no_scene_graph", "heuristic",
-                  "no_haa_rag", "vlm_only")
+                  "heuristic_box", "no_haa_rag", "vlm_only")
 
 #: The generic grasp type a VLM names for an affordance type (vlm_only's proposal).
 VLM_TYPE_FOR_AFFORDANCE: Dict[AffordanceType, GraspType] = {
@@ -350,6 +368,9 @@ class PlannerConfig:
     grasp_synthesis: GraspSynthesisConfig = _section_field(
         GraspSynthesisConfig, "Grasp fitting, Franka Hand model and clearance-aware "
         "candidates")
+    memory: TransferRules = _section_field(
+        TransferRules, "Episodic memory transfer beyond the category (similar objects, "
+        "learned corrections)")
 
     def __post_init__(self) -> None:
         get_configuration(self.configuration)
@@ -386,7 +407,8 @@ class PlannerConfig:
         cfg = nested(dict(params)) if any("." in str(k) for k in params) else dict(params)
         sections = {"default_grasp": DefaultGrasp, "limits": Limits,
                     "classification": ClassificationConfig, "corrections": CorrectionConfig,
-                    "level2": Level2Config, "level3": Level3Config, "time_model": TimeModel}
+                    "level2": Level2Config, "level3": Level3Config, "time_model": TimeModel,
+                    "memory": TransferRules}
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(cfg) - known)
         if unknown:

@@ -41,7 +41,8 @@ import numpy as np
 from agentic_grasp.core.arm import ArmBackend, ArmError, CancelCheck
 from agentic_grasp.core.constraints import (ConstraintSet, ConstraintType, apply_constraints,
                                              infer_constraints)
-from agentic_grasp.core.heuristic import HeuristicConfig, heuristic_grasp
+from agentic_grasp.core.heuristic import (HeuristicConfig, geometric_grasps, heuristic_grasp,
+                                          strip_semantics)
 from agentic_grasp.core.perception.backend import PerceivedObject, PerceptionResult
 from agentic_grasp.core.planner.events import (EventSink, MemoryEvent, ObservationEvent,
                                                PhaseEvent, PlanEvent, ReflectionEvent,
@@ -51,7 +52,7 @@ from agentic_grasp.core.planner.events import outcome_dict as _outcome_dict
 from agentic_grasp.core.planner.configurations import (VLM_TYPE_FOR_AFFORDANCE, Configuration,
                                                        PlannerConfig, get_configuration)
 from agentic_grasp.core.planner.failure import Diagnosis, classify_failure
-from agentic_grasp.core.planner.memory import EpisodicMemory
+from agentic_grasp.core.planner.memory import EpisodicMemory, LearnedCorrections, Recall
 from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext, clamp_grasp,
                                                  get_correction, narrow_side, rebase_grasp,
                                                  with_approach, wrap_angle)
@@ -153,6 +154,8 @@ class AttemptRecord:
     # constraint_mode clearance: the executed grasp as a candidate (label, clearance_m,
     # nearest, collision_free); None when no clearance reasoning ran
     candidate: Optional[Dict[str, Any]] = None
+    #: what episodic memory transferred into this attempt's grasp and why ("" = nothing)
+    memory: str = ""
 
     @property
     def failure_type(self) -> Optional[str]:
@@ -175,7 +178,8 @@ class AttemptRecord:
                 "next_grasp": (None if self.correction is None
                                else self.correction.grasp.to_dict()),
                 "candidate": None if self.candidate is None else dict(self.candidate),
-                "duration_s": round(self.duration_s, 4), "wall_s": round(self.wall_s, 6)}
+                "memory": self.memory, "duration_s": round(self.duration_s, 4),
+                "wall_s": round(self.wall_s, 6)}
 
 
 @dataclass
@@ -196,6 +200,7 @@ class GoalOutcome:
     constraints: Optional[ConstraintSet] = None
     prerequisites: List[str] = field(default_factory=list)
     memory_recalled: bool = False
+    memory_level: int = 0          # memory.py's level of the recall (0: none)
     candidates: Dict[str, Any] = field(default_factory=dict)   # clearance mode: last choice
     memory_stored: bool = False
     motion_s: float = 0.0
@@ -233,7 +238,8 @@ class GoalOutcome:
                 "constraints": None if self.constraints is None else self.constraints.to_dict(),
                 "candidates": dict(self.candidates),
                 "prerequisites": list(self.prerequisites),
-                "memory_recalled": self.memory_recalled, "memory_stored": self.memory_stored,
+                "memory_recalled": self.memory_recalled, "memory_level": self.memory_level,
+                "memory_stored": self.memory_stored,
                 "attempts": [a.to_dict() for a in self.attempts],
                 "motion_s": round(self.motion_s, 4), "compute_s": round(self.compute_s, 4),
                 "wall_s": round(self.wall_s, 6), "perception_calls": self.perception_calls,
@@ -334,6 +340,7 @@ class ReflectivePlanner:
         self.rng = np.random.default_rng(self.config.seed)
         self.hand = HandModel(self.config.grasp_synthesis.hand)
         self._handle_yaw: Optional[float] = None
+        self._rim_z: Optional[float] = None
         self._yaw_known = True
         self._perception_backend = ""
         #: Experience acquisition (core/retrieval/acquisition.Acquirer): called with
@@ -463,8 +470,20 @@ class ReflectivePlanner:
             out.update(base=self.vlm_grasp(target), source="vlm",
                        detail="VLM proposal from the perceived category and affordance")
         elif cfg.initial == "heuristic":
-            out.update(base=heuristic_grasp(target, self.heuristic_config), source="heuristic",
-                       detail="size/fragility heuristic on the perceived box")
+            pairs = geometric_grasps(target, self.config.grasp_synthesis, self.config.level2,
+                                     self.config.limits, self.heuristic_config,
+                                     self._handle_yaw, self._rim_z)
+            grasps = [clamp_grasp(g, self.config.limits) for g, _ in pairs]
+            names = [name for _, name in pairs]
+            out.update(base=grasps[0], source="heuristic",
+                       detail=f"{names[0]} on the perceived geometry (no retrieval, no VLM "
+                              "semantics)")
+            out["alternatives"], out["names"] = grasps[1:], names[1:]
+            out["retrieval"] = {"used": False, "n_successful_grasps": len(grasps)}
+        elif cfg.initial == "heuristic_box":
+            out.update(base=heuristic_grasp(target, self.heuristic_config),
+                       source="heuristic_box",
+                       detail="size/fragility box rule on the perceived box")
         else:
             grasps, names, summary = self._retrieve(target)
             out["retrieval"] = summary
@@ -473,12 +492,10 @@ class ReflectivePlanner:
                 summary["chosen_for_constraints"] = names[pick]
                 grasps = [grasps[pick]] + grasps[:pick] + grasps[pick + 1:]
                 names = [names[pick]] + names[:pick] + names[pick + 1:]
-            entry = memory.recall(target.category) if (cfg.memory and memory is not None) \
-                else None
-            if entry is not None:
-                out.update(base=entry.to_world(target), source="memory",
-                           detail=f"episodic memory: the grasp that succeeded on "
-                                  f"{entry.object_id} ({entry.category})",
+            recall = self._recall(target, memory)
+            out["memory"] = recall
+            if recall is not None and recall.grasp is not None:     # levels 1-2: whole grasp
+                out.update(base=recall.grasp, source="memory", detail=recall.text,
                            memory_recalled=True)
                 out["alternatives"], out["names"] = grasps, names
             elif grasps:
@@ -491,8 +508,29 @@ class ReflectivePlanner:
                 out.update(base=self.default_grasp(target), source="default",
                            detail=f"retrieval gave nothing ({summary['reason']}): default "
                                   "grasp")
+            if recall is not None and recall.grasp is None:         # level 3: corrections
+                out["base"] = recall.apply(out["base"])
+                out["detail"] += "; " + recall.text
+                out["memory_recalled"] = True
         out["base"] = clamp_grasp(out["base"], self.config.limits)
         return out
+
+    def _recall(self, target: ObjectInstance,
+                memory: Optional[EpisodicMemory]) -> Optional[Recall]:
+        """What memory transfers to ``target`` (memory.py); a similar object's grasp is
+        fitted to the perceived target as a retrieved strategy is."""
+        if not (self.configuration.memory and memory is not None):
+            return None
+        synth = self.config.grasp_synthesis
+
+        def fit(local: Dict[str, Any], spec: Dict[str, Any], record: Dict[str, Any]) -> Any:
+            fitted = fit_strategy(local, spec, record, target, synth, self.hand,
+                                  self._handle_yaw, self._yaw_known)
+            if fitted.grasp is not None:
+                fitted.grasp = clamp_grasp(fitted.grasp, self.config.limits)
+            return fitted
+
+        return memory.recall_for(target, fit, self.config.memory)
 
     def _compatible(self, grasps: List[GraspParameters],
                     constraints: Optional[ConstraintSet]) -> int:
@@ -533,6 +571,7 @@ class ReflectivePlanner:
         perceived = _find_perceived(perception, target_id) if perception.ok else None
         target = perceived.to_object_instance() if perceived is not None else None
         self._handle_yaw = handle_yaw_of(getattr(perceived, "handle_yaw", None))
+        self._rim_z = getattr(perceived, "rim_z", None)
         # the oracle reports the true yaw; depth geometry says whether its yaw is defined
         self._yaw_known = perception.backend == "oracle" or bool(
             getattr(perceived, "yaw_known", True))
@@ -549,6 +588,8 @@ class ReflectivePlanner:
         objects = perception.to_object_instances()
         if target_id not in {o.id for o in objects}:
             objects = [target] + objects
+        if not cfg.semantics:          # the heuristic: depth geometry only (heuristic.py)
+            target, objects = strip_semantics(target), [strip_semantics(o) for o in objects]
 
         # Lines 1-4: scene graph and constraints, retrieval, initial grasp.
         if cfg.scene_graph:
@@ -594,7 +635,7 @@ class ReflectivePlanner:
             return clamp_grasp(adjusted, self.config.limits)
 
         if scene is not None and scene.neighbours and init["alternatives"] \
-                and init["source"] == "retrieval":
+                and init["source"] in ("retrieval", "heuristic"):
             # clearance mode: the strategy whose best candidate clears the neighbours most
             # only strategies that succeeded before compete (they are ranked first)
             n_ok = max(1, int(init["retrieval"].get("n_successful_grasps", 1)))
@@ -617,6 +658,8 @@ class ReflectivePlanner:
         g0 = constrain(b0)
         goal.g0, goal.initial_source, goal.initial_detail = g0, init["source"], init["detail"]
         goal.memory_recalled = init["memory_recalled"]
+        recall: Optional[Recall] = init.get("memory")
+        goal.memory_level = recall.level if recall is not None else 0
         emit(PlanEvent(target_id, target.category, cfg.name, goal.initial_source,
                        goal.initial_detail, goal.retrieval, constraints,
                        tuple(goal.prerequisites), g0))
@@ -668,7 +711,8 @@ class ReflectivePlanner:
             record = AttemptRecord(r, level_used, thought, grasp, success, outcome,
                                    ArmError(result.error), result.message,
                                    duration_s=float(outcome.duration_s) if outcome else 0.0,
-                                   wall_s=elapsed, candidate=candidate)
+                                   wall_s=elapsed, candidate=candidate,
+                                   memory=recall.text if (r == 0 and recall) else "")
             goal.attempts.append(record)
             goal.motion_s += record.duration_s
             emit(ObservationEvent(target_id, record))
@@ -680,11 +724,15 @@ class ReflectivePlanner:
                 self._acquire(record, ctx.target, goal)
                 goal.success, goal.status, goal.grasp = True, STATUS_SUCCEEDED, grasp
                 if cfg.memory and memory is not None and memory.enabled:
-                    memory.store(target.category, base, ctx.target, attempts=r + 1)
+                    memory.store(target.category, base, ctx.target, attempts=r + 1,
+                                 corrections=LearnedCorrections.from_attempts(goal.attempts),
+                                 handle_yaw=self._handle_yaw, yaw_known=self._yaw_known)
                     goal.memory_stored = True
                     emit(MemoryEvent(target_id, target.category))
                 break
 
+            if r == 0 and recall is not None and memory is not None:
+                memory.mark_failed(recall, target_id)   # never proposed for it again
             # Lines 13-16: reflect, correct, escalate.
             diagnosis = classify_failure(outcome, record.arm_error, result.message,
                                          elapsed, self.config.classification)
