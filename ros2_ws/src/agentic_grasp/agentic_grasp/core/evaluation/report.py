@@ -173,10 +173,12 @@ def tabulate(records: Dict[str, Sequence[TrialRecord]], cfg: SweepConfig,
         tables["table_iii"] = T.table_iii(index, ("no_recovery", "full"), conf)
         tables["failure_types"] = T.failure_histogram(index)
         tables["recovery_levels"] = T.level_histogram(index, "full")
+        tables["refusals"] = T.refusal_table(index)
         text += [T.format_table_ii(tables["table_ii"], tables["sg_objects"]),
                  T.format_per_task(tables["per_task"]),
                  T.format_table_iii(tables["table_iii"]),
-                 T.format_histograms(tables["failure_types"], tables["recovery_levels"])]
+                 T.format_histograms(tables["failure_types"], tables["recovery_levels"],
+                                     tables["refusals"])]
     if main and records.get("oracle"):
         tables["perception_per_task"] = T.perception_per_task(
             T.RecordIndex(main), T.RecordIndex(records["oracle"]), "full", conf)
