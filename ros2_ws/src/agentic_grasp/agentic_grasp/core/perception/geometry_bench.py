@@ -288,6 +288,72 @@ def run_geometry_bench(poses: int = 12, seed: int = 0, noise_px: float = 0.0,
             "_trials": trials}
 
 
+def scene_handle_sides(trials: int = 30, seed: int = 0, tasks: Optional[Sequence[str]] = None,
+                       tolerance_rad: float = HANDLE_TOLERANCE_RAD) -> Dict[str, object]:
+    """Handle side as the graph perceives it, on the benchmark scenes' own frames.
+
+    Every benchmark scene (config/scenes) holding a catalogue object with a handle is loaded
+    ``trials`` times (the sweep's scene jitter), rendered as the episode renders it and
+    perceived by the default ``vlm_sim`` backend (its pointing and box noise, then depth
+    geometry). A frame counts where at least ``MIN_HANDLE_VISIBLE`` of the handle is in
+    view; it is correct when the perceived handle side is within ``tolerance_rad`` of the
+    true one (the object's +x, config/objects.yaml). Hidden handles reported unknown are
+    counted apart.
+    """
+    from agentic_grasp.core.planner.episode import CameraPerception
+    from agentic_grasp.core.sim import Simulator
+    from agentic_grasp.core.sim.scenes import list_tasks
+
+    sim = Simulator.from_config()
+    camera = Camera()
+    table = TableSpec()
+    rows: List[Dict[str, object]] = []
+    for task in tasks if tasks is not None else list_tasks():
+        spec = sim.load_task(task, trial_seed=0)
+        handled = [o.id for o in sim.objects()
+                   if handle_part(sim.catalogue.model_for(o)) is not None]
+        if not handled:
+            continue
+        for k in range(trials):
+            trial_seed = int(np.random.SeedSequence([seed, k]).generate_state(1)[0])
+            sim.load_task(task, trial_seed=trial_seed)
+            objects = sim.objects()
+            eyes = CameraPerception(sim, "vlm_sim", trial_seed, 64)
+            result = eyes.perceive(spec.instruction)
+            frame = eyes.frame[0]
+            seen = {p.id: p for p in result.objects}
+            for index, o in enumerate(objects):
+                if o.id not in handled:
+                    continue
+                part = handle_part(sim.catalogue.model_for(o))
+                alone = render_scene([_handle_instance(o, part, 0)], camera, table)
+                mine = alone.instance == 0
+                full = int(mine.sum())
+                vis = mine & (frame.instance == index) & (np.abs(frame.depth - alone.depth)
+                                                          <= 1e-3)
+                share = float(vis.sum()) / full if full else 0.0
+                p = seen.get(o.id)
+                yaw = None if p is None else p.handle_yaw
+                ok = yaw is not None and _angle_diff(yaw, o.yaw, 2 * math.pi) <= tolerance_rad
+                rows.append({"task": task, "trial": k, "object": o.id, "visible": share,
+                             "perceived": p is not None, "handle_yaw": yaw,
+                             "true_yaw": float(o.yaw), "correct": bool(ok)})
+    visible = [r for r in rows if r["visible"] >= MIN_HANDLE_VISIBLE and r["perceived"]]
+    hidden = [r for r in rows if r["visible"] == 0.0 and r["perceived"]]
+    per_task: Dict[str, Dict[str, object]] = {}
+    for r in visible:
+        t = per_task.setdefault(str(r["task"]), {"visible": 0, "correct": 0})
+        t["visible"] = int(t["visible"]) + 1
+        t["correct"] = int(t["correct"]) + int(bool(r["correct"]))
+    return {"frames": len(rows), "visible": len(visible),
+            "correct": sum(bool(r["correct"]) for r in visible),
+            "accuracy": (sum(bool(r["correct"]) for r in visible) / len(visible))
+            if visible else None,
+            "hidden": len(hidden),
+            "hidden_unknown": sum(r["handle_yaw"] is None for r in hidden),
+            "per_task": per_task, "rows": rows}
+
+
 def format_report(report: Dict[str, object]) -> str:
     """The table `agentic-grasp bench geometry` prints."""
     def f(v, unit=""):
