@@ -26,6 +26,7 @@ from agentic_grasp.core.planner.events import (ObservationEvent, PhaseEvent, Pla
                                                PlannerEvent, ReflectionEvent, ResultEvent,
                                                TaskPlanEvent, TaskResultEvent, ThoughtEvent)
 from agentic_grasp.core.planner.planner import AttemptRecord
+from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND
 from agentic_grasp_interfaces.action import GraspObject
 from agentic_grasp_interfaces.msg import AttemptRecord as AttemptRecordMsg
 
@@ -226,6 +227,8 @@ def task_error(task: TaskOutcome) -> Tuple[int, str]:
     if not task.plan.subgoals:
         return Result.ERROR_TARGET_NOT_FOUND, task.message
     last = task.goals[-1] if task.goals else None
+    if last is not None and last.status == STATUS_BEYOND_HAND:
+        return Result.ERROR_BEYOND_HAND_LIMITS, f"{task.message}; {last.message}"
     if last is not None and last.status == STATUS_NOT_PERCEIVED:
         code = (Result.ERROR_PERCEPTION_FAILED if last.message.startswith("perception failed")
                 else Result.ERROR_TARGET_NOT_FOUND)

@@ -9,7 +9,15 @@ the rays inside the pixel rectangle its bounding box projects to.
 
 Object placement (:class:`ObjectInstance`): ``position`` is the centre of the object's box,
 ``size`` its full extents, ``yaw`` a rotation about world z. Cylinders have their axis along
-the object z, spheres have diameter ``size[0]``. An object with ``upright=False`` has been
+the object z, spheres have diameter ``size[0]``.
+
+What is drawn of an object is what the simulator's contact model uses: the solid ``parts``
+of its catalogue entry (config/objects.yaml, through ``Catalogue.model_for``, so a scaled
+instance gets scaled parts), each at its pose in the object frame: a cup's handle sticking out
+of its body, a bottle's neck above its shoulder, a screwdriver's shaft above its grip, and a
+hollow part (``wall_m`` > 0, open towards +axis) as an open container whose rim, inner wall
+and floor the camera sees. An object without a catalogue entry (a hand-made test object) is
+its bounding primitive, as the physics' derived model is. An object with ``upright=False`` has been
 knocked over: it is drawn rotated 90 deg about its own x axis (so its y extent becomes the
 height and a cylinder lies along the object's y direction), keeping its x, y and resting on
 its old support: its bottom stays at ``position_z - size_z / 2`` but never sinks below the
@@ -21,7 +29,7 @@ import logging
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import cv2
 import numpy as np
@@ -30,6 +38,9 @@ from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ValidationError
 from agentic_grasp.core.geometry import yaw_matrix
 from agentic_grasp.core.types import ObjectInstance, Shape
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentic_grasp.core.sim.objects import Catalogue
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +142,97 @@ def _object_pose(obj: ObjectInstance, table: TableSpec) -> Tuple[np.ndarray, np.
     return R, centre
 
 
+@dataclass(frozen=True)
+class DrawnPart:
+    """One primitive of an object as drawn: local frame ``R`` (columns, in the object frame;
+    a cylinder's axis is local z), centre ``c`` in the object frame, half extents ``half``
+    in the local frame; ``wall`` > 0 makes a cylinder hollow, open towards local +z, with a
+    cavity floor ``floor`` above its bottom (the catalogue's PartSpec)."""
+
+    name: str
+    shape: Shape
+    R: np.ndarray
+    c: np.ndarray
+    half: np.ndarray
+    wall: float = 0.0
+    floor: float = 0.0
+
+
+#: Local frame of a cylinder part whose axis is object x / y / z, as in sim/collision.py
+#: (a cyclic permutation keeps it a rotation and puts the axis on local z).
+_AXIS_FRAMES = (np.array([[0.0, 0, 1], [1, 0, 0], [0, 1, 0]]),
+                np.array([[0.0, 1, 0], [0, 0, 1], [1, 0, 0]]),
+                np.eye(3))
+_PARTS: Dict[tuple, Tuple[DrawnPart, ...]] = {}
+
+
+def drawn_parts(obj: ObjectInstance, catalogue: Optional["Catalogue"] = None
+                ) -> Tuple[DrawnPart, ...]:
+    """The primitives drawn for ``obj``: its catalogue model's ``parts`` (what the contact
+    model meets, sim/collision.place_part), or its bounding primitive when the catalogue has
+    no entry for it. Cached per (name, shape, size)."""
+    key = (obj.name, str(obj.shape), tuple(np.round(np.asarray(obj.size, float), 9)),
+           id(catalogue))
+    parts = _PARTS.get(key)
+    if parts is not None:
+        return parts
+    from agentic_grasp.core.sim.objects import load_catalogue
+
+    out: List[DrawnPart] = []
+    try:
+        specs = (catalogue or load_catalogue()).model_for(obj).parts
+    except Exception:  # noqa: BLE001 - no catalogue: the bounding primitive
+        specs = ()
+    for p in specs:
+        frame = _AXIS_FRAMES[p.axis] if p.shape == Shape.CYLINDER else np.eye(3)
+        size = np.asarray(p.size, dtype=float)
+        half = np.full(3, size[0] / 2.0) if p.shape == Shape.SPHERE \
+            else np.abs(frame.T @ (size / 2.0))
+        out.append(DrawnPart(p.name, Shape(p.shape), frame,
+                             np.asarray(p.centre, dtype=float).copy(), half,
+                             float(p.wall_m) if p.shape == Shape.CYLINDER else 0.0,
+                             float(p.floor_m)))
+    if not out:
+        out.append(DrawnPart("body", obj.shape, np.eye(3), np.zeros(3), _half_extents(obj)))
+    out = [_closed_if_covered(p, out) for p in out]
+    if len(_PARTS) >= 256:
+        _PARTS.clear()
+    parts = _PARTS[key] = tuple(out)
+    return parts
+
+
+def _closed_if_covered(part: DrawnPart, parts: Sequence[DrawnPart]) -> DrawnPart:
+    """A hollow part whose open end carries another part of the object (a vase's body under
+    its neck: the shoulder closes it) is drawn closed; the catalogue's hollow body only says
+    where fingers can enter, and no finger reaches past the neck into the shoulder."""
+    if part.wall <= 0.0:
+        return part
+    axis = part.R[:, 2]
+    top = part.c + axis * part.half[2]
+    for other in parts:
+        if other is part:
+            continue
+        rel = other.c - top
+        along = float(rel @ axis)
+        beside = float(np.linalg.norm(rel - along * axis))
+        reach = float(np.abs(other.R.T @ axis) @ other.half)   # other's half extent on axis
+        if abs(along - reach) <= 1e-3 and beside <= float(part.half[0]) - part.wall:
+            return DrawnPart(part.name, part.shape, part.R, part.c, part.half)
+    return part
+
+
+def _object_rect(camera: Camera, obj: ObjectInstance, table: TableSpec,
+                 clip: _Rect) -> Optional[_Rect]:
+    """Union of the projected rectangles of the object's drawn parts (None: out of view)."""
+    R, centre = _object_pose(obj, table)
+    rects = [r for r in (_projected_rect(camera, R @ p.R, centre + R @ p.c, p.half, clip)
+                         for p in drawn_parts(obj)) if r is not None]
+    if not rects:
+        return None
+    return (min(r[0] for r in rects), min(r[1] for r in rects),
+            max(r[2] for r in rects), max(r[3] for r in rects))
+
+
 def _half_extents(obj: ObjectInstance) -> np.ndarray:
     if obj.shape == Shape.SPHERE:
         return np.full(3, obj.size[0] / 2.0)
@@ -214,6 +316,48 @@ def _hit_cylinder(o: np.ndarray, d: np.ndarray, half: np.ndarray, light: np.ndar
     cap_dot = np.where(dz < 0.0, light[2], -light[2])
     use_cap = t_cap < t_side
     return np.minimum(t_side, t_cap), np.where(use_cap, cap_dot, side_dot)
+
+
+def _hit_hollow_cylinder(o: np.ndarray, d: np.ndarray, half: np.ndarray, light: np.ndarray,
+                         wall: float, floor: float) -> Tuple[np.ndarray, np.ndarray]:
+    """A cylinder open towards +z with a ``wall`` thick side and a cavity floor ``floor``
+    above its bottom: outer side, bottom, the rim annulus, the inner wall (seen from inside)
+    and the cavity floor. The camera is outside the object, so the nearest of these hits is
+    the visible surface (a ray reaches the inner wall or the floor only through the opening,
+    or meets a nearer outer face first)."""
+    rx, ry, hz = half
+    ix, iy = max(rx - wall, 1e-6), max(ry - wall, 1e-6)
+    zf = -hz + min(floor, 2.0 * hz)
+    t_out, n_out = _hit_cylinder(o, d, half, light)
+    # The outer top cap is a hit only on the rim annulus (outside the inner ellipse).
+    dx, dy, dz = d[..., 0], d[..., 1], d[..., 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_top = (hz - o[2]) / dz
+        hx, hy = (o[0] + t_out * dx) / ix, (o[1] + t_out * dy) / iy
+    on_top = np.isfinite(t_out) & (np.abs(t_out - t_top) <= 1e-9) & (dz < 0.0)
+    t_out = np.where(on_top & (hx * hx + hy * hy < 1.0), np.inf, t_out)
+    # Inner wall: where the ray leaves the inner cylinder, between the floor and the rim.
+    sx, sy = o[0] / ix, o[1] / iy
+    ex, ey = dx / ix, dy / iy
+    a = ex * ex + ey * ey
+    b = sx * ex + sy * ey
+    c = sx * sx + sy * sy - 1.0
+    disc = b * b - a * c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_in = (-b + np.sqrt(np.maximum(disc, 0.0))) / a
+        z_in = o[2] + t_in * dz
+        wall_ok = (disc >= 0.0) & (a > 1e-15) & (t_in > 0.0) & (z_in >= zf) & (z_in <= hz)
+        t_floor = (zf - o[2]) / dz
+        fx, fy = sx + t_floor * ex, sy + t_floor * ey
+    t_in = np.where(wall_ok, t_in, np.inf)
+    floor_ok = (dz < 0.0) & np.isfinite(t_floor) & (t_floor > 0.0) & (fx * fx + fy * fy <= 1.0)
+    t_floor = np.where(floor_ok, t_floor, np.inf)
+    with np.errstate(invalid="ignore"):
+        px, py = (sx + t_in * ex) / ix, (sy + t_in * ey) / iy
+        in_dot = -(px * light[0] + py * light[1]) / np.sqrt(px * px + py * py)
+    t = np.minimum(np.minimum(t_out, t_in), t_floor)
+    ndotl = np.where(t == t_out, n_out, np.where(t == t_in, in_dot, light[2]))
+    return t, ndotl
 
 
 def _hit_sphere(o: np.ndarray, d: np.ndarray, radius: float, light: np.ndarray
@@ -302,11 +446,13 @@ _CAST_CACHE_SIZE = 16
 
 
 def _cast(rays: _Rays, shape: Shape, R: np.ndarray, centre: np.ndarray, half: np.ndarray,
-          rect: _Rect) -> Tuple[np.ndarray, np.ndarray]:
+          rect: _Rect, wall: float = 0.0, floor: float = 0.0
+          ) -> Tuple[np.ndarray, np.ndarray]:
     """(t, Lambert factor) of one primitive over the pixels of ``rect``. A trial renders
     a frame per attempt and most objects have not moved since the last one: a cast of the
     same rays (same camera), primitive and pose is reused (read-only arrays)."""
-    key = (rays.key, shape, R.tobytes(), centre.tobytes(), half.tobytes(), rect)
+    key = (rays.key, shape, R.tobytes(), centre.tobytes(), np.asarray(half).tobytes(), rect,
+           wall, floor)
     hit_before = _CAST_CACHE.get(key)
     if hit_before is not None:
         _CAST_CACHE.move_to_end(key)
@@ -317,9 +463,13 @@ def _cast(rays: _Rays, shape: Shape, R: np.ndarray, centre: np.ndarray, half: np
     d_world = rays.dirs[b0:b1, a0:a1]
     if shape == Shape.SPHERE:
         t, ndotl = _hit_sphere(origin - centre, d_world, float(half[0]), light)
+    elif shape == Shape.BOX:
+        t, ndotl = _hit_box((origin - centre) @ R, d_world @ R, half, light @ R)
+    elif wall > 0.0:
+        t, ndotl = _hit_hollow_cylinder((origin - centre) @ R, d_world @ R, half, light @ R,
+                                        wall, floor)
     else:
-        hit = _hit_box if shape == Shape.BOX else _hit_cylinder
-        t, ndotl = hit((origin - centre) @ R, d_world @ R, half, light @ R)
+        t, ndotl = _hit_cylinder((origin - centre) @ R, d_world @ R, half, light @ R)
     t.setflags(write=False)
     ndotl.setflags(write=False)
     _CAST_CACHE[key] = (t, ndotl)
@@ -341,14 +491,16 @@ def _render(objects: Sequence[ObjectInstance], camera: Camera, table: TableSpec,
     frame.material[...] = material[v0:v1, u0:u1]
     frame.shade[...] = shade[v0:v1, u0:u1]
     for index, obj in enumerate(objects):
-        R, centre = _object_pose(obj, table)
-        half = _half_extents(obj)
-        rect = _projected_rect(camera, R, centre, half, roi)
-        if rect is None:
-            logger.debug("object %s projects outside the rendered region", obj.id)
-            continue
-        t, ndotl = _cast(rays, obj.shape, R, centre, half, rect)
-        frame.merge(rect, t, ndotl, 3 + index)
+        R_obj, c_obj = _object_pose(obj, table)
+        for part in drawn_parts(obj):
+            R, centre, half = R_obj @ part.R, c_obj + R_obj @ part.c, part.half
+            rect = _projected_rect(camera, R, centre, half, roi)
+            if rect is None:
+                logger.debug("part %s of %s projects outside the rendered region",
+                             part.name, obj.id)
+                continue
+            t, ndotl = _cast(rays, part.shape, R, centre, half, rect, part.wall, part.floor)
+            frame.merge(rect, t, ndotl, 3 + index)
     u0, v0, u1, v1 = roi
     return frame, rays.z_per_t[v0:v1, u0:u1]
 
@@ -442,8 +594,7 @@ def render_view(objects: Sequence[ObjectInstance], camera: Optional[Camera] = No
     full = (0, 0, camera.width, camera.height)
     rects: List[List[int]] = []
     for obj in objects:
-        R, centre = _object_pose(obj, table)
-        rect = _projected_rect(camera, R, centre, _half_extents(obj), full)
+        rect = _object_rect(camera, obj, table, full)
         if rect is None:
             continue
         a0, b0, a1, b1 = rect
@@ -545,9 +696,8 @@ def render_object_crop(obj: ObjectInstance, camera: Optional[Camera] = None,
     placed = obj.copy()
     placed.position = np.array([CANONICAL_XY[0], CANONICAL_XY[1],
                                 table.z + float(obj.size[2]) / 2.0])
-    R, centre = _object_pose(placed, table)
     full = (0, 0, camera.width, camera.height)
-    rect = _projected_rect(camera, R, centre, _half_extents(placed), full)
+    rect = _object_rect(camera, placed, table, full)
     if rect is None:
         raise ValidationError(f"object {obj.id} is not in view of the camera")
     # Grow the rectangle to hold the padded square crop (and the border it replicates).

@@ -266,7 +266,7 @@ def test_content_preservation_picks_a_top_down_strategy():
 
 
 def test_a_supporting_target_is_blocked_until_its_load_is_removed():
-    box = make_object("box_1", "box", xy=(0.5, 0.0), size=(0.12, 0.12, 0.06))
+    box = make_object("box_1", "box", xy=(0.5, 0.0), size=(0.07, 0.07, 0.06))  # fits the hand
     block = make_object("block_1", "block", xy=(0.5, 0.0), size=(0.04, 0.04, 0.04), z=0.08)
     arm = ScriptedArm([ok()])
     goal, events = run(planner(), arm, [box, block], "box_1")

@@ -21,7 +21,7 @@ def table():
 
 def stack():
     """block_1 rests on box_1; cup_1 stands apart."""
-    return [make_object("box_1", "box", xy=(0.5, 0.0), size=(0.12, 0.12, 0.06)),
+    return [make_object("box_1", "box", xy=(0.5, 0.0), size=(0.07, 0.07, 0.06)),  # fits the hand
             make_object("block_1", "block", xy=(0.5, 0.0), size=(0.04, 0.04, 0.04), z=0.08),
             make_object("cup_1", "cup", xy=(0.5, 0.25))]
 

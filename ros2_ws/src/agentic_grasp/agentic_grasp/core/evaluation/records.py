@@ -67,6 +67,8 @@ class TrialRecord:
     perception_calls: int = 0
     vlm_calls: int = 0
     vlm_s: float = 0.0
+    #: sub-goals refused at planning as beyond the hand (zero attempts; not a success)
+    n_refused: int = 0
 
     @classmethod
     def from_result(cls, result: Any, seed: int, trial: int, trial_seed: int,
@@ -101,7 +103,8 @@ class TrialRecord:
             perception=str(getattr(result, "perception", "oracle")),
             perception_calls=int(getattr(result, "perception_calls", 0)),
             vlm_calls=int(getattr(result, "vlm_calls", 0)),
-            vlm_s=round(float(getattr(result, "vlm_s", 0.0)), 4))
+            vlm_s=round(float(getattr(result, "vlm_s", 0.0)), 4),
+            n_refused=len(getattr(result, "refusals", []) or []))
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -129,7 +132,7 @@ class TrialRecord:
 
 _INT_FIELDS = {"seed", "trial", "trial_seed", "n_attempts", "n_subgoals", "n_targets",
                "n_grasped", "n_violations", "n_constraints", "perception_calls",
-               "vlm_calls"}
+               "vlm_calls", "n_refused"}
 _BOOL_FIELDS = {"success", "order_ok", "recovered", "first_attempt_failed",
                 "constraint_satisfied"}
 _FLOAT_FIELDS = {"motion_s", "compute_s", "sim_time_s", "wall_s", "vlm_s"}

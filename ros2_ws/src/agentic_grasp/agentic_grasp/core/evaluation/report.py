@@ -184,11 +184,13 @@ def tabulate(records: Dict[str, Sequence[TrialRecord]], cfg: SweepConfig,
         from agentic_grasp.core.evaluation import comparisons as C   # issue 24
 
         tables["comparisons"] = C.comparisons(index, conf)
+        tables["refusals"] = T.refusal_table(index)
         text += [T.format_table_ii(tables["table_ii"], tables["sg_objects"]),
                  C.format_comparisons(tables["comparisons"]),
                  T.format_per_task(tables["per_task"]),
                  T.format_table_iii(tables["table_iii"]),
-                 T.format_histograms(tables["failure_types"], tables["recovery_levels"])]
+                 T.format_histograms(tables["failure_types"], tables["recovery_levels"],
+                                     tables["refusals"])]
     if main and records.get("oracle"):
         tables["perception_per_task"] = T.perception_per_task(
             T.RecordIndex(main), T.RecordIndex(records["oracle"]), "full", conf)

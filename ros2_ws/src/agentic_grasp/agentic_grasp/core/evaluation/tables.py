@@ -405,6 +405,17 @@ def failure_histogram(index: RecordIndex) -> Dict[str, Dict[str, int]]:
     return out
 
 
+def refusal_table(index: RecordIndex) -> Dict[str, Dict[str, int]]:
+    """Trials refused at planning as beyond the hand, per configuration and task (all seeds;
+    counted apart from successes and from failed attempts)."""
+    out = {}
+    for conf in index.configurations:
+        counter = Counter(r.task_id for r in index.trials(conf) if r.n_refused)
+        if counter:
+            out[conf] = dict(sorted(counter.items()))
+    return out
+
+
 def level_histogram(index: RecordIndex, configuration: str = "full"
                     ) -> Dict[str, Dict[int, int]]:
     """Retry level of each executed attempt (0 = g0) per category, for one configuration."""
@@ -600,12 +611,18 @@ def format_ood(table: Mapping[str, Any], labels: Optional[Mapping[str, str]] = N
 
 
 def format_histograms(failures: Mapping[str, Mapping[str, int]],
-                      levels: Mapping[str, Mapping[int, int]]) -> str:
+                      levels: Mapping[str, Mapping[int, int]],
+                      refusals: Optional[Mapping[str, Mapping[str, int]]] = None) -> str:
     lines = ["Failure types (failed attempts, all seeds):"]
     for conf, counts in failures.items():
         total = sum(counts.values())
         top = ", ".join(f"{k} {v}" for k, v in list(counts.items())[:6])
         lines.append(f"  {LABELS.get(conf, conf):<22} {total:>6}  {top}")
+    if refusals:
+        lines.append("Refused at planning, beyond the hand (trials, zero attempts):")
+        for conf, counts in refusals.items():
+            lines.append(f"  {LABELS.get(conf, conf):<22} {sum(counts.values()):>6}  "
+                         + ", ".join(f"{k} {v}" for k, v in counts.items()))
     lines.append("Retry level of executed attempts, full system (0 = g0):")
     for cat, counts in levels.items():
         lines.append(f"  {cat}: " + ", ".join(f"L{k} {v}" for k, v in counts.items()))
@@ -617,5 +634,5 @@ __all__ = ["CATEGORIES", "LABELS", "MeanCI", "PAPER_ATTEMPTS", "PAPER_FULL_SEEDS
            "PAPER_TABLE_III", "PAPER_TABLE_V", "RecordIndex", "TABLE_V_LABELS",
            "failure_histogram", "format_histograms", "format_ood", "format_per_task",
            "format_table_ii", "format_table_iii", "format_table_v", "level_histogram",
-           "mean_ci", "ood_table", "per_task", "sg_objects", "student_t_cdf", "t_quantile",
-           "table_ii", "table_iii", "table_iv", "table_v"]
+           "mean_ci", "ood_table", "per_task", "refusal_table", "sg_objects", "student_t_cdf",
+           "t_quantile", "table_ii", "table_iii", "table_iv", "table_v"]

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from agentic_grasp.core.grasping.along import along_shifts, finger_body_gap
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.grasping.fit import extent_at
 from agentic_grasp.core.geometry import yaw_matrix
@@ -95,12 +96,29 @@ def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Seque
     nb = len(hand_boxes[0])
     gaps = gap_matrix(flat, list(neighbours)).reshape(len(grasps), nb, -1) \
         if neighbours else np.full((len(grasps), nb, 1), np.inf)
+    if neighbours:
+        # Boxes sharing a name bound one round neighbour (its box and the box turned 45 deg,
+        # clearance.round_boxes): it lies inside both, so the larger gap bounds its distance.
+        nb_names = [n.name for n in neighbours]
+        unique = list(dict.fromkeys(nb_names))
+        if len(unique) < len(nb_names):
+            gaps = np.stack([gaps[:, :, [j for j, n in enumerate(nb_names) if n == u]]
+                             .max(axis=2) for u in unique], axis=2)
+            neighbours = [neighbours[nb_names.index(u)] for u in unique]
     tgt = gap_matrix(flat, [object_box(target)]).reshape(len(grasps), nb)
     names = [b.name for b in hand_boxes[0]]
     cands: List[Candidate] = []
     half_in = min(sx, sy) / 2.0 - cfg.filled_rim_wall_m
     local = yaw_matrix(float(target.yaw)).T @ (base.position - centre)
     outside = bool(np.any(np.abs(local[:2]) > np.asarray(target.size[:2]) / 2.0))
+    round_body = target.shape == Shape.CYLINDER and bool(target.upright) \
+        and abs(sx - sy) < 0.004
+    if round_body:
+        outside = float(np.hypot(*local[:2])) > sx / 2.0
+    body_gaps: List[float] = []
+    if outside and round_body:
+        body_gaps = [min(finger_body_gap(_finger_samples(hand.boxes(g, swept=False)), target),
+                         finger_body_gap(_between_fingers(hand, g), target)) for g in grasps]
     for i, g in enumerate(grasps):
         flat_g = gaps[i]
         k = np.unravel_index(int(np.argmin(flat_g)), flat_g.shape)
@@ -110,7 +128,10 @@ def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Seque
         t_gap = float(min(tgt[i][j] for j, n in enumerate(names) if n in ("palm", "wrist")))
         feasible = table >= 0.0 and t_gap > 0.0 and clear > 0.0
         if outside:     # a part outside the body (a handle): the fingers must clear the body
-            f_gap = float(min(tgt[i][j] for j, n in enumerate(names) if n == "finger"))
+            if round_body:
+                f_gap = body_gaps[i]
+            else:
+                f_gap = float(min(tgt[i][j] for j, n in enumerate(names) if n == "finger"))
             if f_gap <= 0.0:
                 feasible = False
                 nearest = (nearest + "; " if nearest else "") + "finger meets the body"
@@ -123,21 +144,75 @@ def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Seque
     return cands
 
 
+#: A neighbour's away direction within this angle of a part grasp's closing axis makes a
+#: roll (a tilt about the part's radial line); farther off, the tilt would swing the fingers
+#: towards the body.
+ROLL_CONE_RAD = math.pi / 4.0
+
+
+def roll_dirs(grasp: GraspParameters, away_dirs: Sequence[np.ndarray]) -> List[np.ndarray]:
+    """The away directions of a part grasp along which a tilt is a roll (ROLL_CONE_RAD)."""
+    axis = closing_axis(grasp.approach, grasp.wrist_yaw)
+    out = []
+    for u in away_dirs:
+        h = np.array([u[0], u[1], 0.0])
+        n = float(np.linalg.norm(h))
+        if n > 1e-9 and abs(float(h @ axis)) / n >= math.cos(ROLL_CONE_RAD):
+            out.append(u)
+    return out
+
+
+def _finger_samples(boxes: Sequence[Box]) -> np.ndarray:
+    """Points on the fingers' boxes (corners, edge midpoints, face centres of the top and
+    bottom faces): where a finger meets a round body first."""
+    grid = np.array([[x, y, z] for x in (-1.0, 0.0, 1.0) for y in (-1.0, 0.0, 1.0)
+                     for z in (-1.0, 1.0)])
+    pts = [b.c + (grid * b.h) @ b.R.T for b in boxes if b.name == "finger"]
+    return np.concatenate(pts, axis=0)
+
+
+def _between_fingers(hand: HandModel, grasp: GraspParameters) -> np.ndarray:
+    """Points of the region the pads close over (pad width x opening x pad depth): material
+    there is what the fingers must span, so a round body in it makes the part too wide."""
+    c = hand.cfg
+    R = hand.rotation(grasp)
+    w = min(float(grasp.width), c.max_opening_m)
+    grid = np.array([[x * c.finger_width_m / 2.0, y * w / 2.0, z * c.pad_depth_m / 2.0]
+                     for x in (-1.0, 0.0, 1.0) for y in (-1.0, -0.5, 0.0, 0.5, 1.0)
+                     for z in (-1.0, 1.0)])
+    return np.asarray(grasp.position, dtype=float) + grid @ R.T
+
+
 def generate_candidates(base: GraspParameters, target: ObjectInstance,
                         neighbours: Sequence[Box], cfg: GraspSynthesisConfig,
                         hand: HandModel, opening: str = "part", vertical_only: bool = False,
-                        filled: bool = False, away_dirs: Sequence[np.ndarray] = ()
-                        ) -> CandidateSet:
-    """Rank candidates around ``base`` (module docstring)."""
+                        filled: bool = False, away_dirs: Sequence[np.ndarray] = (),
+                        roll: Optional[bool] = None) -> CandidateSet:
+    """Rank candidates around ``base`` (module docstring). A part grasp is rolled (``roll``)
+    only when no untilted candidate is feasible: a pad tilted against a flat part's face
+    touches it along an edge, which grips less than the whole pad."""
+    if roll is None and opening != "extent" and float(base.approach[2]) <= -0.99 \
+            and len(away_dirs):
+        flat = generate_candidates(base, target, neighbours, cfg, hand, opening,
+                                   vertical_only, filled, away_dirs, roll=False)
+        if flat.collision_free or not flat.ranked:
+            return flat
+        return generate_candidates(base, target, neighbours, cfg, hand, opening,
+                                   vertical_only, filled, away_dirs, roll=True)
     centre = np.asarray(target.position, dtype=float)
     sx, sy = float(target.size[0]), float(target.size[1])
     round_obj = target.shape in (Shape.CYLINDER, Shape.SPHERE) and abs(sx - sy) < 0.004
     offset = base.position[:2] - centre[:2]
     off_h = float(np.linalg.norm(offset))
     vertical = float(base.approach[2]) <= -0.99
-    if off_h > 0.001 and vertical and round_obj:
+    # A grasp point outside the perceived body is on a part that sticks out on one side (a
+    # handle): it exists there only, so it is not moved around the body.
+    local = yaw_matrix(float(target.yaw)).T @ (base.position - centre)
+    on_part = off_h > max(sx, sy) / 2.0 + 1e-3 if round_obj else \
+        bool(np.any(np.abs(local[:2]) > np.array([sx, sy]) / 2.0 + 1e-3))
+    if off_h > 0.001 and vertical and round_obj and not on_part:
         arounds = [2.0 * math.pi * k / cfg.around_steps for k in range(cfg.around_steps)]
-    elif off_h > 0.001 and vertical:
+    elif off_h > 0.001 and vertical and not on_part:
         arounds = [0.0, math.pi]
     else:
         arounds = [0.0]
@@ -147,17 +222,22 @@ def generate_candidates(base: GraspParameters, target: ObjectInstance,
         deltas = [0.0]
     # a part (handle, rim) is pinched along its own direction: tilting the fingers sideways
     # swings them into the body, so only grasps around the body are tilted
-    tilts = [0.0] if (vertical_only or not vertical or opening != "extent") \
-        else list(cfg.tilts_rad)
+    # A part pinched across its thickness (a handle) may still roll about the part's own
+    # radial line: the closing axis tilts in its plane, the fingers stay beside the part,
+    # and the palm's end over a neighbour rises (roll_dirs). The container is not tilted,
+    # so content preservation allows it.
+    tilts = [0.0] if (not vertical or (vertical_only and opening == "extent")
+                      or (opening != "extent" and not roll)) else list(cfg.tilts_rad)
     max_w = cfg.hand.max_opening_m
     grasps: List[GraspParameters] = []
     labels: List[str] = []
     devs: List[float] = []
-    for phi in arounds:
+    points = along_shifts(base, target, cfg, opening)
+    for phi, (shift, where, dev_s) in ((p, s) for p in arounds for s in points):
         R = yaw_matrix(phi)
         pos = base.position.copy()
         pos[:2] = centre[:2] + (R[:2, :2] @ offset)
-        g_phi = base.copy(position=pos, wrist_yaw=base.wrist_yaw + phi)
+        g_phi = base.copy(position=pos + shift, wrist_yaw=base.wrist_yaw + phi)
         for delta in deltas:
             g = g_phi.copy(wrist_yaw=g_phi.wrist_yaw + delta)
             if opening == "extent":
@@ -169,17 +249,19 @@ def generate_candidates(base: GraspParameters, target: ObjectInstance,
                 g = g.copy(width=min(max_w, base.width / math.cos(delta)))
             axis = None
             for tilt in tilts:
-                dirs = [None] if tilt == 0.0 else list(away_dirs)
+                dirs = [None] if tilt == 0.0 else (
+                    list(away_dirs) if opening == "extent" else roll_dirs(g, away_dirs))
                 for u in dirs:
                     if u is not None and axis is None:
                         axis = closing_axis(g.approach, g.wrist_yaw)
                     gt = g if u is None else _tilted(g, tilt, u, axis)
                     grasps.append(gt)
                     phi_w = abs(math.atan2(math.sin(phi), math.cos(phi)))
-                    devs.append(abs(delta) + phi_w + tilt)
+                    devs.append(abs(delta) + phi_w + tilt + dev_s)
                     labels.append(f"around {math.degrees(phi):.0f} deg, wrist "
                                   f"{math.degrees(delta):+.0f} deg, tilt "
-                                  f"{math.degrees(tilt):.0f} deg")
+                                  f"{math.degrees(tilt):.0f} deg"
+                                  + (f", {where}" if where else ""))
     out = CandidateSet(n_generated=len(grasps))
     if not grasps:
         out.collision_free = False

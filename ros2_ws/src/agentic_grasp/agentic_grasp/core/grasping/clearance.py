@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from agentic_grasp.core.constraints import ConstraintSet, ConstraintType
+from agentic_grasp.core.grasping.along import content_grip_force
 from agentic_grasp.core.grasping.candidates import Candidate, evaluate, generate_candidates
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.grasping.fit import extent_at
@@ -32,6 +33,12 @@ class SceneGeometry:
     neighbours: List[Box] = field(default_factory=list)
     away_dirs: List[np.ndarray] = field(default_factory=list)
     unknown_extent: List[str] = field(default_factory=list)
+
+    @property
+    def obstacles(self) -> List[Box]:
+        """What the candidates are swept against: the neighbours' boxes. A round
+        neighbour stays boxed: the simulator's hand meets its solids' boxes."""
+        return list(self.neighbours)
 
     @property
     def filled(self) -> bool:
@@ -65,6 +72,7 @@ class SceneGeometry:
                 continue
             scene.neighbours.append(box)
             scene.away_dirs.append(-d / float(np.linalg.norm(d)))
+
         return scene
 
 
@@ -86,10 +94,15 @@ def choose(grasp: GraspParameters, scene: SceneGeometry, cfg: GraspSynthesisConf
     adj = constraints.adjustment if len(constraints) else None
     occl = [c.direction_bias for c in constraints.of_type(ConstraintType.OCCLUSION)
             if c.direction_bias is not None] if len(constraints) else []
+    off_direction = False
     if adj is not None and adj["direction_override"] is not None:
         # content preservation: the container must stay upright; an approach along the
         # strategy's own direction does not tilt it, a tilted one is not generated
         vertical_only = True
+        # (15 deg: planner.strategy_direction_tolerance_rad, the same test as the
+        # planner's choice of a compatible strategy)
+        override = np.asarray(adj["direction_override"], dtype=float)
+        off_direction = float(g.approach @ override) < math.cos(math.radians(15.0))
     elif occl:
         a = g.approach + np.sum(occl, axis=0)
         if float(np.linalg.norm(a)) > 1e-6:
@@ -98,21 +111,44 @@ def choose(grasp: GraspParameters, scene: SceneGeometry, cfg: GraspSynthesisConf
         notes.append("occlusion: lateral approach kept, no further tilt")
     if adj is not None and adj["speed_cap"] is not None:
         g = g.copy(speed=min(g.speed, float(adj["speed_cap"])))
+    if scene.filled:
+        need = content_grip_force(g, scene.target, cfg)
+        if need > g.force:
+            notes.append(f"content preservation: {need:.0f} N grip (was {g.force:.0f} N) so "
+                         "the filled container does not turn about the pinched part")
+            g = g.copy(force=need)
     if scene.unknown_extent:
         notes.append("neighbours of unknown extent boxed at "
                      f"{cfg.unknown_neighbour_size_m * 1e3:.0f} mm: "
                      + ", ".join(scene.unknown_extent))
+    opening = opening_kind(g, scene.target)
     if not scene.neighbours:
-        return clamp_grasp(g, limits), [], {"mode": "clearance", "n_candidates": 0,
-                                            "notes": notes + ["no neighbour within "
-                                                              f"{cfg.neighbour_radius_m:.2f} m"]
-                                            }, []
-    cs = generate_candidates(g, scene.target, scene.neighbours, cfg, hand,
-                             opening=opening_kind(g, scene.target),
+        own = evaluate(g, scene.target, [], cfg, hand, filled=scene.filled)
+        if own.feasible:
+            return clamp_grasp(g, limits), [], {
+                "mode": "clearance", "n_candidates": 0,
+                "notes": notes + [f"no neighbour within {cfg.neighbour_radius_m:.2f} m"]}, []
+        # the strategy's own grasp meets the target itself (a palm over the body's top, a
+        # finger in the body): search the other points and yaws for one that clears it
+        notes.append(f"the strategy's grasp is not clear of {scene.target.id} itself "
+                     f"({own.nearest or 'palm / wrist / table'}): candidates searched")
+    cs = generate_candidates(g, scene.target, scene.obstacles, cfg, hand,
+                             opening=opening,
                              vertical_only=vertical_only, filled=scene.filled,
                              away_dirs=scene.away_dirs[:3])
+    if off_direction:
+        # a strategy approaching off the imposed direction is kept only as a last resort
+        for c in cs.ranked:
+            c.feasible = False
+            c.nearest = (c.nearest + "; " if c.nearest else "") + "approach not the " \
+                "content constraint's direction"
+        cs.collision_free = False
+        notes.append("content preservation: the strategy's approach is not the imposed one")
+    _drop_unreachable(cs)
     summary = cs.summary()
     summary["mode"] = "clearance"
+    if summary.get("chosen") and (off_direction or "no IK solution" in cs.best.nearest):
+        summary["chosen"]["excluded"] = True    # ranks after every strategy that is not
     summary["notes"] = notes + summary["notes"]
     if cs.best is None:
         return clamp_grasp(g, limits), [], summary, []
@@ -121,13 +157,56 @@ def choose(grasp: GraspParameters, scene: SceneGeometry, cfg: GraspSynthesisConf
     return clamp_grasp(cs.best.grasp, limits), rest, summary, [c.label for c in queue]
 
 
+_KINEMATICS: List[Any] = []
+#: Feasible candidates checked for an IK solution before the best reachable one is chosen
+#: (each check is one or two IK solves; the ranking rarely needs more than the first).
+REACH_CHECKS = 6
+
+
+def reachable(grasp: GraspParameters) -> bool:
+    """The arm reaches the pre-grasp and the grasp pose within its joint limits (the
+    robot's own kinematics, core/kinematics.py, as the executor solves it)."""
+    if not _KINEMATICS:
+        from agentic_grasp.core.kinematics import PandaKinematics
+        _KINEMATICS.append(PandaKinematics())
+    kin = _KINEMATICS[0]
+    a = np.asarray(grasp.approach, dtype=float)
+    a = a / float(np.linalg.norm(a))
+    pos = np.asarray(grasp.position, dtype=float)
+    q_pre = kin.solve_grasp(pos - a * float(grasp.approach_height), a, grasp.wrist_yaw)
+    return q_pre is not None and kin.solve_grasp(pos, a, grasp.wrist_yaw,
+                                                 seed=q_pre) is not None
+
+
+def _drop_unreachable(cs: Any) -> None:
+    """Mark the first feasible candidates the arm cannot reach infeasible (re-ranked), so
+    the chosen one is reachable: a side approach from beyond the object points the hand
+    back at the robot."""
+    checked = 0
+    changed = False
+    for c in cs.ranked:
+        if not c.feasible:
+            break
+        if checked >= REACH_CHECKS:
+            break
+        checked += 1
+        if reachable(c.grasp):
+            break
+        c.feasible = False
+        c.nearest = (c.nearest + "; " if c.nearest else "") + "no IK solution"
+        changed = True
+    if changed:
+        cs.ranked.sort(key=lambda c: not c.feasible)      # stable: the order otherwise kept
+        cs.collision_free = bool(cs.ranked and cs.ranked[0].feasible)
+
+
 def executed_candidate(grasp: GraspParameters, scene: SceneGeometry,
                        cfg: GraspSynthesisConfig, hand: HandModel, label: str
                        ) -> Dict[str, Any]:
     """The grasp about to run, swept against the perceived neighbours as the search sweeps
     its candidates: what the attempt record and the markers report (clearance_m None: no
     neighbour within ``neighbour_radius_m``)."""
-    c: Candidate = evaluate(grasp, scene.target, scene.neighbours, cfg, hand,
+    c: Candidate = evaluate(grasp, scene.target, scene.obstacles, cfg, hand,
                             filled=scene.filled, label=label)
     clear = c.clearance_m if math.isfinite(c.clearance_m) else None
     return {"label": label, "clearance_m": None if clear is None else round(clear, 4),
@@ -138,8 +217,10 @@ def rank_key(summary: Dict[str, Any], cfg: GraspSynthesisConfig) -> Tuple[bool, 
     """Order of two strategies' chosen candidates: collision-free first, then clearance
     (counted up to required_clearance_m); ties keep the retrieval order."""
     chosen = summary.get("chosen")
-    if not chosen:
-        return (True, 0.0)
+    if not chosen or chosen.get("excluded"):
+        # no candidate at all (none fits the opening), or only ones the arm cannot reach or
+        # the content constraint rules out: after every strategy that has another
+        return (True, math.inf)
     clear = chosen.get("clearance_m")
     clear = cfg.required_clearance_m if clear is None else min(clear,
                                                                 cfg.required_clearance_m)

@@ -38,6 +38,28 @@ class HandConfig:
 
 
 @dataclass
+class HandLimitsConfig:
+    """``planner.grasp_synthesis.hand_limits`` (config/planner.yaml, where each number is
+    derived): when the planner refuses an object as beyond the hand (grasping/limits.py)."""
+
+    enabled: bool = True
+    width_margin_m: float = 0.008
+    payload_kg: float = 3.0
+    hand_mass_kg: float = 0.73
+
+    def __post_init__(self) -> None:
+        self.enabled = bool(self.enabled)
+        for name in ("width_margin_m", "payload_kg", "hand_mass_kg"):
+            value = float(getattr(self, name))
+            if not math.isfinite(value) or value < 0.0:
+                raise ConfigError(f"planner.grasp_synthesis.hand_limits.{name} must be >= 0")
+            setattr(self, name, value)
+        if self.hand_mass_kg >= self.payload_kg:
+            raise ConfigError("planner.grasp_synthesis.hand_limits: hand_mass_kg must be "
+                              "below payload_kg")
+
+
+@dataclass
 class GraspSynthesisConfig:
     constraint_mode: str = "clearance"
     fit_strategies: bool = True
@@ -58,6 +80,7 @@ class GraspSynthesisConfig:
     tilts_rad: Tuple[float, ...] = (0.0, 0.17453292519943295, 0.3490658503988659)
     filled_rim_wall_m: float = 0.01
     hand: HandConfig = field(default_factory=HandConfig)
+    hand_limits: HandLimitsConfig = field(default_factory=HandLimitsConfig)
 
     def __post_init__(self) -> None:
         if self.constraint_mode not in CONSTRAINT_MODES:
@@ -66,6 +89,8 @@ class GraspSynthesisConfig:
         self.fit_strategies = bool(self.fit_strategies)
         if isinstance(self.hand, Mapping):
             self.hand = HandConfig(**dict(self.hand))
+        if isinstance(self.hand_limits, Mapping):
+            self.hand_limits = HandLimitsConfig(**dict(self.hand_limits))
         for name in ("opening_margin_m", "finger_clearance_m", "min_part_opening_m",
                      "table_clearance_m",
                      "required_clearance_m", "neighbour_radius_m", "unknown_neighbour_size_m",
@@ -101,4 +126,11 @@ class GraspSynthesisConfig:
             if bad:
                 raise ConfigError(f"unknown planner.grasp_synthesis.hand parameter(s) {bad}")
             kwargs["hand"] = HandConfig(**dict(kwargs["hand"]))
+        if isinstance(kwargs.get("hand_limits"), Mapping):
+            lk = {f.name for f in fields(HandLimitsConfig)}
+            bad = sorted(set(kwargs["hand_limits"]) - lk)
+            if bad:
+                raise ConfigError("unknown planner.grasp_synthesis.hand_limits "
+                                  f"parameter(s) {bad}")
+            kwargs["hand_limits"] = HandLimitsConfig(**dict(kwargs["hand_limits"]))
         return cls(**kwargs)

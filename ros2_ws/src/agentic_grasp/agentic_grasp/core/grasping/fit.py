@@ -62,6 +62,20 @@ def footprint_extent(shape: str, size, axis: np.ndarray, yaw: float = 0.0) -> fl
     return float(sx * abs(ax) + sy * abs(ay) + sz * abs(az))
 
 
+def upright_frame(target: ObjectInstance) -> ObjectInstance:
+    """A lying cylinder (``upright`` False: size (d, d, axis length), turned 90 deg about its
+    x as the renderer draws it) in the frame of a standing footprint: x across the axis, y
+    along it, z up, so size (d, L, d) at the same yaw. A stored strategy's frame (a banana
+    lying along its x) then matches it by axis order like any other long object."""
+    if target.upright or target.shape != Shape.CYLINDER:
+        return target
+    d, length = float(target.size[0]), float(target.size[2])
+    out = target.copy()
+    out.size = np.array([d, length, float(target.size[1])])
+    out.upright = True
+    return out
+
+
 def fit_record(record: Mapping[str, Any]) -> Dict[str, Any]:
     """The ``fit`` record of a KB entry, derived from its grasp and render_spec (migration)."""
     g, spec = record["grasp"], record["render_spec"]
@@ -119,6 +133,7 @@ def fit_strategy(record_grasp: Mapping[str, Any], spec: Mapping[str, Any],
     """
     local = GraspParameters.from_dict(record_grasp)
     notes = []
+    target = upright_frame(target)
     spec = dict(spec or {})
     if "size" not in spec or "shape" not in spec:
         # no stored object (e.g. a strategy received over ROS without its render_spec): the

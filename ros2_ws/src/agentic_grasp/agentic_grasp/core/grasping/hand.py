@@ -19,7 +19,7 @@ from agentic_grasp.core.geometry import yaw_matrix
 
 from agentic_grasp.core.grasping.config import HandConfig
 from agentic_grasp.core.kinematics import PandaKinematics
-from agentic_grasp.core.types import GraspParameters, ObjectInstance
+from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
 
 @dataclass
@@ -32,9 +32,18 @@ class Box:
     name: str = ""
 
 
+#: A knocked-over object's frame: turned 90 deg about its own x (core/render.py convention).
+_LYING = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+
+
 def object_box(obj: ObjectInstance, inflate: float = 0.0) -> Box:
-    """The perceived object's oriented bounding box (cylinders and spheres boxed: safe side)."""
-    return Box(np.asarray(obj.position, dtype=float), yaw_matrix(obj.yaw),
+    """The perceived object's oriented bounding box (cylinders and spheres boxed: safe side);
+    a lying object's (``upright`` False: a fallen bottle, a banana's lying body) is turned
+    as the renderer draws it, its size[2] horizontal."""
+    R = yaw_matrix(obj.yaw)
+    if not getattr(obj, "upright", True) and obj.shape != Shape.SPHERE:
+        R = R @ _LYING
+    return Box(np.asarray(obj.position, dtype=float), R,
                np.asarray(obj.size, dtype=float) / 2.0 + inflate, obj.id)
 
 

@@ -279,6 +279,32 @@ def fit_sphere(points: np.ndarray) -> Tuple[np.ndarray, float, float]:
     return centre, radius, rms
 
 
+#: Angular bins of :func:`body_radius` (10 deg each) and the share of them that may belong to
+#: a part sticking out on one side (a handle spans 15-30 deg of a body's circumference).
+_RADIUS_BINS = 36
+_RADIUS_QUANTILE = 75.0
+
+
+def body_radius(radial_vec: np.ndarray, radial: np.ndarray) -> float:
+    """The radius of a standing round body from all its points about its axis.
+
+    Coaxial parts stacked on a body (a bottle's neck, a vase's neck, a screwdriver's shaft)
+    make the top face narrower than the body, so the top face alone under-measures it. In
+    each 10 deg sector around the axis the outermost point is the body's silhouette (its
+    side wall or the outer edge of its shoulder / rim); a handle makes a few sectors
+    larger, so the 75th percentile over the sectors with points is the body's radius.
+    """
+    if len(radial) < 3:
+        return 0.0
+    ang = np.arctan2(radial_vec[:, 1], radial_vec[:, 0])
+    k = np.minimum(((ang + math.pi) / (2.0 * math.pi) * _RADIUS_BINS).astype(np.int64),
+                   _RADIUS_BINS - 1)
+    outer = np.full(_RADIUS_BINS, -1.0)
+    np.maximum.at(outer, k, radial)
+    outer = outer[outer >= 0.0]
+    return float(np.percentile(outer, _RADIUS_QUANTILE)) if outer.size else 0.0
+
+
 def _rect_frame(rect) -> Tuple[np.ndarray, float, float, float]:
     """(centre, length, width, yaw of the length axis) of a cv2.minAreaRect result."""
     (cx, cy), (w, h), angle = rect
@@ -386,13 +412,14 @@ def describe(points: np.ndarray, cfg, support_z: Optional[float] = None,
             shape = Shape.CYLINDER
     handle_yaw: Optional[float] = None
     if shape == Shape.CYLINDER:
-        (cx, cy), r = cv2.minEnclosingCircle(top_xy)
+        (cx, cy), r_top = cv2.minEnclosingCircle(top_xy)
         centre_xy = np.array([cx, cy])
+        radial_vec = xy - centre_xy
+        radial = np.hypot(radial_vec[:, 0], radial_vec[:, 1])
+        r = max(float(r_top), body_radius(radial_vec, radial))
         d = max(MIN_EXTENT_M, 2.0 * float(r))
         length = width = d
         yaw, yaw_defined = 0.0, False
-        radial_vec = xy - centre_xy
-        radial = np.hypot(radial_vec[:, 0], radial_vec[:, 1])
         out = (radial > r + cfg.handle_margin_m) & (radial <= r + cfg.part_reach_m)
         if int(out.sum()) >= min_pts:
             mean_dir = (radial_vec[out] / radial[out, None]).mean(axis=0)
@@ -401,8 +428,14 @@ def describe(points: np.ndarray, cfg, support_z: Optional[float] = None,
                 yaw = handle_yaw
             else:
                 notes.append("points stick out of the body on several sides; handle unknown")
-        inner_r = float(r) - cfg.interior_margin_m
-        inside = radial <= inner_r
+        # An open top is a rim: the top face is a ring at the body's radius (a cup, a
+        # bowl), not a disc (a bottle's cap or a screwdriver's shaft above the body).
+        # Points below the rim inside its inner edge (the inner wall seen across the
+        # opening, the floor) are the interior; a quarter of the margin allows for noise.
+        rim_inner = float(np.percentile(radial[band], 5.0)) if int(band.sum()) >= 3 else 0.0
+        inner_r = rim_inner + 0.25 * cfg.interior_margin_m
+        inside = radial <= inner_r if rim_inner >= 2.0 * cfg.interior_margin_m \
+            else np.zeros(len(radial), dtype=bool)
     else:
         centre_xy = rect_centre
         yaw_defined = length >= 1.05 * width

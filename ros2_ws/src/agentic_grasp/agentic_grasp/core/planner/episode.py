@@ -58,6 +58,7 @@ from agentic_grasp.core.perception import OracleBackend, OracleConfig, load_para
 from agentic_grasp.core.perception.backend import PerceptionResult
 from agentic_grasp.core.planner.configurations import PlannerConfig, get_configuration
 from agentic_grasp.core.planner.memory import EpisodicMemory, MemoryLifetime
+from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND
 from agentic_grasp.core.planner.planner import (ReflectivePlanner, TaskOutcome,
                                                 scene_graph_builder, scene_graph_constraints)
 from agentic_grasp.core.planner.tasks import KIND_SORT
@@ -100,6 +101,9 @@ class TrialResult:
     perception_calls: int = 0
     vlm_calls: int = 0
     vlm_s: float = 0.0
+    #: sub-goals refused at planning as beyond the hand (grasping/limits.py), with reasons:
+    #: neither a success nor a failed attempt
+    refusals: List[str] = field(default_factory=list)
 
     def to_dict(self, with_trace: bool = False) -> Dict[str, Any]:
         out = {"task_id": self.task_id, "category": self.category,
@@ -114,7 +118,8 @@ class TrialResult:
                "motion_s": round(self.motion_s, 4), "compute_s": round(self.compute_s, 4),
                "sim_time_s": round(self.sim_time_s, 4), "wall_s": round(self.wall_s, 6),
                "perception": self.perception, "perception_calls": self.perception_calls,
-               "vlm_calls": self.vlm_calls, "vlm_s": round(self.vlm_s, 4)}
+               "vlm_calls": self.vlm_calls, "vlm_s": round(self.vlm_s, 4),
+               "refusals": list(self.refusals)}
         if with_trace and self.task is not None:
             out["trace"] = self.task.to_dict()
         return out
@@ -423,7 +428,8 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
         motion_s=motion, compute_s=compute, sim_time_s=motion + compute + eyes.vlm_s,
         wall_s=time.perf_counter() - start, task=task, perception=perception,
         perception_calls=task.total_perception_calls, vlm_calls=eyes.vlm_calls,
-        vlm_s=eyes.vlm_s)
+        vlm_s=eyes.vlm_s, refusals=[f"{g.target_id}: {g.message}" for g in task.goals
+                                    if g.status == STATUS_BEYOND_HAND])
 
 
 __all__ = ["CameraPerception", "PERCEPTION_MODES", "TrialResult", "retriever_for",

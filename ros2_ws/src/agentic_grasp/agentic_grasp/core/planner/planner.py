@@ -62,6 +62,7 @@ from agentic_grasp.core.planner.tasks import TaskPlan, plan_subgoals
 from agentic_grasp.core.grasping import clearance as grasp_clearance
 from agentic_grasp.core.grasping.fit import fit_strategy, handle_yaw_of
 from agentic_grasp.core.grasping.hand import HandModel
+from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND, check_hand_limits
 from agentic_grasp.core.retrieval.knowledge_base import grasp_to_world
 from agentic_grasp.core.scene_graph import SceneGraph, SceneGraphConfig, build_scene_graph
 from agentic_grasp.core.types import (AttemptOutcome, GraspParameters, GraspType,
@@ -79,6 +80,7 @@ STATUS_FAILED = "failed"
 STATUS_CANCELED = "canceled"
 STATUS_NOT_PERCEIVED = "target_not_perceived"
 STATUS_BLOCKED = "blocked_by_prerequisites"
+#: STATUS_BEYOND_HAND ("beyond_hand_limits", grasping/limits.py): refused at planning.
 
 
 class Retriever(Protocol):
@@ -582,6 +584,14 @@ class ReflectivePlanner:
             goal.status = STATUS_NOT_PERCEIVED
             goal.message = (f"perception failed: {perception.error}" if not perception.ok
                             else f"{target_id} was not perceived with a 3-D position")
+            goal.wall_s = time.perf_counter() - start
+            emit(_result_event(goal))
+            return goal
+        beyond = check_hand_limits(perceived, target, self.config.grasp_synthesis.hand,
+                                   self.config.grasp_synthesis.hand_limits,
+                                   self.config.grasp_synthesis.finger_clearance_m)
+        if beyond is not None:              # refused at planning: zero attempts
+            goal.status, goal.message = STATUS_BEYOND_HAND, f"beyond the hand: {beyond}"
             goal.wall_s = time.perf_counter() - start
             emit(_result_event(goal))
             return goal

@@ -1,0 +1,147 @@
+"""Where along the object: grasp points moved along its principal axis and its parts.
+
+The candidate search (:mod:`.candidates`) turns a strategy's grasp around the object and
+about its approach; this module adds the other freedom a strategy leaves: *where along* the
+object the fingers close.
+
+- **Along the principal axis** of a long object (footprint aspect >= ``LONG_ASPECT``, or a
+  lying cylinder), for a grasp around the body: the grasp point slides along the axis as far
+  as the fingers stay on the body, ``L / 2 - finger_width / 2 - finger_width / 2`` (a pad's
+  width of body beyond the pad), in ``ALONG_STEPS`` steps each way. Near a fragile
+  neighbour the ranking by clearance then takes the point nearer the end away from it.
+- **Along a part**: a grasp on a part that sticks out of the body (a handle) may move up the
+  part. The handle of a body stands within the body's height, and the palm, 45 mm above the
+  pads' centre (finger length 55 mm less half the 20 mm pad), must pass over the body's top:
+  the grasp point rises to where the palm clears the perceived top by ``3 x tcp_sigma_z``,
+  and to half way between that and the highest point whose pads still lie within the body's
+  height.
+
+Each point is a shift of the base grasp (world frame) with a label and a deviation (the
+shift over the object's extent, in the units the ranking breaks ties with). The first point
+is always the strategy's own (no shift).
+"""
+from __future__ import annotations
+
+import math
+from typing import List, Tuple
+
+import numpy as np
+
+from agentic_grasp.core.grasping.config import GraspSynthesisConfig
+from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
+
+#: A footprint this much longer than wide has a principal axis worth sliding along.
+LONG_ASPECT = 1.5
+#: Points each way along the axis (besides the strategy's own).
+ALONG_STEPS = 2
+#: Palm clearance above a body's top for a grasp on a part: 3 sigma of the TCP's height
+#: error (config/sim.yaml tcp_sigma_z_m = 2 mm).
+PALM_OVER_TOP_M = 0.006
+
+Shift = Tuple[np.ndarray, str, float]
+
+
+def principal_axis(target: ObjectInstance) -> Tuple[np.ndarray, float]:
+    """(unit world direction, length) of the perceived object's long axis; length 0 when
+    its footprint has none."""
+    sx, sy, sz = (float(v) for v in target.size)
+    yaw = float(target.yaw)
+    if target.shape == Shape.CYLINDER and not target.upright:
+        ang, length, width = yaw + math.pi / 2.0, sz, sx
+    elif sx >= sy:
+        ang, length, width = yaw, sx, sy
+    else:
+        ang, length, width = yaw + math.pi / 2.0, sy, sx
+    if length < LONG_ASPECT * max(width, 1e-6):
+        return np.zeros(3), 0.0
+    return np.array([math.cos(ang), math.sin(ang), 0.0]), length
+
+
+def _on_part(base: GraspParameters, target: ObjectInstance) -> bool:
+    """The grasp point lies outside the perceived body's footprint (on a handle)."""
+    centre = np.asarray(target.position, dtype=float)
+    c, s = math.cos(float(target.yaw)), math.sin(float(target.yaw))
+    d = np.asarray(base.position, dtype=float)[:2] - centre[:2]
+    local = np.array([c * d[0] + s * d[1], -s * d[0] + c * d[1]])
+    half = np.asarray(target.size[:2], dtype=float) / 2.0
+    if target.shape in (Shape.CYLINDER, Shape.SPHERE) and target.upright:
+        return float(np.hypot(*local)) > float(max(half)) + 1e-3
+    return bool(np.any(np.abs(local) > half + 1e-3))
+
+
+def along_shifts(base: GraspParameters, target: ObjectInstance, cfg: GraspSynthesisConfig,
+                 opening: str) -> List[Shift]:
+    """The strategy's own point, then the points along the axis or the part (module
+    docstring)."""
+    out: List[Shift] = [(np.zeros(3), "", 0.0)]
+    vertical = float(base.approach[2]) <= -0.99
+    hand = cfg.hand
+    if opening == "extent":
+        axis, length = principal_axis(target)
+        reach = length / 2.0 - hand.finger_width_m
+        if length <= 0.0 or reach <= 0.0:
+            return out
+        for k in range(1, ALONG_STEPS + 1):
+            s = reach * k / ALONG_STEPS
+            for sign in (1.0, -1.0):
+                out.append((axis * sign * s, f"along {sign * s * 1e3:+.0f} mm",
+                            s / length))
+        return out
+    if vertical and _on_part(base, target):
+        top = float(target.position[2] + target.size[2] / 2.0)
+        palm_above_tcp = hand.finger_length_m - hand.pad_depth_m / 2.0
+        z0 = float(base.position[2])
+        z_clear = top + PALM_OVER_TOP_M - palm_above_tcp
+        z_max = top - hand.pad_depth_m / 2.0
+        levels = [z for z in (z_clear, (z_clear + z_max) / 2.0) if z0 + 1e-3 < z <= z_max]
+        for z in levels:
+            out.append((np.array([0.0, 0.0, z - z0]), f"up the part {(z - z0) * 1e3:+.0f} mm",
+                        (z - z0) / max(float(target.size[2]), 1e-3)))
+    return out
+
+
+#: Content preservation for a grasp on a part beside a filled container's axis (a handle):
+#: the content's weight acts at the part's distance d from the axis and turns the container
+#: about the closing axis, held only by the pads' torsional friction, 2 x (2/3) mu F r, so
+#: F >= CONTENT_SAFETY m g d / ((4/3) mu r). m: the perceived body's volume full of water
+#: (1000 kg/m^3: an upper bound of the content, walls and freeboard included, that also
+#: covers the container's own mass); r: the radius of the disc of one 20 x 20 mm pad's area
+#: (11 mm); mu: the lowest pad friction of the glazed and metal surfaces of containers
+#: (0.35, polished steel on rubber); CONTENT_SAFETY 1.5: the lift's jerk peak (x 1.25) and
+#: the hand's 5 % force error.
+CONTENT_DENSITY_KG_M3 = 1000.0
+CONTENT_PAD_FRICTION = 0.35
+CONTENT_SAFETY = 1.5
+GRAVITY = 9.81
+
+
+def content_grip_force(grasp: GraspParameters, target: ObjectInstance,
+                       cfg: GraspSynthesisConfig) -> float:
+    """The grip force a part grasp of a filled container needs against its turning (see
+    CONTENT_SAFETY); 0 for a grasp on the body's axis or a container that is not filled."""
+    if not _on_part(grasp, target):
+        return 0.0
+    d = float(np.hypot(*(np.asarray(grasp.position[:2], float)
+                         - np.asarray(target.position[:2], float))))
+    sx, sy, sz = (float(v) for v in target.size)
+    volume = math.pi * sx * sy / 4.0 * sz if target.shape == Shape.CYLINDER else sx * sy * sz
+    mass = CONTENT_DENSITY_KG_M3 * volume
+    r = math.sqrt(cfg.hand.finger_width_m * cfg.hand.pad_depth_m / math.pi)
+    return CONTENT_SAFETY * mass * GRAVITY * d / (4.0 / 3.0 * CONTENT_PAD_FRICTION * r)
+
+
+def finger_body_gap(finger_corners: np.ndarray, target: ObjectInstance) -> float:
+    """Smallest horizontal gap of the finger boxes' corners (N, 3) outside a standing round
+    body's circle (< 0: a finger inside it): a round body curves away from the fingers of
+    a grasp on its handle, which its square bounding box would not show."""
+    centre = np.asarray(target.position, dtype=float)
+    r = float(max(target.size[0], target.size[1])) / 2.0
+    radial = np.hypot(finger_corners[:, 0] - centre[0], finger_corners[:, 1] - centre[1])
+    below_top = finger_corners[:, 2] <= centre[2] + float(target.size[2]) / 2.0
+    if not np.any(below_top):
+        return math.inf
+    return float(np.min(radial[below_top]) - r)
+
+
+__all__ = ["ALONG_STEPS", "LONG_ASPECT", "PALM_OVER_TOP_M", "along_shifts",
+           "content_grip_force", "finger_body_gap", "principal_axis"]
