@@ -24,13 +24,14 @@ from agentic_grasp.core.planner import (STATUS_BLOCKED, STATUS_CANCELED, STATUS_
                                         TaskOutcome)
 from agentic_grasp.core.planner.events import (ObservationEvent, PhaseEvent, PlanEvent,
                                                PlannerEvent, ReflectionEvent, ResultEvent,
-                                               TaskPlanEvent, TaskResultEvent, ThoughtEvent)
+                                               TaskPlanEvent, TaskResultEvent, ThoughtEvent,
+                                               UncoverEvent)
 from agentic_grasp.core.planner.planner import AttemptRecord
 from agentic_grasp_interfaces.action import GraspObject
 from agentic_grasp_interfaces.msg import AttemptRecord as AttemptRecordMsg
 
 Result = GraspObject.Result
-STAGES = ("perceive", "retrieve", "reason", "plan", "execute", "reflect", "done")
+STAGES = ("perceive", "uncover", "retrieve", "reason", "plan", "execute", "reflect", "done")
 
 
 @dataclass
@@ -121,6 +122,8 @@ class GoalSession:
                 self._between = True
             elif isinstance(event, PhaseEvent):
                 self.stage("execute", f"{event.phase} ({event.index}/{event.count})")
+            elif isinstance(event, UncoverEvent):
+                self._uncover(event)
             else:
                 self._enter(event.target_id)
                 self._on_subgoal_event(event)
@@ -149,6 +152,22 @@ class GoalSession:
             if event.status == STATUS_BLOCKED:
                 self.subgoal_count += len(event.prerequisites) + 1
             self._between = True
+
+    def _uncover(self, event: UncoverEvent) -> None:
+        """A wrist-camera view (before the sub-goal it uncovers): its thought, then its record
+        as an AttemptRecord and a marker, like a grasp attempt's."""
+        view = event.record
+        if not event.done:
+            self.stage("uncover", view.thought, target_id="", upcoming=True)
+            return
+        record = view.as_attempt()
+        self._publish_grasp(recorded_grasp(record.grasp), f"uncover #{view.index + 1}: ",
+                            record.candidate)
+        msg = attempt_record_to_msg(record, self.goal_id, max(0, self.subgoal_index + 1), "",
+                                    None, view.duration_s, self._header())
+        self.records.append(msg)
+        self._publish_attempt(msg)
+        self.stage("uncover", view.summary(), target_id="", upcoming=True)
 
     def _observe(self, event: ObservationEvent) -> None:
         pending = self._pending

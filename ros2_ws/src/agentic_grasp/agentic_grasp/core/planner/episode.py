@@ -219,6 +219,27 @@ class CameraPerception:
         self.last = result
         return result
 
+    def look(self, instruction: str, camera: Camera) -> PerceptionResult:
+        """Perceive the frame of ``camera`` (the wrist camera where the arm put it).
+
+        vlm_sim gets that frame's own object-id mask, so it reports only what this view
+        shows. The re-perception policy is bypassed (its kept answer belongs to the fixed
+        camera); the call is a real VLM call and is counted as one. The oracle has no
+        camera: it answers as for the fixed camera.
+        """
+        if self.mode == "oracle":
+            return self.perceive(instruction)
+        from agentic_grasp.core.render import render_view
+
+        objects = self.sim.objects()
+        frame = render_view(objects, camera)
+        self.frame = (frame, objects)
+        result = self.policy.backend.perceive(frame.rgb, frame.depth, camera, instruction)
+        self.vlm_calls += 1
+        self.vlm_s += self.latency.seconds(result.completion_tokens)
+        self.last = result
+        return result
+
     def crop(self, target) -> Optional[np.ndarray]:
         """The camera crop at the perceived box of ``target`` (None when there is none)."""
         from agentic_grasp.core.render import crop_box
@@ -352,7 +373,9 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
         visual = _render_query()
     elif conf.retrieval and query == "camera":
         visual = eyes.crop
-    planner = ReflectivePlanner(cfg, retriever, _constraint_fn(), visual_query=visual)
+    planner = ReflectivePlanner(cfg, retriever, _constraint_fn(), visual_query=visual,
+                                camera_position=eyes.camera.position,
+                                scene_graph_config=_scene_graph_config())
     planner.attempt_sink = attempt_sink      # experience acquisition (bench learning)
     planner.reseed([int(seed), 7919])
     perceive = eyes.perceive
@@ -361,7 +384,8 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
         memory = _MEMORIES.memory_for(conf.name, conf.memory, cfg.memory_scope)
     arm = InProcessSimArm(sim)
     task = planner.run_task(spec.instruction, perceive, arm, memory,
-                            after_success=lambda _oid: sim.place_held_object())
+                            after_success=lambda _oid: sim.place_held_object(),
+                            look=eyes.look)
     sim.place_held_object()
     grasped = task.grasped
     all_grasped = all(t in grasped for t in spec.targets)

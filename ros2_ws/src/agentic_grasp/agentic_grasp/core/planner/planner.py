@@ -40,6 +40,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tupl
 import numpy as np
 
 from agentic_grasp.core.arm import ArmBackend, ArmError, CancelCheck
+from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.constraints import (ConstraintSet, ConstraintType, apply_constraints,
                                              infer_constraints)
 from agentic_grasp.core.heuristic import HeuristicConfig, heuristic_grasp
@@ -58,7 +59,9 @@ from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext, 
                                                  with_approach, wrap_angle)
 from agentic_grasp.core.planner.recovery import same_grasp
 from agentic_grasp.core.planner.recovery import correction_level as recovery_correction_level
-from agentic_grasp.core.planner.tasks import TaskPlan, plan_subgoals
+from agentic_grasp.core.planner.tasks import (KIND_NAMED, TaskPlan, instruction_kind,
+                                              names_only_landmarks, plan_subgoals)
+from agentic_grasp.core.planner.uncover import ViewRecord, poorly_located, run_uncover
 from agentic_grasp.core.grasping import clearance as grasp_clearance
 from agentic_grasp.core.grasping.fit import fit_strategy, handle_yaw_of
 from agentic_grasp.core.grasping.hand import HandModel
@@ -232,6 +235,7 @@ class TaskOutcome:
     perception_calls: int = 0
     wall_s: float = 0.0
     overhead_s: float = 0.0               # modelled compute outside any sub-goal
+    views: List[ViewRecord] = field(default_factory=list)   # uncover: wrist-camera views
 
     @property
     def grasped(self) -> List[str]:
@@ -253,7 +257,7 @@ class TaskOutcome:
 
     @property
     def motion_s(self) -> float:
-        return sum(g.motion_s for g in self.goals)
+        return sum(g.motion_s for g in self.goals) + sum(v.duration_s for v in self.views)
 
     @property
     def compute_s(self) -> float:
@@ -264,6 +268,7 @@ class TaskOutcome:
                 "success": self.success, "message": self.message,
                 "plan": None if self.plan is None else self.plan.to_dict(),
                 "grasped": self.grasped, "goals": [g.to_dict() for g in self.goals],
+                "views": [v.to_dict() for v in self.views],
                 "perception_calls": self.total_perception_calls,
                 "wall_s": round(self.wall_s, 6)}
 
@@ -304,8 +309,16 @@ class ReflectivePlanner:
                  constraint_fn: Optional[ConstraintFn] = None,
                  configuration: Optional[str] = None,
                  visual_query: Optional[VisualQuery] = None,
-                 heuristic_config: Optional[HeuristicConfig] = None) -> None:
+                 heuristic_config: Optional[HeuristicConfig] = None,
+                 camera_position: Optional[Sequence[float]] = None,
+                 scene_graph_config: Optional[SceneGraphConfig] = None) -> None:
         self.config = config if config is not None else PlannerConfig()
+        #: The fixed camera's position and the scene graph's thresholds, for uncovering a
+        #: hidden target (the same the constraint function's scene graph uses).
+        self.camera_position = np.asarray(
+            camera_position if camera_position is not None else Camera().position,
+            dtype=float)
+        self.scene_graph_config = scene_graph_config or SceneGraphConfig()
         self.configuration: Configuration = get_configuration(
             configuration if configuration is not None else self.config.configuration)
         self.retriever = retriever
@@ -710,8 +723,8 @@ class ReflectivePlanner:
         fresh = reperceive()
         perceived = _find_perceived(fresh, target_id) if fresh.ok else None
         new = perceived.to_object_instance() if perceived is not None else None
-        if new is None:
-            return None
+        if new is None or poorly_located(perceived, fresh.objects):
+            return None         # not seen, or depth measured another surface: keep the last
         old = ctx.target
         shift = float(np.linalg.norm(new.position - old.position))
         turn = abs(wrap_angle(new.yaw - old.yaw))
@@ -742,12 +755,18 @@ class ReflectivePlanner:
     def run_task(self, instruction: str, perceive: Callable[[str], PerceptionResult],
                  arm: ArmBackend, memory: Optional[EpisodicMemory] = None,
                  cancel: Optional[CancelCheck] = None, on_event: Optional[EventSink] = None,
-                 after_success: Optional[Callable[[str], None]] = None) -> TaskOutcome:
+                 after_success: Optional[Callable[[str], None]] = None,
+                 look: Optional[Callable[[str, Any], PerceptionResult]] = None
+                 ) -> TaskOutcome:
         """Decompose ``instruction`` into sub-goals and run Algorithm 1 for each.
 
         ``perceive(instruction)`` returns a fresh PerceptionResult; each sub-goal is perceived
         with :func:`subgoal_instruction` so its target carries an affordance.
         ``after_success(object_id)`` is called after each grasp (put the object away).
+        ``look(instruction, camera)`` perceives the frame of the arm's wrist camera at the
+        pose it reached: with it, a named target that is not in view is looked for behind
+        what could hide it (uncover.py); without it, or when nothing is seen, the goal ends
+        with the target not found (never with another object grasped in its place).
         """
         start = time.perf_counter()
         cancel = cancel or (lambda: False)
@@ -760,6 +779,29 @@ class ReflectivePlanner:
             task.status, task.message = STATUS_FAILED, f"perception failed: {first.error}"
             task.wall_s = time.perf_counter() - start
             return task
+        named = instruction_kind(instruction) == KIND_NAMED
+        shown = first.to_object_instances()
+        hidden = not first.target_found and names_only_landmarks(instruction, shown)
+        if named and (hidden or poorly_located(first.target, first.objects)):
+            # the named target is not in view (or only a sliver of it): look behind what
+            # could hide it. What the instruction also mentions is a landmark ("behind the
+            # box"), never a stand-in for the target.
+            found = run_uncover(self, instruction, first, arm, look, emit, cancel)
+            task.views = list(found.views)
+            looks = sum(v.reached for v in found.views)
+            task.perception_calls += looks
+            task.overhead_s += self.config.time_model.perception_s * looks
+            if found.found:
+                first = found.perception
+            elif hidden or cancel():
+                task.plan = TaskPlan(instruction, KIND_NAMED)
+                emit(TaskPlanEvent(task.plan))
+                task.status = STATUS_CANCELED if cancel() else STATUS_FAILED
+                task.message = ("the instruction names no perceived object (but as a "
+                                f"landmark): the target is not in view; {found.message}")
+                task.wall_s = time.perf_counter() - start
+                emit(TaskResultEvent(instruction, task.status, (), task.message))
+                return task
         objects = first.to_object_instances()
         graph = build_scene_graph(objects) if self.configuration.scene_graph else None
         plan = plan_subgoals(instruction, objects, graph)
