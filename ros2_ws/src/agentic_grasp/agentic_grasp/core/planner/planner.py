@@ -781,7 +781,8 @@ class ReflectivePlanner:
             return task
         named = instruction_kind(instruction) == KIND_NAMED
         shown = first.to_object_instances()
-        hidden = not first.target_found and names_only_landmarks(instruction, shown)
+        # not found, or "found" as an object the instruction names only as a landmark
+        hidden = names_only_landmarks(instruction, shown)
         if named and (hidden or poorly_located(first.target, first.objects)):
             # the named target is not in view (or only a sliver of it): look behind what
             # could hide it. What the instruction also mentions is a landmark ("behind the

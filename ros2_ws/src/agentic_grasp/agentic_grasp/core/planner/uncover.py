@@ -49,12 +49,13 @@ from agentic_grasp.core.camera import Camera, look_at
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.instructions import resolve_targets
 from agentic_grasp.core.perception.backend import PerceivedObject, PerceptionResult
+from agentic_grasp.core.planner.tasks import names_only_landmarks
 from agentic_grasp.core.scene_graph import OCCLUDES, SceneGraphConfig, build_scene_graph
 from agentic_grasp.core.types import GraspParameters, GraspType, ObjectInstance, Shape
 
 PROBE_ID = "hidden_target_probe"
 #: Where the region behind an occluder is looked at from, in order (view_poses).
-SIDES = ("top", "right flank", "left flank", "far side")
+SIDES = ("above", "right flank", "left flank", "far side")
 
 
 @dataclass
@@ -119,7 +120,7 @@ class ViewRecord:
     seen_ids: List[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        what = f"view request {self.index + 1}, {self.occluder_id}'s {self.side}: "
+        what = f"view request {self.index + 1} ({self.occluder_id}, {self.side}): "
         if not self.reached:
             return what + f"not reached ({self.message})"
         if self.target_seen:
@@ -305,25 +306,21 @@ def poorly_located(obj: Optional[PerceivedObject],
     return ""
 
 
-def _radius(obj: PerceivedObject) -> float:
-    if obj.size is None:
-        return 0.0
-    return 0.5 * float(np.hypot(obj.size[0], obj.size[1]))
-
-
 def merge_views(fixed: PerceptionResult, wrist: PerceptionResult) -> PerceptionResult:
     """The wrist view's target, the fixed view's other objects, and the wrist view's objects
     the fixed view does not show.
 
     The fixed camera sees the whole scene, the wrist camera only the region it looked at (an
     occluder may be cut by the frame's edge), so the fixed view's estimates are kept for the
-    objects both show; the wrist view adds the target and what else was hidden. Two
-    estimates are one object when either centre lies inside the other's footprint circle.
+    objects both show (a poorly located one dropped); the wrist view adds the target and
+    what else was hidden. Two estimates are one object when either centre lies on the
+    other's footprint.
     Ids already used are suffixed (a VLM names each frame's objects on its own).
     """
     target = wrist.target
-    kept = [o for o in fixed.objects if o.position is not None
-            and (fixed.target is None or o.id != fixed.target.id)
+    pool = ([fixed.target] if fixed.target is not None else []) + [
+        o for o in fixed.objects if fixed.target is None or o.id != fixed.target.id]
+    kept = [o for o in pool if o.position is not None and not poorly_located(o, pool)
             and not (target is not None and _same(o, target))]
     ids = {o.id for o in kept} | ({target.id} if target is not None else set())
     merged = list(kept)
@@ -345,10 +342,10 @@ def merge_views(fixed: PerceptionResult, wrist: PerceptionResult) -> PerceptionR
 
 
 def _same(a: PerceivedObject, b: PerceivedObject) -> bool:
+    """One object seen twice: either centre lies on the other's perceived footprint."""
     if a.position is None or b.position is None:
         return False
-    gap = float(np.linalg.norm(np.asarray(a.position[:2]) - np.asarray(b.position[:2])))
-    return gap <= max(_radius(a), _radius(b))
+    return _inside_footprint(a.position, b) or _inside_footprint(b.position, a)
 
 
 # ------------------------------------------------------------------ the search
@@ -405,8 +402,9 @@ def uncover(instruction: str, first: PerceptionResult, objects: Sequence[ObjectI
         for side, poses in view_poses(occ, camera_position, info.camera, info.min_range_m):
             if motions() >= cfg.max_views or cancel():
                 break
+            where = "above the region behind it" if side == SIDES[0] else f"its {side}"
             thought = (f"Uncover (view {motions() + 1} of at most {cfg.max_views}): the target "
-                       f"is not in view ({reason}); {why}. Looking from its {side} with the "
+                       f"is not in view ({reason}); {why}. Looking from {where} with the "
                        "wrist camera.")
             record = ViewRecord(len(views), occ.id, side, thought, pose_marker(poses[0]),
                                 poses[0], False)
@@ -433,6 +431,9 @@ def uncover(instruction: str, first: PerceptionResult, objects: Sequence[ObjectI
             record.seen_ids = [o.id for o in ([seen.target] if seen.target else [])
                                + list(seen.objects)]
             target = seen.target if seen.ok and seen.target_found else None
+            if target is not None and names_only_landmarks(
+                    instruction, [t for t in [target.to_object_instance()] if t is not None]):
+                target = None               # "found" as the landmark: not the target
             record.target_seen = target is not None and target.position is not None
             note = poorly_located(target, seen.objects) if record.target_seen else ""
             if note:
@@ -442,7 +443,7 @@ def uncover(instruction: str, first: PerceptionResult, objects: Sequence[ObjectI
                 on_view(record)
             if record.target_seen:
                 return UncoverOutcome(merge_views(first, seen), views,
-                                      f"{target.id} seen behind {occ.id} from its {side}",
+                                      f"{target.id} seen behind {occ.id} from {where}",
                                       [c.id for c in cands])
             if not note:
                 break                       # the region was in view: not behind this one
