@@ -31,6 +31,10 @@ Perception (``perception``):
 - ``"vlm_sim_perfect"``: the same with every error rate 0 (a perfect VLM).
 - ``"oracle"``: ground truth (+ the oracle's configured noise), no rendering.
 
+A named target that is not in view is looked for with the arm's wrist camera
+(core/planner/uncover.py): :meth:`CameraPerception.look` renders the frame of the camera the
+simulator's view motion put there and perceives it with the same backend.
+
 Visual query (``visual_query``, default config/planner.yaml ``episode_visual_query``):
 ``"camera"`` crops the last camera frame at the perceived target's box
 (:func:`render.crop_box`, as the knowledge base's crops are cut) and HAA-RAG embeds it
