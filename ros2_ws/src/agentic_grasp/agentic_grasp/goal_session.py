@@ -9,6 +9,7 @@ Observation).
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -160,7 +161,7 @@ class GoalSession:
         if not event.done:
             self.stage("uncover", view.thought, target_id="", upcoming=True)
             return
-        record = view.as_attempt()
+        record = _view_attempt(view)
         self._publish_grasp(recorded_grasp(record.grasp), f"uncover #{view.index + 1}: ",
                             record.candidate)
         msg = attempt_record_to_msg(record, self.goal_id, max(0, self.subgoal_index + 1), "",
@@ -232,6 +233,17 @@ class GoalSession:
         return Result(success=success, error_code=code, message=message,
                       grasped_ids=list(task.grasped if task is not None else self.grasped),
                       attempts=self.records, total_time_s=time.perf_counter() - started)
+
+
+def _view_attempt(view: Any) -> AttemptRecord:
+    """An uncover.ViewRecord as the planner's AttemptRecord (what is published for every
+    motion): success = the target was seen; the candidate names it an uncover view."""
+    clear = view.clearance_m if math.isfinite(view.clearance_m) else None
+    return AttemptRecord(view.index, 0, view.thought, view.pose, view.target_seen, None,
+                         ArmError(view.error), view.message, duration_s=view.duration_s,
+                         candidate={"label": f"uncover view: {view.occluder_id}'s {view.side}",
+                                    "clearance_m": clear, "nearest": view.message,
+                                    "collision_free": view.reached})
 
 
 def task_error(task: TaskOutcome) -> Tuple[int, str]:

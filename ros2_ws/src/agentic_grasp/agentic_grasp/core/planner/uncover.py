@@ -130,19 +130,6 @@ class ViewRecord:
         seen = ", ".join(self.seen_ids) or "nothing"
         return what + f"target not in view (saw {seen})"
 
-    def as_attempt(self) -> Any:
-        """The view as a planner AttemptRecord (what the goal session publishes for every
-        motion): success = the target was seen; the candidate names it an uncover view."""
-        from agentic_grasp.core.planner.planner import AttemptRecord
-
-        clear = None if not math.isfinite(self.clearance_m) else self.clearance_m
-        return AttemptRecord(self.index, 0, self.thought, self.pose, self.target_seen, None,
-                             ArmError(self.error), self.message, duration_s=self.duration_s,
-                             candidate={"label": f"uncover view: {self.occluder_id}'s "
-                                                 f"{self.side}",
-                                        "clearance_m": clear, "nearest": self.message,
-                                        "collision_free": self.reached})
-
     def to_dict(self) -> Dict[str, Any]:
         return {"view": self.index, "occluder": self.occluder_id, "side": self.side,
                 "thought": self.thought, "reached": self.reached,
