@@ -9,6 +9,7 @@ Observation).
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -24,14 +25,15 @@ from agentic_grasp.core.planner import (STATUS_BLOCKED, STATUS_CANCELED, STATUS_
                                         TaskOutcome)
 from agentic_grasp.core.planner.events import (ObservationEvent, PhaseEvent, PlanEvent,
                                                PlannerEvent, ReflectionEvent, ResultEvent,
-                                               TaskPlanEvent, TaskResultEvent, ThoughtEvent)
+                                               TaskPlanEvent, TaskResultEvent, ThoughtEvent,
+                                               UncoverEvent)
 from agentic_grasp.core.planner.planner import AttemptRecord
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND
 from agentic_grasp_interfaces.action import GraspObject
 from agentic_grasp_interfaces.msg import AttemptRecord as AttemptRecordMsg
 
 Result = GraspObject.Result
-STAGES = ("perceive", "retrieve", "reason", "plan", "execute", "reflect", "done")
+STAGES = ("perceive", "uncover", "retrieve", "reason", "plan", "execute", "reflect", "done")
 
 
 @dataclass
@@ -122,6 +124,8 @@ class GoalSession:
                 self._between = True
             elif isinstance(event, PhaseEvent):
                 self.stage("execute", f"{event.phase} ({event.index}/{event.count})")
+            elif isinstance(event, UncoverEvent):
+                self._uncover(event)
             else:
                 self._enter(event.target_id)
                 self._on_subgoal_event(event)
@@ -150,6 +154,22 @@ class GoalSession:
             if event.status == STATUS_BLOCKED:
                 self.subgoal_count += len(event.prerequisites) + 1
             self._between = True
+
+    def _uncover(self, event: UncoverEvent) -> None:
+        """A wrist-camera view (before the sub-goal it uncovers): its thought, then its record
+        as an AttemptRecord and a marker, like a grasp attempt's."""
+        view = event.record
+        if not event.done:
+            self.stage("uncover", view.thought, target_id="", upcoming=True)
+            return
+        record = _view_attempt(view)
+        self._publish_grasp(recorded_grasp(record.grasp), f"uncover #{view.index + 1}: ",
+                            record.candidate)
+        msg = attempt_record_to_msg(record, self.goal_id, max(0, self.subgoal_index + 1), "",
+                                    None, view.duration_s, self._header())
+        self.records.append(msg)
+        self._publish_attempt(msg)
+        self.stage("uncover", view.summary(), target_id="", upcoming=True)
 
     def _observe(self, event: ObservationEvent) -> None:
         pending = self._pending
@@ -214,6 +234,17 @@ class GoalSession:
         return Result(success=success, error_code=code, message=message,
                       grasped_ids=list(task.grasped if task is not None else self.grasped),
                       attempts=self.records, total_time_s=time.perf_counter() - started)
+
+
+def _view_attempt(view: Any) -> AttemptRecord:
+    """An uncover.ViewRecord as the planner's AttemptRecord (what is published for every
+    motion): success = the target was seen; the candidate names it an uncover view."""
+    clear = view.clearance_m if math.isfinite(view.clearance_m) else None
+    return AttemptRecord(view.index, 0, view.thought, view.pose, view.target_seen, None,
+                         ArmError(view.error), view.message, duration_s=view.duration_s,
+                         candidate={"label": f"uncover view: {view.occluder_id}'s {view.side}",
+                                    "clearance_m": clear, "nearest": view.message,
+                                    "collision_free": view.reached})
 
 
 def task_error(task: TaskOutcome) -> Tuple[int, str]:

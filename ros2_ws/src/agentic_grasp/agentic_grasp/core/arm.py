@@ -11,7 +11,7 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 from agentic_grasp.core.errors import UnknownTargetError, ValidationError, WorkspaceError
 from agentic_grasp.core.types import (
@@ -129,6 +129,36 @@ def error_for_exception(exc: Exception) -> ArmResult:
     return ArmResult(ArmError.BACKEND_FAILURE, f"{type(exc).__name__}: {exc}")
 
 
+@dataclass
+class WristCameraInfo:
+    """What the planner may know of a wrist camera: its intrinsics (``camera``, a
+    core.camera.Camera whose pose is meaningless) and its nearest valid depth."""
+
+    camera: Any
+    min_range_m: float = 0.0
+
+
+@dataclass
+class ViewResult:
+    """What one wrist-camera view request produced (:meth:`ArmBackend.move_camera_to`).
+
+    ``camera`` is the wrist camera at the pose the arm reached (forward kinematics of the
+    joints, which the robot knows), None when the view was not reached; ``clearance_m`` the
+    hand's smallest gap to the table or an object there, ``nearest`` what it is.
+    """
+
+    error: ArmError
+    message: str = ""
+    camera: Any = None
+    duration_s: float = 0.0
+    clearance_m: float = float("nan")
+    nearest: str = ""
+
+    @property
+    def reached(self) -> bool:
+        return self.error == ArmError.NONE and self.camera is not None
+
+
 PhaseCallback = Callable[[Phase, int, int], None]
 CancelCheck = Callable[[], bool]
 
@@ -143,6 +173,16 @@ class ArmBackend(ABC):
                 is_cancelled: CancelCheck) -> ArmResult:
         """Run the attempt; call on_phase(phase, index, count) as each phase starts and stop
         (leaving the object and the gripper safe) as soon as is_cancelled() returns True."""
+
+    def wrist_camera(self) -> Optional[WristCameraInfo]:
+        """The wrist camera's model, or None when this arm carries none: then the planner
+        cannot look from another viewpoint."""
+        return None
+
+    def move_camera_to(self, T_world_cam: Any, is_cancelled: CancelCheck) -> ViewResult:
+        """Move the arm so the wrist camera's optical frame is at ``T_world_cam`` (4x4)."""
+        return ViewResult(ArmError.BACKEND_UNAVAILABLE,
+                          f"the {self.name} arm backend has no wrist camera")
 
     def close(self) -> None:
         """Release resources (connections, planning scene)."""
@@ -173,3 +213,23 @@ class InProcessSimArm(ArmBackend):
             if self.simulator.attempt_finished(attempt):
                 break
         return ArmResult(ArmError.NONE, "attempt executed", outcome)
+
+    def wrist_camera(self) -> Optional[WristCameraInfo]:
+        mount = self.simulator.wrist_camera
+        return WristCameraInfo(mount.intrinsics(), mount.min_range_m)
+
+    def move_camera_to(self, T_world_cam: Any, is_cancelled: CancelCheck) -> ViewResult:
+        if is_cancelled():
+            return ViewResult(ArmError.CANCELED, "cancelled before the view motion")
+        try:
+            motion = self.simulator.move_camera_to(T_world_cam)
+        except Exception as exc:  # noqa: BLE001 - mapped to a typed error code
+            res = error_for_exception(exc)
+            return ViewResult(res.error, res.message)
+        if not motion.ok:
+            error = (ArmError.OUT_OF_WORKSPACE if motion.q is None
+                     else ArmError.INVALID_PARAMETERS)
+            return ViewResult(error, motion.message, clearance_m=motion.clearance_m,
+                              nearest=motion.nearest)
+        return ViewResult(ArmError.NONE, motion.message, motion.camera, motion.duration_s,
+                          motion.clearance_m, motion.nearest)

@@ -84,7 +84,7 @@ def test_a_similar_object_gets_the_whole_grasp_and_a_same_category_one_level_1()
     goal, arm = _goal(twin, [ok()], memory)
     assert goal.initial_source == "memory" and "level 2" in goal.initial_detail
     assert arm.grasps[0].force == pytest.approx(24.0)
-    goal, _ = _goal(_block("cube_2", "cube", size=(0.09, 0.09, 0.09)), [ok()], memory)
+    goal, _ = _goal(_block("cube_2", "cube", size=(0.07, 0.07, 0.07)), [ok()], memory)
     assert "level 1" in goal.initial_detail
 
 

@@ -175,3 +175,75 @@ def test_a_target_beyond_the_hand_ends_with_its_own_error_code():
     code, message = task_error(task)
     assert code == GraspObject.Result.ERROR_BEYOND_HAND_LIMITS == 9
     assert not arm.grasps and "90 mm" in message and "78 mm" in message
+
+
+class _WristArm(ScriptedArm):
+    """A scripted arm with a wrist camera: every view is reached."""
+
+    name = "wrist"
+
+    def wrist_camera(self):
+        from agentic_grasp.core.arm import WristCameraInfo
+        from agentic_grasp.core.camera import Camera
+
+        return WristCameraInfo(Camera(), 0.18)
+
+    def move_camera_to(self, T_world_cam, is_cancelled):
+        from agentic_grasp.core.arm import ArmError, ViewResult
+        from agentic_grasp.core.camera import Camera
+
+        return ViewResult(ArmError.NONE, "view pose reached", Camera(T_world_cam=T_world_cam),
+                          1.0, 0.05, "palm vs table")
+
+
+def test_session_records_every_uncover_view_like_an_attempt():
+    """A hidden target (issue 23): each wrist-camera view is feedback stage 'uncover', an
+    AttemptRecord and a marker, before the grasp's own; the box is never grasped."""
+    sinks = _Sinks()
+    arm = _WristArm([ok()])
+    session = sinks.session(arm)
+    box = make_object("box_1", "box", xy=(0.58, 0.0), size=(0.12, 0.20, 0.14))
+    cup = make_object("cup_1", "cup", xy=(0.455, 0.0))
+    looks = []
+
+    def look(instruction, camera):
+        looks.append(camera)
+        return perception_of([cup, box], "cup_1")
+
+    planner = ReflectivePlanner(
+        PlannerConfig(grasp_synthesis=GraspSynthesisConfig(constraint_mode="paper",
+                                                           fit_strategies=False)),
+        FixedRetriever([experience("cup-001", "cup", GRASP)]))
+    try:
+        task = planner.run_task("pick up the cup behind the box",
+                                lambda _t: perception_of([box], "nothing"), arm,
+                                EpisodicMemory(), on_event=session.on_event, look=look)
+    finally:
+        session.close()
+    assert task.success and task.grasped == ["cup_1"] and len(looks) == 1
+    view, grasp = sinks.attempts
+    assert view.candidate.startswith("uncover view: box_1") and view.collision_free
+    assert "box_1" in view.thought and "Uncover" in view.thought
+    assert grasp.target_id == "cup_1" and not grasp.candidate.startswith("uncover")
+    stages = [f.stage for f in sinks.feedback]
+    assert stages.index("uncover") < stages.index("execute")
+    assert [label for _g, label, _c in sinks.grasps] == ["uncover #1: ", "cup_1 #1: "]
+    assert [g.target_id for g in task.goals] == ["cup_1"]
+
+
+def test_without_a_wrist_camera_the_goal_ends_target_not_found():
+    """The node graph's executor arm has no wrist camera: the planner says so and ends
+    with ERROR_TARGET_NOT_FOUND, never grasping the landmark."""
+    from agentic_grasp.goal_session import Result, task_error
+
+    box = make_object("box_1", "box", xy=(0.58, 0.0), size=(0.12, 0.20, 0.14))
+    planner = ReflectivePlanner(
+        PlannerConfig(grasp_synthesis=GraspSynthesisConfig(constraint_mode="paper",
+                                                           fit_strategies=False)),
+        FixedRetriever([experience("cup-001", "cup", GRASP)]))
+    arm = ScriptedArm([ok()])
+    task = planner.run_task("pick up the cup behind the box",
+                            lambda _t: perception_of([box], "nothing"), arm, EpisodicMemory())
+    code, message = task_error(task)
+    assert code == Result.ERROR_TARGET_NOT_FOUND and "no wrist camera" in message
+    assert not task.goals and not arm.grasps

@@ -36,7 +36,7 @@ from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
                     Union)
 
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.evaluation.records import (_LIST_FIELDS, _LIST_SEP, TrialRecord,
+from agentic_grasp.core.evaluation.records import (_LIST_FIELDS, _LIST_SEP, TrialRecord, task_key,
                                                    write_records)
 
 _LOG = logging.getLogger(__name__)
@@ -60,8 +60,6 @@ def record_key(record: TrialRecord) -> Key:
 
 def unit_keys(unit: Any) -> List[Key]:
     """The keys of the records a work unit produces."""
-    from agentic_grasp.core.evaluation.sweep import task_key
-
     return [(unit.configuration, unit.split, task_key(unit.task), int(unit.seed), int(k))
             for k in unit.trials]
 
@@ -202,16 +200,15 @@ def import_ray() -> Any:
     return ray
 
 
-def _ray_task(unit: Any) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
+def _ray_task(unit: Any, run_unit: Callable[[Any], List[Dict[str, Any]]]
+              ) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
     """Body of a Ray task: one unit's records and where and when it ran (node, worker pid,
     epoch start and end, CPU seconds). The runner is built once per Ray worker process, as
     in the local pool; its build time is in that worker's first unit."""
     import ray
 
-    from agentic_grasp.core.evaluation import sweep
-
     start, cpu0 = time.time(), time.process_time()
-    rows = sweep._run_unit(unit)
+    rows = run_unit(unit)
     return rows, {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
                   "start": start, "end": time.time(), "cpu": time.process_time() - cpu0}
 
@@ -268,7 +265,8 @@ LAST_RAY_STATS = RayStats()
 
 
 def run_ray(units: Sequence[Any], address: str, workers: int,
-            on_batch: Callable[[List[TrialRecord]], None]) -> int:
+            on_batch: Callable[[List[TrialRecord]], None],
+            run_unit: Callable[[Any], List[Dict[str, Any]]]) -> int:
     """Run ``units`` as Ray tasks; ``on_batch`` gets each unit's records as it finishes.
     Returns the cluster's CPU count. At most two tasks per CPU are in flight, so the
     driver's and the object store's memory stay flat however many units the sweep has."""
@@ -301,7 +299,7 @@ def run_ray(units: Sequence[Any], address: str, workers: int,
             while queue or pending:
                 while queue and len(pending) < limit:
                     unit = queue.pop()
-                    pending[task.remote(unit)] = time.time()
+                    pending[task.remote(unit, run_unit)] = time.time()
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
                     submitted = pending.pop(ref)

@@ -23,6 +23,12 @@ FORMATS = ("jsonl", "csv")
 _LIST_SEP = ";"
 
 
+
+def task_key(task: str) -> str:
+    """The id a task is known by in seeds and records: a scene path's stem, or the id."""
+    text = str(task)
+    return Path(text).stem if text.endswith((".yaml", ".yml")) else text
+
 @dataclass
 class TrialRecord:
     """The score of one trial at its place in the sweep (module docstring).

@@ -41,7 +41,7 @@ import numpy as np
 from agentic_grasp.core import paths
 from agentic_grasp.core.config import node_params
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.evaluation.records import TrialRecord, sort_records
+from agentic_grasp.core.evaluation.records import TrialRecord, sort_records, task_key
 
 _LOG = logging.getLogger(__name__)
 
@@ -163,12 +163,6 @@ class SweepConfig:
 
 
 # ------------------------------------------------------------------ seeds
-def task_key(task: str) -> str:
-    """The id a task is known by in seeds and records: a scene path's stem, or the id."""
-    text = str(task)
-    return Path(text).stem if text.endswith((".yaml", ".yml")) else text
-
-
 def trial_seed(seed: int, task: str, trial: int) -> int:
     """The seed of trial ``trial`` of ``task`` in repetition ``seed`` (same for every
     configuration). A stable hash (CRC-32 of the task id, not Python's salted ``hash``) so
@@ -380,7 +374,8 @@ def run_units(units: Sequence[WorkUnit], workers: Optional[int] = None,
     n_workers = min(resolve_workers(workers), max(1, len(units)))
     try:
         if executor == "ray":
-            n_workers = run_ray(units, ray_address, resolve_workers(workers), take) \
+            n_workers = run_ray(units, ray_address, resolve_workers(workers), take,
+                                _run_unit) \
                 if units else n_workers
         elif n_workers == 1 or not units:
             _init_worker()

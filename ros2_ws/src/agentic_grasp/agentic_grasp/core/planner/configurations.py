@@ -63,6 +63,7 @@ from agentic_grasp.core.config import nested, node_params
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.planner.memory import TransferRules
+from agentic_grasp.core.planner.uncover import UncoverConfig
 from agentic_grasp.core.types import AffordanceType, GraspType
 
 NODE_NAME = "planner"
@@ -371,11 +372,15 @@ class PlannerConfig:
     memory: TransferRules = _section_field(
         TransferRules, "Episodic memory transfer beyond the category (similar objects, "
         "learned corrections)")
+    uncover: UncoverConfig = _section_field(
+        UncoverConfig, "Looking behind what could hide a target that is not in view")
 
     def __post_init__(self) -> None:
         get_configuration(self.configuration)
         if isinstance(self.grasp_synthesis, Mapping):
             self.grasp_synthesis = GraspSynthesisConfig.from_mapping(self.grasp_synthesis)
+        if isinstance(self.uncover, Mapping):
+            self.uncover = UncoverConfig.from_mapping(self.uncover)
         for name in ("max_retries", "seed", "level1_max_index", "level2_index"):
             value = getattr(self, name)
             if isinstance(value, bool) or int(value) != value or int(value) < 0:
@@ -420,6 +425,11 @@ class PlannerConfig:
                     kwargs[key] = GraspSynthesisConfig.from_mapping(dict(value))
                 except (TypeError, ValueError) as exc:
                     raise ConfigError(f"{source}: grasp_synthesis: {exc}") from None
+            elif key == "uncover":
+                try:
+                    kwargs[key] = UncoverConfig.from_mapping(dict(value))
+                except (TypeError, ValueError) as exc:
+                    raise ConfigError(f"{source}: uncover: {exc}") from None
             elif key in sections:
                 kwargs[key] = _section(sections[key], value, f"{source}: {key}")
             else:

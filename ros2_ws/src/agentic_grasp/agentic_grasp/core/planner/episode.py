@@ -31,6 +31,10 @@ Perception (``perception``):
 - ``"vlm_sim_perfect"``: the same with every error rate 0 (a perfect VLM).
 - ``"oracle"``: ground truth (+ the oracle's configured noise), no rendering.
 
+A named target that is not in view is looked for with the arm's wrist camera
+(core/planner/uncover.py): :meth:`CameraPerception.look` renders the frame of the camera the
+simulator's view motion put there and perceives it with the same backend.
+
 Visual query (``visual_query``, default config/planner.yaml ``episode_visual_query``):
 ``"camera"`` crops the last camera frame at the perceived target's box
 (:func:`render.crop_box`, as the knowledge base's crops are cut) and HAA-RAG embeds it
@@ -227,6 +231,27 @@ class CameraPerception:
         self.last = result
         return result
 
+    def look(self, instruction: str, camera: Camera) -> PerceptionResult:
+        """Perceive the frame of ``camera`` (the wrist camera where the arm put it).
+
+        vlm_sim gets that frame's own object-id mask, so it reports only what this view
+        shows. The re-perception policy is bypassed (its kept answer belongs to the fixed
+        camera); the call is a real VLM call and is counted as one. The oracle has no
+        camera: it answers as for the fixed camera.
+        """
+        if self.mode == "oracle":
+            return self.perceive(instruction)
+        from agentic_grasp.core.render import render_view
+
+        objects = self.sim.objects()
+        frame = render_view(objects, camera)
+        self.frame = (frame, objects)
+        result = self.policy.backend.perceive(frame.rgb, frame.depth, camera, instruction)
+        self.vlm_calls += 1
+        self.vlm_s += self.latency.seconds(result.completion_tokens)
+        self.last = result
+        return result
+
     def crop(self, target) -> Optional[np.ndarray]:
         """The camera crop at the perceived box of ``target`` (None when there is none)."""
         from agentic_grasp.core.render import crop_box
@@ -395,7 +420,9 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
     elif conf.retrieval and query == "camera":
         visual = eyes.crop
     planner = ReflectivePlanner(cfg, retriever, _constraint_fn(), visual_query=visual,
-                                scene_graph_fn=_scene_graph_fn())
+                                scene_graph_fn=_scene_graph_fn(),
+                                camera_position=eyes.camera.position,
+                                scene_graph_config=_scene_graph_config())
     planner.attempt_sink = attempt_sink      # experience acquisition (bench learning)
     planner.reseed([int(seed), 7919])
     perceive = eyes.perceive
@@ -404,7 +431,8 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
         memory = _MEMORIES.memory_for(conf.name, conf.memory, cfg.memory_scope)
     arm = InProcessSimArm(sim)
     task = planner.run_task(spec.instruction, perceive, arm, memory,
-                            after_success=lambda _oid: sim.place_held_object())
+                            after_success=lambda _oid: sim.place_held_object(),
+                            look=eyes.look)
     sim.place_held_object()
     grasped = task.grasped
     all_grasped = all(t in grasped for t in spec.targets)

@@ -201,10 +201,24 @@ class TaskResultEvent:
                 "grasped": list(self.grasped), "message": self.message}
 
 
+@dataclass(frozen=True)
+class UncoverEvent:
+    """One wrist-camera view while uncovering a hidden target (core/planner/uncover.py):
+    ``done`` False before the motion (its thought), True once it ended (reached or not, the
+    target seen or not). ``record`` is the uncover.ViewRecord."""
+
+    kind: ClassVar[str] = "uncover"
+    record: Any
+    done: bool
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"event": self.kind, "done": self.done, **self.record.to_dict()}
+
+
 PlannerEvent = Union[TaskPlanEvent, PlanEvent, ThoughtEvent, PhaseEvent, ObservationEvent,
-                     MemoryEvent, ReflectionEvent, ResultEvent, TaskResultEvent]
+                     MemoryEvent, ReflectionEvent, ResultEvent, TaskResultEvent, UncoverEvent]
 EventSink = Callable[[PlannerEvent], None]
 
 __all__ = ["EventSink", "MemoryEvent", "ObservationEvent", "PhaseEvent", "PlanEvent",
            "PlannerEvent", "ReflectionEvent", "ResultEvent", "TaskPlanEvent",
-           "TaskResultEvent", "ThoughtEvent", "outcome_dict"]
+           "TaskResultEvent", "ThoughtEvent", "UncoverEvent", "outcome_dict"]

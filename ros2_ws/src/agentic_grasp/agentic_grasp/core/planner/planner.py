@@ -39,6 +39,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tupl
 import numpy as np
 
 from agentic_grasp.core.arm import ArmBackend, ArmError, CancelCheck
+from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.constraints import (ConstraintSet, ConstraintType, apply_constraints,
                                              infer_constraints)
 from agentic_grasp.core.heuristic import (HeuristicConfig, geometric_grasps, heuristic_grasp,
@@ -58,7 +59,9 @@ from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext, 
                                                  with_approach, wrap_angle)
 from agentic_grasp.core.planner.recovery import same_grasp
 from agentic_grasp.core.planner.recovery import correction_level as recovery_correction_level
-from agentic_grasp.core.planner.tasks import TaskPlan, plan_subgoals
+from agentic_grasp.core.planner.tasks import (KIND_NAMED, TaskPlan, instruction_kind,
+                                              names_only_landmarks, plan_subgoals)
+from agentic_grasp.core.planner.uncover import ViewRecord, poorly_located, run_uncover
 from agentic_grasp.core.grasping import clearance as grasp_clearance
 from agentic_grasp.core.grasping.fit import fit_strategy, handle_yaw_of
 from agentic_grasp.core.grasping.hand import HandModel
@@ -260,6 +263,7 @@ class TaskOutcome:
     perception_calls: int = 0
     wall_s: float = 0.0
     overhead_s: float = 0.0               # modelled compute outside any sub-goal
+    views: List[ViewRecord] = field(default_factory=list)   # uncover: wrist-camera views
 
     @property
     def grasped(self) -> List[str]:
@@ -281,7 +285,7 @@ class TaskOutcome:
 
     @property
     def motion_s(self) -> float:
-        return sum(g.motion_s for g in self.goals)
+        return sum(g.motion_s for g in self.goals) + sum(v.duration_s for v in self.views)
 
     @property
     def compute_s(self) -> float:
@@ -292,6 +296,7 @@ class TaskOutcome:
                 "success": self.success, "message": self.message,
                 "plan": None if self.plan is None else self.plan.to_dict(),
                 "grasped": self.grasped, "goals": [g.to_dict() for g in self.goals],
+                "views": [v.to_dict() for v in self.views],
                 "perception_calls": self.total_perception_calls,
                 "wall_s": round(self.wall_s, 6)}
 
@@ -324,12 +329,20 @@ class ReflectivePlanner:
                  configuration: Optional[str] = None,
                  visual_query: Optional[VisualQuery] = None,
                  heuristic_config: Optional[HeuristicConfig] = None,
-                 scene_graph_fn: Optional[SceneGraphFn] = None) -> None:
+                 scene_graph_fn: Optional[SceneGraphFn] = None,
+                 camera_position: Optional[Sequence[float]] = None,
+                 scene_graph_config: Optional[SceneGraphConfig] = None) -> None:
         """``constraint_fn`` and ``scene_graph_fn`` are the scene-graph reasoning: give both
         from one source (scene_graph_constraints / scene_graph_builder with one config and
         camera in process, the scene-graph node's service in the graph); either left out is
         built in process with the default SceneGraphConfig."""
         self.config = config if config is not None else PlannerConfig()
+        #: The fixed camera's position and the scene graph's thresholds, for uncovering a
+        #: hidden target (the same the constraint function's scene graph uses).
+        self.camera_position = np.asarray(
+            camera_position if camera_position is not None else Camera().position,
+            dtype=float)
+        self.scene_graph_config = scene_graph_config or SceneGraphConfig()
         self.configuration: Configuration = get_configuration(
             configuration if configuration is not None else self.config.configuration)
         self.retriever = retriever
@@ -790,8 +803,8 @@ class ReflectivePlanner:
         fresh = reperceive()
         perceived = _find_perceived(fresh, target_id) if fresh.ok else None
         new = perceived.to_object_instance() if perceived is not None else None
-        if new is None:
-            return None
+        if new is None or poorly_located(perceived, fresh.objects):
+            return None         # not seen, or depth measured another surface: keep the last
         old = ctx.target
         shift = float(np.linalg.norm(new.position - old.position))
         turn = abs(wrap_angle(new.yaw - old.yaw))
@@ -822,12 +835,18 @@ class ReflectivePlanner:
     def run_task(self, instruction: str, perceive: Callable[[str], PerceptionResult],
                  arm: ArmBackend, memory: Optional[EpisodicMemory] = None,
                  cancel: Optional[CancelCheck] = None, on_event: Optional[EventSink] = None,
-                 after_success: Optional[Callable[[str], None]] = None) -> TaskOutcome:
+                 after_success: Optional[Callable[[str], None]] = None,
+                 look: Optional[Callable[[str, Any], PerceptionResult]] = None
+                 ) -> TaskOutcome:
         """Decompose ``instruction`` into sub-goals and run Algorithm 1 for each.
 
         ``perceive(instruction)`` returns a fresh PerceptionResult; each sub-goal is perceived
         with :func:`subgoal_instruction` so its target carries an affordance.
         ``after_success(object_id)`` is called after each grasp (put the object away).
+        ``look(instruction, camera)`` perceives the frame of the arm's wrist camera at the
+        pose it reached: with it, a named target that is not in view is looked for behind
+        what could hide it (uncover.py); without it, or when nothing is seen, the goal ends
+        with the target not found (never with another object grasped in its place).
         """
         start = time.perf_counter()
         cancel = cancel or (lambda: False)
@@ -840,6 +859,30 @@ class ReflectivePlanner:
             task.status, task.message = STATUS_FAILED, f"perception failed: {first.error}"
             task.wall_s = time.perf_counter() - start
             return task
+        named = instruction_kind(instruction) == KIND_NAMED
+        shown = first.to_object_instances()
+        # not found, or "found" as an object the instruction names only as a landmark
+        hidden = names_only_landmarks(instruction, shown)
+        if named and (hidden or poorly_located(first.target, first.objects)):
+            # the named target is not in view (or only a sliver of it): look behind what
+            # could hide it. What the instruction also mentions is a landmark ("behind the
+            # box"), never a stand-in for the target.
+            found = run_uncover(self, instruction, first, arm, look, emit, cancel)
+            task.views = list(found.views)
+            looks = sum(v.reached for v in found.views)
+            task.perception_calls += looks
+            task.overhead_s += self.config.time_model.perception_s * looks
+            if found.found:
+                first = found.perception
+            elif hidden or cancel():
+                task.plan = TaskPlan(instruction, KIND_NAMED)
+                emit(TaskPlanEvent(task.plan))
+                task.status = STATUS_CANCELED if cancel() else STATUS_FAILED
+                task.message = ("the instruction names no perceived object (but as a "
+                                f"landmark): the target is not in view; {found.message}")
+                task.wall_s = time.perf_counter() - start
+                emit(TaskResultEvent(instruction, task.status, (), task.message))
+                return task
         objects = first.to_object_instances()
         # the scene-graph reasoning's own graph (its configuration and camera): the same one
         # the constraints of each sub-goal come from

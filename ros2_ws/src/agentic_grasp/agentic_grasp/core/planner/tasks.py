@@ -150,6 +150,22 @@ def split_landmarks(instruction: str, ids: Sequence[str],
     return [oid for oid in ids if oid in targets]
 
 
+def names_only_landmarks(instruction: str, objects: Sequence[ObjectInstance]) -> bool:
+    """True when every object of ``objects`` the instruction names is a landmark: its first
+    mention follows a relation phrase ("pick up the ball *behind the* box" with only the box
+    perceived). The instruction is then about an object that is not among them."""
+    if instruction_kind(instruction) != KIND_NAMED:
+        return False
+    tokens = _tokens(instruction)
+    named = resolve_targets(instruction, objects)
+    by_id = {o.id: o for o in objects}
+    for oid in named:
+        start, _ = _mention(by_id[oid], tokens)
+        if start < 0 or _last_connector(tokens[:start]) != "relation":
+            return False
+    return True
+
+
 def _dependents(graph: SceneGraph, object_id: str) -> List[str]:
     """Objects resting on or leaning on ``object_id`` (they must go first)."""
     return sorted(set(graph.objects_of(object_id, SUPPORTS))
@@ -208,4 +224,5 @@ def plan_subgoals(instruction: str, objects: Sequence[ObjectInstance],
 
 
 __all__ = ["CONJUNCTIONS", "KIND_CLEAR", "KIND_NAMED", "KIND_SORT", "RELATION_PHRASES",
-           "SubGoal", "TaskPlan", "instruction_kind", "plan_subgoals", "split_landmarks"]
+           "SubGoal", "TaskPlan", "instruction_kind", "names_only_landmarks", "plan_subgoals",
+           "split_landmarks"]

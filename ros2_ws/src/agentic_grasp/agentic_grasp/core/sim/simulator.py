@@ -25,6 +25,7 @@ from agentic_grasp.core.sim.objects import Catalogue, load_catalogue
 from agentic_grasp.core.sim.params import PhysicsParams, QualityParams
 from agentic_grasp.core.sim.physics import AttemptNoise, AttemptPlan, Body, plan_attempt
 from agentic_grasp.core.sim.scenes import TaskSpec, load_task
+from agentic_grasp.core.sim.view import ViewMotion, WristCameraMount, plan_view
 from agentic_grasp.core.stats import percentiles
 from agentic_grasp.core.types import (GRIPPER_MAX_FORCE_N, GRIPPER_MAX_WIDTH_M, AttemptOutcome,
                                       GraspParameters, ObjectInstance, Phase)
@@ -50,7 +51,8 @@ class Simulator:
 
     def __init__(self, params: Optional[PhysicsParams] = None, seed: int = 0,
                  kinematics: Any = None, quality: Optional[QualityParams] = None,
-                 catalogue: Optional[Catalogue] = None) -> None:
+                 catalogue: Optional[Catalogue] = None,
+                 wrist_camera: Optional[WristCameraMount] = None) -> None:
         if kinematics is None:
             from agentic_grasp.core.kinematics import PandaKinematics
             kinematics = PandaKinematics()
@@ -58,6 +60,7 @@ class Simulator:
         self.quality_params = quality or QualityParams()
         self.kinematics = kinematics
         self.catalogue = catalogue or load_catalogue()
+        self.wrist_camera = wrist_camera or WristCameraMount()
         self.task: Optional[TaskSpec] = None
         self._rng = np.random.default_rng(seed)
         self._objects: Dict[str, ObjectInstance] = {}
@@ -78,7 +81,9 @@ class Simulator:
         if not cat_path.is_absolute():          # next to the parameter file, else in config/
             beside = cfg_path.parent / cat_path
             cat_path = beside if beside.is_file() else paths.config_dir() / cat_path
-        return cls(physics, seed, quality=qual, catalogue=load_catalogue(cat_path))
+        mount = WristCameraMount.from_mapping(cfg.get("wrist_camera"), str(cfg_path))
+        return cls(physics, seed, quality=qual, catalogue=load_catalogue(cat_path),
+                   wrist_camera=mount)
 
     # ------------------------------------------------------------------ scene
     def load_task(self, task_id_or_path: str, trial_seed: int) -> TaskSpec:
@@ -247,6 +252,18 @@ class Simulator:
     def abort(self, attempt_id: str) -> None:
         """Cancel: the gripper opens and nothing further happens (committed phases stay)."""
         self._attempts.pop(attempt_id, None)
+
+    # ------------------------------------------------------------------ wrist camera
+    def move_camera_to(self, T_world_cam: np.ndarray) -> ViewMotion:
+        """Point the wrist camera: IK to the pose, the hand checked against the scene
+        (core/sim/view.py). Contact-free: nothing in the scene changes, no noise is drawn,
+        so the grasp attempts after a view replay as without it."""
+        for open_id in list(self._attempts):
+            self.abort(open_id)
+        if self._held is not None:
+            self.place_held_object()
+        bodies = [self._body(oid) for oid in self._objects]
+        return plan_view(T_world_cam, self.wrist_camera, self.kinematics, bodies, self.params)
 
     # ------------------------------------------------------------------ internals
     def _body(self, object_id: str) -> Body:
