@@ -12,7 +12,9 @@ both camera_info and the ground truth (SceneGraph.world_version) of one capture 
 stamp; re-sending them keeps it, like a camera driver's stamps. A scene load is captured at
 once, an arm phase once the arm is quiet, and a request on ``camera/capture_request``
 (builtin_interfaces/Time t: "I need a capture taken at or after t") at once when the last
-capture is older than t or shows an older world.
+capture is older than t or shows an older world. Depth noise is drawn from the trial seed and
+the number of world changes since the load, so the same scene, seed and attempts give the
+same frames however many captures are taken.
 
 The executor's liveliness is watched (agentic_grasp.liveness): when its process dies with an
 attempt open, that attempt is aborted as if ABORT had come (nothing more moves, the gripper
@@ -66,7 +68,8 @@ class SimNode(Node):
         rate = declare(self, "camera_rate_hz", 2.0, "Rate at which the last capture is re-sent "
                                                      "(its stamp kept); 0 = never")
         self.depth_noise = declare(self, "depth_noise_std_m", 0.0,
-                                   "Gaussian noise added to rendered depth (m)")
+                                   "Gaussian noise added to rendered depth (m), drawn from "
+                                   "the trial seed")
         self.phase_delay = declare(self, "phase_delay_s", 0.0,
                                    "Wall-clock time each arm phase takes (s); 0 = as fast as "
                                    "possible. Emulates motion time so cancel can land mid-attempt")
@@ -155,7 +158,9 @@ class SimNode(Node):
             seed = self._trial_seed
             now = self.get_clock().now()
         stamp = now.to_msg()
-        rng = np.random.default_rng() if self.depth_noise > 0 else None
+        rng = None
+        if self.depth_noise > 0:             # the same scene state draws the same noise
+            rng = np.random.default_rng([seed, changes])
         frame = render_scene(objects, self.camera, depth_noise_std=self.depth_noise, rng=rng)
         header = Header(stamp=stamp, frame_id=self.camera.frame_id)
         truth = SceneGraph(header=Header(stamp=stamp, frame_id=self.world_frame),
