@@ -12,9 +12,11 @@ both camera_info and the ground truth (SceneGraph.world_version) of one capture 
 stamp; re-sending them keeps it, like a camera driver's stamps. A scene load is captured at
 once, an arm phase once the arm is quiet, and a request on ``camera/capture_request``
 (builtin_interfaces/Time t: "I need a capture taken at or after t") at once when the last
-capture is older than t or shows an older world. Depth noise is drawn from the trial seed and
-the number of world changes since the load, so the same scene, seed and attempts give the
-same frames however many captures are taken.
+capture is older than t or shows an older world; otherwise that capture is sent again.
+``camera_rate_hz`` > 0 also re-sends it periodically: off by default, since 2 MB re-sent at
+2 Hz lengthened the perceive tail on the loaded machine. Depth noise is drawn from the trial
+seed and the number of world changes since the load, so the same scene, seed and attempts
+give the same frames however many captures are taken.
 
 The executor's liveliness is watched (agentic_grasp.liveness): when its process dies with an
 attempt open, that attempt is aborted as if ABORT had come (nothing more moves, the gripper
@@ -65,8 +67,9 @@ class SimNode(Node):
         super().__init__("sim")
         self.task = declare(self, "task", "sg_banana", "Task scene loaded at start (config/scenes)")
         seed = declare(self, "seed", 0, "Trial seed of the initial scene")
-        rate = declare(self, "camera_rate_hz", 2.0, "Rate at which the last capture is re-sent "
-                                                     "(its stamp kept); 0 = never")
+        rate = declare(self, "camera_rate_hz", 0.0, "Rate at which the last capture is re-sent "
+                                                     "(its stamp kept); 0 = only when a "
+                                                     "capture request finds it current")
         self.depth_noise = declare(self, "depth_noise_std_m", 0.0,
                                    "Gaussian noise added to rendered depth (m), drawn from "
                                    "the trial seed")
@@ -184,9 +187,14 @@ class SimNode(Node):
         self._capture()
 
     def _on_capture_request(self, msg: Time) -> None:
-        """Capture now unless the last capture is at or after ``msg`` and shows this world."""
+        """Capture now unless the last capture is at or after ``msg`` and shows this world;
+        then send that one again (its stamp kept). A requester that asks again has not got
+        it: on the loaded machine DDS loses a fragment of these 1-2 MB samples now and then,
+        and a reliable writer repairs it only at its next heartbeat (seconds), while a re-sent
+        sample supersedes the lost one at once."""
         if self._rendered_version == self._version and \
                 self._captured_ns >= RclpyTime.from_msg(msg).nanoseconds:
+            self._republish()
             return
         self._capture()
 
