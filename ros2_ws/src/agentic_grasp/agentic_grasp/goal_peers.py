@@ -1,9 +1,10 @@
 """The planner node's peers bound to one GraspObject goal (its cancel and its feedback).
 
-- :class:`TargetCrops`: the perception node's crops at the perceived target box
-  (``perception/target_crop``), the visual query of HAA-RAG;
-- :class:`BoundPerception`: the perceive service, announcing each call as feedback and
-  asking again after an error answer;
+- :class:`WorldClock`: when the world last changed (goal start, end of each arm motion);
+- :class:`TargetCrops`: the crop of the last perception answer (cut from its capture), the
+  visual query of HAA-RAG;
+- :class:`BoundPerception`: the perceive service, asking for a capture at or after the last
+  world change, announcing each call as feedback and asking again after an error answer;
 - :class:`BoundRetriever`: the retrieval service, announcing each query as feedback;
 - :class:`BoundSceneGraph`: the scene graph's constraints, where a sub-goal starts;
 - :class:`BoundArm`: the executor's arm, its waits cut short by the goal's cancel.
@@ -11,56 +12,62 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
-from sensor_msgs.msg import Image
 
 from agentic_grasp.backends.dependencies import GoalCanceled, GoalSignal
 from agentic_grasp.backends.executor_arm import ExecutorArmBackend
 from agentic_grasp.backends.perception_service import PerceptionService
 from agentic_grasp.backends.retrieval_service import RetrievalService
 from agentic_grasp.backends.scene_graph_service import SceneGraphService
-from agentic_grasp.conversions import rgb_from_msg
 from agentic_grasp.core.arm import ArmBackend, ArmResult, CancelCheck, PhaseCallback
 from agentic_grasp.core.perception.backend import PerceptionResult
 from agentic_grasp.core.types import GraspParameters
 
 
-class TargetCrops:
-    """The perception node's target crops (``perception/target_crop``), for the visual query.
+class WorldClock:
+    """When the world this goal perceives last changed, as far as the planner knows.
 
-    ``expect()`` before a perceive call forgets older crops; ``crop_for(id, wait)`` returns
-    the crop of that call's target (waiting up to ``wait`` s, as the crop may arrive just
-    after the service's response), or None: then retrieval runs without s_vis.
+    The goal's start (a client loads its scene before it sends the goal) and the end of
+    each arm motion (BoundArm marks it, whatever the outcome: the arm may have moved
+    something). Perception is asked for a capture taken at or after it.
+    """
+
+    def __init__(self, now: Callable[[], Any]) -> None:
+        self._now = now
+        self.changed = now()
+
+    def mark(self) -> None:
+        self.changed = self._now()
+
+
+class TargetCrops:
+    """The target crop of the last perception answer, for the visual query of HAA-RAG.
+
+    The crop travels in the Perceive response, cut from the capture that answer was
+    computed from; ``set`` replaces it with each answer (None when the answer had none), so
+    a crop of an earlier capture or another target is never used.
     """
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._crops: Dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+        self._target_id = ""
+        self._crop: Optional[np.ndarray] = None
+        self.capture_ns = 0
 
-    def expect(self) -> None:
-        with self._cond:
-            self._crops.clear()
+    def set(self, target_id: str, crop: Optional[np.ndarray], capture_ns: int = 0) -> None:
+        with self._lock:
+            self._target_id, self._crop, self.capture_ns = target_id, crop, capture_ns
 
-    def add(self, msg: Image) -> None:
-        try:
-            crop = rgb_from_msg(msg)
-        except Exception:  # noqa: BLE001 - a bad crop only costs the visual query
-            return
-        with self._cond:
-            self._crops[msg.header.frame_id] = crop
-            self._cond.notify_all()
+    def crop_for(self, target_id: str) -> Optional[np.ndarray]:
+        with self._lock:
+            return self._crop if target_id and target_id == self._target_id else None
 
-    def crop_for(self, target_id: str, wait_s: float) -> Optional[np.ndarray]:
-        with self._cond:
-            self._cond.wait_for(lambda: target_id in self._crops, timeout=wait_s)
-            return self._crops.get(target_id)
-
-    def visual_query(self, wait_s: float) -> Callable[[Any], Optional[np.ndarray]]:
+    def visual_query(self) -> Callable[[Any], Optional[np.ndarray]]:
         """The planner's visual query: the crop of the perceived target (ObjectInstance)."""
         def query(target: Any) -> Optional[np.ndarray]:
-            return self.crop_for(target.id, wait_s)
+            return self.crop_for(target.id)
 
         return query
 
@@ -68,14 +75,16 @@ class TargetCrops:
 class BoundPerception:
     """The perceive service for one goal: ``perceive(text)`` for the planner.
 
-    An answer with an error (e.g. no colour/depth pair yet) is asked again ``retries`` times
-    after ``retry_delay_s``, since such errors pass with the next camera frame; ``announce``
-    publishes the ``perceive`` feedback (GoalSession.stage), ``warn`` logs the retry.
+    Each call asks for a capture taken at or after ``world.changed`` and names the goal
+    (re-perception is per goal); the answer's crop goes to ``crops``. An answer with an
+    error (e.g. no capture in time) is asked again ``retries`` times after
+    ``retry_delay_s``; ``announce`` publishes the ``perceive`` feedback
+    (GoalSession.stage), ``warn`` logs the retry.
     """
 
     def __init__(self, service: PerceptionService, signal: GoalSignal, crops: TargetCrops,
                  retries: int, retry_delay_s: float, announce: Callable[[str], None],
-                 warn: Callable[[str], None]) -> None:
+                 warn: Callable[[str], None], world: WorldClock, goal_id: str = "") -> None:
         self._service = service
         self._signal = signal
         self._crops = crops
@@ -83,12 +92,22 @@ class BoundPerception:
         self._delay = retry_delay_s
         self._announce = announce
         self._warn = warn
+        self._world = world
+        self._goal_id = goal_id
+
+    def _ask(self, text: str) -> PerceptionResult:
+        answer = self._service.perceive(text, self._signal, self._world.changed,
+                                        self._goal_id)
+        target = answer.result.target
+        self._crops.set(target.id if target is not None else "", answer.crop,
+                        answer.capture_ns)
+        return answer.result
 
     def __call__(self, text: str) -> PerceptionResult:
         signal = self._signal
         self._announce(f"perceiving: {text}")
-        self._crops.expect()
-        result = self._service.perceive(text, signal)
+        self._crops.set("", None)
+        result = self._ask(text)
         for _ in range(self._retries):
             if result.ok:
                 break
@@ -97,7 +116,7 @@ class BoundPerception:
             signal.wait_event(threading.Event(), self._delay)
             if signal.cancelled:
                 raise GoalCanceled("canceled while waiting to perceive again")
-            result = self._service.perceive(text, signal)
+            result = self._ask(text)
         return result
 
 
@@ -153,13 +172,21 @@ class BoundArm(ArmBackend):
 
     name = "executor"
 
-    def __init__(self, arm: ExecutorArmBackend, signal: GoalSignal) -> None:
+    def __init__(self, arm: ExecutorArmBackend, signal: GoalSignal,
+                 world: Optional[WorldClock] = None) -> None:
         self._arm = arm
         self._signal = signal
+        self._world = world
 
     def execute(self, target_id: str, grasp: GraspParameters, on_phase: PhaseCallback,
                 is_cancelled: CancelCheck) -> ArmResult:
-        return self._arm.execute(target_id, grasp, on_phase, is_cancelled, signal=self._signal)
+        try:
+            return self._arm.execute(target_id, grasp, on_phase, is_cancelled,
+                                     signal=self._signal)
+        finally:
+            if self._world is not None:      # the motion has ended: later captures show it
+                self._world.mark()
 
 
-__all__ = ["BoundArm", "BoundPerception", "BoundRetriever", "BoundSceneGraph", "TargetCrops"]
+__all__ = ["BoundArm", "BoundPerception", "BoundRetriever", "BoundSceneGraph", "TargetCrops",
+           "WorldClock"]

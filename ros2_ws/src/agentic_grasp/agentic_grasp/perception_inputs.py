@@ -1,15 +1,25 @@
-"""What the perception node is fed: camera messages paired by stamp, and ground truth.
+"""What the perception node is fed: captures (camera messages and ground truth, by stamp).
 
-Colour and depth images are paired by header stamp (the newest colour image whose depth
-image is within ``max_skew_s``), so a depth image from another instant is never read at the
-colour image's pixels. Messages are kept raw; decoding them is
-:func:`agentic_grasp.conversions.rgbd_frame_from_msgs`.
+A capture is what one camera exposure gives: a colour image, the registered depth image and
+the camera_info, all stamped with the capture time (a camera driver's stamp; the simulator's
+is the instant it copied the world), and with the simulator the ground truth of that instant
+(SceneGraph with the same stamp and the world version it shows). Colour and depth are paired
+by stamp (within ``max_skew_s``), ground truth to the colour image's stamp (within the same
+skew), so a depth image or a truth from another instant is never read with the colour image.
+Re-sent messages keep their stamp, so a repeat replaces nothing newer.
+
+:meth:`FrameStore.wait_capture` gives the newest complete capture taken at or after a
+not-before time, waiting (bounded) for one and asking the camera for it meanwhile (the
+simulator captures on request: ``camera/capture_request``); it never returns an older one.
+Messages are kept raw; decoding them is :func:`agentic_grasp.conversions.rgbd_frame_from_msgs`.
 """
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
-from typing import Any, Deque, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Deque, List, Optional, Tuple
 
 import numpy as np
 
@@ -20,42 +30,100 @@ from agentic_grasp.core.camera import look_at
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.types import ObjectInstance
 
-#: Colour and depth images kept for pairing by stamp (the simulator re-sends at 2 Hz).
+#: Captures kept for pairing by stamp (a capture per world change, re-sent at 2 Hz).
 FRAME_HISTORY = 4
+#: While waiting for a capture, the camera is asked again this often (s): a request sent
+#: before DDS matched the camera's subscription is lost, and a capture may be in flight.
+REQUEST_INTERVAL_S = 0.2
+
+
+def stamp_ns(stamp: Time) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
 def _seconds(stamp: Time) -> float:
     return float(stamp.sec) + 1e-9 * float(stamp.nanosec)
 
 
+def ns_to_time(ns: int) -> Time:
+    return Time(sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
+
+
+@dataclass
+class Truth:
+    """The ground truth of one capture (None objects: an invalid message, ``problem`` why)."""
+
+    stamp_ns: int
+    world_version: int
+    objects: Optional[List[ObjectInstance]]
+    problem: str = ""
+    trial_seed: int = 0
+
+
+@dataclass
+class Capture:
+    """One complete capture: its messages, stamp and (with ground truth) its world version."""
+
+    rgb: Image
+    depth: Image
+    info: CameraInfo
+    truth: Optional[Truth]
+    frame: Any = None                        # its decoded RgbdFrame, once decoded
+
+    @property
+    def stamp_ns(self) -> int:
+        return stamp_ns(self.rgb.header.stamp)
+
+    @property
+    def world_version(self) -> int:
+        return self.truth.world_version if self.truth is not None else 0
+
+
+def _add(history: Deque[Any], item: Any, ns: int, key: Callable[[Any], int]) -> None:
+    """Keep ``history`` in stamp order, one entry per stamp (a re-send replaces its copy)."""
+    for i, old in enumerate(history):
+        if key(old) == ns:
+            history[i] = item
+            return
+    if history and ns < key(history[-1]):
+        return                               # older than what we have: a stale re-send
+    history.append(item)
+
 
 class FrameStore:
-    """The last few colour and depth images and the last CameraInfo, thread-safe.
+    """The last few colour, depth and ground-truth messages and the last CameraInfo.
 
-    Pairing by stamp happens when a frame is asked for, and decoding too: the camera sends
-    frames far more often than perception is asked, so only the frame used is decoded.
+    Thread-safe; pairing by stamp happens when a capture is asked for, and decoding later:
+    the camera sends frames far more often than perception is asked.
     """
 
     def __init__(self, max_skew_s: float, history: int = FRAME_HISTORY) -> None:
         self.max_skew_s = max_skew_s
         self._rgb: Deque[Image] = deque(maxlen=history)
         self._depth: Deque[Image] = deque(maxlen=history)
+        self._truth: Deque[Truth] = deque(maxlen=history)
         self._info: Optional[CameraInfo] = None
         self._cond = threading.Condition()
 
     def add_rgb(self, msg: Image) -> None:
         with self._cond:
-            self._rgb.append(msg)
+            _add(self._rgb, msg, stamp_ns(msg.header.stamp), lambda m: stamp_ns(m.header.stamp))
             self._cond.notify_all()
 
     def add_depth(self, msg: Image) -> None:
         with self._cond:
-            self._depth.append(msg)
+            _add(self._depth, msg, stamp_ns(msg.header.stamp),
+                 lambda m: stamp_ns(m.header.stamp))
             self._cond.notify_all()
 
     def set_info(self, msg: CameraInfo) -> None:
         with self._cond:
             self._info = msg
+            self._cond.notify_all()
+
+    def add_truth(self, truth: Truth) -> None:
+        with self._cond:
+            _add(self._truth, truth, truth.stamp_ns, lambda t: t.stamp_ns)
             self._cond.notify_all()
 
     @property
@@ -68,62 +136,78 @@ class FrameStore:
         with self._cond:
             return _seconds(self._rgb[-1].header.stamp) if self._rgb else None
 
-    def latest_messages(self, topics: Tuple[str, str, str]
-                        ) -> Tuple[Optional[Tuple[Image, Image, CameraInfo]], str]:
-        """((rgb, depth, info), "") for the newest pairable frame, else (None, why not)."""
+    def newest_truth(self) -> Optional[Truth]:
+        with self._cond:
+            return self._truth[-1] if self._truth else None
+
+    def find(self, topics: Tuple[str, str, str], not_before_ns: int = 0,
+             truth_topic: str = "") -> Tuple[Optional[Capture], str]:
+        """(capture, "") for the newest complete capture at or after ``not_before_ns``, else
+        (None, why not). ``truth_topic`` non-empty: the capture needs its ground truth."""
         rgb_topic, depth_topic, info_topic = topics
+        skew_ns = int(self.max_skew_s * 1e9)
         with self._cond:
             rgbs, depths, info = list(self._rgb), list(self._depth), self._info
+            truths = list(self._truth)
         if not rgbs:
             return None, f"no camera frame yet on {rgb_topic}"
         if not depths:
             return None, f"no depth image yet on {depth_topic}"
         if info is None:
             return None, f"no camera_info yet on {info_topic}"
-        for rgb in reversed(rgbs):
-            t_rgb = _seconds(rgb.header.stamp)
-            depth = min(depths, key=lambda d: abs(_seconds(d.header.stamp) - t_rgb))
-            if abs(_seconds(depth.header.stamp) - t_rgb) <= self.max_skew_s:
-                return (rgb, depth, info), ""
-        return None, (f"no depth image within max_frame_skew_s={self.max_skew_s:g} s of a "
-                      f"colour image (newest colour {_seconds(rgbs[-1].header.stamp):.3f} s, "
-                      f"newest depth {_seconds(depths[-1].header.stamp):.3f} s)")
+        fresh = [m for m in rgbs if stamp_ns(m.header.stamp) >= not_before_ns]
+        if not fresh:
+            return None, (f"no camera frame taken at or after {not_before_ns * 1e-9:.3f} s on "
+                          f"{rgb_topic} (newest {_seconds(rgbs[-1].header.stamp):.3f} s)")
+        why = ""
+        for rgb in reversed(fresh):
+            t_rgb = stamp_ns(rgb.header.stamp)
+            depth = min(depths, key=lambda d: abs(stamp_ns(d.header.stamp) - t_rgb))
+            if abs(stamp_ns(depth.header.stamp) - t_rgb) > skew_ns:
+                why = why or (f"no depth image within max_frame_skew_s={self.max_skew_s:g} s "
+                              f"of a colour image (newest colour "
+                              f"{_seconds(rgbs[-1].header.stamp):.3f} s, newest depth "
+                              f"{_seconds(depths[-1].header.stamp):.3f} s)")
+                continue
+            truth = None
+            if truth_topic:
+                truth = min(truths, key=lambda t: abs(t.stamp_ns - t_rgb), default=None)
+                if truth is None:
+                    why = why or f"no ground truth yet on {truth_topic}"
+                    continue
+                if abs(truth.stamp_ns - t_rgb) > skew_ns:
+                    why = why or (f"no ground truth on {truth_topic} for the capture at "
+                                  f"{t_rgb * 1e-9:.3f} s (newest truth at "
+                                  f"{truths[-1].stamp_ns * 1e-9:.3f} s, world version "
+                                  f"{truths[-1].world_version})")
+                    continue
+                if truth.objects is None:
+                    return None, truth.problem or f"ground truth on {truth_topic} is invalid"
+            return Capture(rgb, depth, info, truth), ""
+        return None, why
 
-
-
-class GroundTruthStore:
-    """The latest ground-truth scene (oracle and vlm_sim backends), thread-safe.
-
-    An update notifies ``condition`` (the FrameStore's), so one wait sees frames and truth.
-    """
-
-    def __init__(self, condition: threading.Condition, topic: str = "") -> None:
-        self.topic = topic
-        self._cond = condition
-        self._lock = threading.Lock()
-        self._objects: Optional[List[ObjectInstance]] = None
-        self._problem = ""
-
-    def set(self, objects: Optional[List[ObjectInstance]], problem: str = "") -> None:
-        """The new truth; None (with the reason) clears it, e.g. after an invalid update."""
-        with self._cond:
-            with self._lock:
-                self._objects, self._problem = objects, problem
-            self._cond.notify_all()
-
-    def objects(self) -> List[ObjectInstance]:
-        """A copy of the latest ground truth (the oracle's provider); RuntimeError if none."""
-        with self._lock:
-            if self._objects is None:
-                raise RuntimeError(f"no ground truth yet on {self.topic}")
-            return [o.copy() for o in self._objects]
-
-    def problem(self) -> str:
-        """Why there is no ground truth ("" when there is)."""
-        with self._lock:
-            if self._objects is None:
-                return self._problem or f"no ground truth yet on {self.topic}"
-            return ""
+    def wait_capture(self, topics: Tuple[str, str, str], not_before_ns: int, timeout_s: float,
+                     truth_topic: str = "", request: Optional[Callable[[int], None]] = None
+                     ) -> Tuple[Optional[Capture], str]:
+        """:meth:`find`, waiting up to ``timeout_s`` for a capture at or after
+        ``not_before_ns``; ``request(not_before_ns)`` asks the camera for one (at once and
+        every REQUEST_INTERVAL_S while none has come). On timeout the last reason, with the
+        time waited."""
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        asked = -1.0
+        while True:
+            capture, why = self.find(topics, not_before_ns, truth_topic)
+            now = time.monotonic()
+            if capture is not None or now >= deadline:
+                break
+            if request is not None and now - asked >= REQUEST_INTERVAL_S:
+                request(not_before_ns)
+                asked = now
+            with self._cond:
+                self._cond.wait(min(deadline - now, REQUEST_INTERVAL_S))
+        if capture is None and timeout_s > 0.0:
+            why = f"{why} (waited {timeout_s:.2f} s)"
+        return capture, why
 
 
 def camera_pose(eye: Any, target: Any) -> np.ndarray:
@@ -142,4 +226,5 @@ def camera_pose(eye: Any, target: Any) -> np.ndarray:
         raise ConfigError(f"camera.eye/camera.target: {exc}") from None
 
 
-__all__ = ["FRAME_HISTORY", "FrameStore", "GroundTruthStore", "camera_pose"]
+__all__ = ["FRAME_HISTORY", "REQUEST_INTERVAL_S", "Capture", "FrameStore", "Truth",
+           "camera_pose", "ns_to_time", "stamp_ns"]

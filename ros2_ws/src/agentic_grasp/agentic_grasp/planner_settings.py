@@ -97,16 +97,11 @@ class NodeSettings:
                                              "node's crop of the camera frame at the "
                                              "perceived target box, sent as target_crop) or "
                                              "none (s_vis = 0)")
-    crop_wait_s: float = _described(0.5, "How long retrieval waits for the target crop of the "
-                                         "last perception call before querying without one "
-                                         "(s)")
     timeouts: Timeouts = field(default_factory=Timeouts)   # declared as timeouts.*
 
     def __post_init__(self) -> None:
         if self.visual_query not in ("camera", "none"):
             raise ConfigError(f"visual_query must be camera or none, got {self.visual_query!r}")
-        if not 0.0 <= float(self.crop_wait_s) < 10.0:
-            raise ConfigError("crop_wait_s must be in [0, 10) s")
         self.timeouts.check()
         if self.max_instruction_chars < 1:
             raise ConfigError("max_instruction_chars must be >= 1")

@@ -1,27 +1,38 @@
 """The planner's perceive callback over the perception node's Perceive service."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, NamedTuple, Optional
 
+import numpy as np
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 
 from agentic_grasp.backends.dependencies import GoalSignal, ServiceCaller
-from agentic_grasp.conversions import perception_result_from_msg
+from agentic_grasp.conversions import perception_result_from_msg, rgb_from_msg
 from agentic_grasp.core.perception import PerceptionResult
 from agentic_grasp_interfaces.srv import Perceive
 
 PEER = "perception"
 
 
-class PerceptionService:
-    """``perceive(instruction)`` -> PerceptionResult, as ReflectivePlanner.run_task wants it.
+class PerceptionAnswer(NamedTuple):
+    """One Perceive answer: the result, the target crop cut from the same capture (None
+    without one), and the capture it came from (stamp in ns, world version; 0 = unknown)."""
 
-    A perception *error* (no frame, target not found, VLM unreachable) is an answer: it comes
-    back in ``PerceptionResult.error`` and the planner reports it. Only a node that does not
-    answer within ``timeout_s`` raises DependencyTimeout. With the VLM backend one call can
-    take ``max_attempts * timeout_s`` plus backoff (perception node docstring): set the
-    timeout above that.
+    result: PerceptionResult
+    crop: Optional[np.ndarray]
+    capture_ns: int
+    world_version: int
+
+
+class PerceptionService:
+    """``perceive(instruction, ...)`` -> PerceptionAnswer, for ReflectivePlanner.run_task.
+
+    A perception *error* (no capture in time, target not found, VLM unreachable) is an
+    answer: it comes back in ``PerceptionResult.error`` and the planner reports it. Only a
+    node that does not answer within ``timeout_s`` raises DependencyTimeout. With the VLM
+    backend one call can take ``capture_wait_s`` + ``max_attempts * timeout_s`` plus backoff
+    (perception node docstring): set the timeout above that.
     """
 
     def __init__(self, node: Node, timeout_s: float, callback_group: CallbackGroup,
@@ -30,7 +41,23 @@ class PerceptionService:
         self._caller = ServiceCaller(client, PEER, timeout_s)
         self.caller = self._caller        # resend_if is set by the planner node
 
-    def perceive(self, instruction: str, signal: Optional[GoalSignal] = None
-                 ) -> PerceptionResult:
-        response = self._caller.call(Perceive.Request(instruction=instruction), signal)
-        return perception_result_from_msg(response.result)
+    def perceive(self, instruction: str, signal: Optional[GoalSignal] = None,
+                 not_before: Any = None, goal_id: str = "") -> PerceptionAnswer:
+        """``not_before`` (builtin_interfaces/Time): the capture must be taken at or after it
+        (None: when the request arrives)."""
+        request = Perceive.Request(instruction=instruction, goal_id=goal_id)
+        if not_before is not None:
+            request.not_before = not_before
+        response = self._caller.call(request, signal)
+        msg = response.result
+        crop = None
+        if response.target_crop.height > 0 and response.target_crop.header.frame_id \
+                == msg.target_id:
+            try:
+                crop = rgb_from_msg(response.target_crop)
+            except Exception:  # noqa: BLE001 - a bad crop only costs the visual query
+                crop = None
+        stamp = msg.capture_stamp
+        return PerceptionAnswer(perception_result_from_msg(msg), crop,
+                                int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec),
+                                int(msg.world_version))

@@ -31,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--every", type=int, default=100,
                         help="soak: sample each node's RSS every this many goals")
+    parser.add_argument("--soak-perception", choices=("oracle", "vlm_sim"), default="oracle",
+                        help="soak: the graph's perception backend")
     geometry = parser.add_argument_group("geometry")
     geometry.add_argument("--geometry-seed", type=int, default=0, help="seed of the poses")
     geometry.add_argument("--pointing-noise-px", type=float, default=0.0,
@@ -111,7 +113,7 @@ def _bench_perception(args) -> dict:
 def _bench_soak(args) -> dict:
     from agentic_grasp.benchmarks.soak import format_checkpoint, report, run
 
-    result = run(n=args.n or 1000, every=args.every,
+    result = run(n=args.n or 1000, every=args.every, perception=args.soak_perception,
                  on_checkpoint=None if args.json else lambda p: print(format_checkpoint(p),
                                                                       flush=True))
     if not args.json:

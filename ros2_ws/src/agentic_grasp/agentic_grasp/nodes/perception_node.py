@@ -1,11 +1,12 @@
-"""Perception node: serves ``perceive`` (Perceive.srv) on the latest RGB-D frame.
+"""Perception node: serves ``perceive`` (Perceive.srv) on a fresh RGB-D capture.
 
-Per request: latest camera frame (message) -> numpy images and a core Camera -> the
-configured backend (Qwen3-VL through vLLM, the simulated VLM, or the simulator's ground
-truth) -> a
-PerceptionResult message, returned and published latched on ``perception/result``. The
-perception itself lives in agentic_grasp.core.perception; this node converts and keeps
-serving whatever happens.
+Per request: the newest capture taken at or after the request's ``not_before`` (its arrival
+when zero), waited for up to ``capture_wait_s`` and asked of the camera meanwhile
+(perception_inputs) -> numpy images and a core Camera -> the configured backend (Qwen3-VL
+through vLLM, the simulated VLM, or the simulator's ground truth) -> a PerceptionResult
+message, returned and published latched on ``perception/result``. The perception itself
+lives in agentic_grasp.core.perception; this node converts and keeps serving whatever
+happens. Parameters: agentic_grasp.perception_params.
 
 Topics (relative names; remap them for another camera):
 
@@ -14,43 +15,49 @@ Topics (relative names; remap them for another camera):
   camera: same size), ``camera/color/camera_info`` (intrinsics), all latched; with the
   oracle and vlm_sim backends also ``sim/ground_truth`` (SceneGraph, latched): the oracle
   answers from it, vlm_sim renders the frame's object-id mask from it (the stand-in for a
-  VLM's implicit segmentation; it reads labels, never poses, from the message);
-- out: ``perception/result`` (PerceptionResult, latched: the last answer) and
-  ``perception/target_crop`` (rgb8 Image, latched): the camera frame cropped at the
-  perceived target's box (square, padded, ``target_crop_px`` a side, cut as the knowledge
-  base's crops are), header.frame_id = the target's id, stamp = the frame's. The planner
-  sends it to retrieve_strategies as the visual query (s_vis of HAA-RAG).
+  VLM's implicit segmentation; it reads labels, never poses, from the message), the truth
+  of the capture used (same stamp);
+- out: ``camera/capture_request`` (builtin_interfaces/Time: "a capture at or after this,
+  please"; the simulator answers it, a real camera streams anyway), ``perception/result``
+  (PerceptionResult, latched: the last answer, naming its capture: stamp and world
+  version) and ``perception/target_crop`` (rgb8 Image, latched): the capture's colour image
+  cropped at the perceived target's box (square, padded, ``target_crop_px`` a side, cut as
+  the knowledge base's crops are), header.frame_id = the target's id, stamp = the capture's.
+  The same crop travels in the Perceive response, which is where the planner takes it for
+  the visual query (s_vis of HAA-RAG): it belongs to that answer, never to an earlier one.
 
-Frames: colour and depth are paired by stamp within ``max_frame_skew_s``
-(agentic_grasp.perception_inputs). Intrinsics come from CameraInfo. The extrinsic
-pose T_world_cam comes from ``camera.eye`` / ``camera.target`` (the simulator's fixed
-camera, as in Camera.from_config); on a real robot it would be looked up in TF (world ->
-the CameraInfo frame) at the image stamp, which this node does not do yet.
+A ``not_before`` further ahead than ``capture_wait_s``, no capture at or after it in time,
+or frames whose ground truth does not come in time are error answers saying which.
 
-Failures never take the node down and never raise into the executor: no frame yet, no
-ground truth yet, an empty instruction, an undecodable image, a backend error or an
-unreachable VLM all come back as a result with ``error`` set (and are published like any
-other result). Backend parameters are read once at start-up; a bad one (ConfigError) stops
-the node there, with the reason.
+Frames: colour, depth and ground truth are paired by stamp within ``max_frame_skew_s``
+(agentic_grasp.perception_inputs). Intrinsics come from CameraInfo, T_world_cam from
+``camera.eye`` / ``camera.target`` (the simulator's fixed camera); on a real robot it would
+be looked up in TF at the image stamp, which this node does not do yet. At a goal's first
+call vlm_sim restarts its noise from the capture's trial seed (SceneGraph.trial_seed).
+
+Failures never take the node down and never raise into the executor: no capture in time,
+an empty instruction, an undecodable image, a backend error or an unreachable VLM all come
+back as a result with ``error`` set (and are published like any other result). Parameters
+are read once at start-up; a bad one (ConfigError) stops the node there, with the reason.
 
 Re-perception (vlm and vlm_sim, ``reperception.enabled``): a request whose instruction was
-answered before is served from that answer, located again in the fresh depth image, unless
-the depth changed around the target (core/perception/reperception.py); ``requests`` = 0 in
-the result says so.
+answered before in the same goal (Perceive ``goal_id``; another id resets it) is served from
+that answer, located again in the fresh depth image, unless the depth changed around the
+target (core/perception/reperception.py); ``requests`` = 0 in the result says so.
 
 Concurrency: the service runs in its own mutually exclusive callback group, the camera and
 ground-truth subscriptions in another, under a MultiThreadedExecutor, so a VLM call of
-several seconds never delays the frames it will be given next. Perception requests are
-served one at a time (one GPU; the oracle's noise RNG is not thread-safe). A VLM request
-can take up to ``VlmConfig.call_budget_s()`` (``max_attempts * timeout_s`` plus backoff delays,
-twice that when the answer needs its one repair; logged at start-up); clients set their
-timeouts accordingly.
+several seconds never delays the frames it will be given next. Requests are served one at
+a time (one GPU; the oracle's noise RNG is not thread-safe). A VLM request can take up to
+``capture_wait_s`` + ``VlmConfig.call_budget_s()`` (``max_attempts * timeout_s`` plus
+backoff, twice that with its one repair; logged at start-up); clients time out above it.
 """
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
+from builtin_interfaces.msg import Time
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
@@ -61,19 +68,17 @@ from agentic_grasp.conversions import (RgbdFrame, perception_result_to_msg, rgb_
                                        rgbd_frame_from_msgs, scene_objects_from_msg)
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError, ValidationError
-from agentic_grasp.core.perception import (BACKENDS, DepthConfig, OracleConfig,
-                                           PerceptionBackend, PerceptionResult, VlmConfig,
-                                           create_backend)
-from agentic_grasp.core.perception.oracle import DEFAULT_CONFUSION_MAP
+from agentic_grasp.core.perception import (BACKENDS, PerceptionBackend, PerceptionResult,
+                                           VlmConfig, create_backend)
 from agentic_grasp.core.perception.reperception import (ReperceivingPerception,
                                                         ReperceptionConfig)
-from agentic_grasp.core.perception.vlm_client import DEFAULT_FRAGILITY_PRIORS
-from agentic_grasp.core.perception.vlm_sim import VlmLatencyModel, VlmSimConfig
 from agentic_grasp.core.render import crop_box, render_view
 from agentic_grasp.core.types import ObjectInstance
-from agentic_grasp.perception_inputs import FrameStore, GroundTruthStore, camera_pose
+from agentic_grasp.perception_inputs import (Capture, FrameStore, Truth, camera_pose,
+                                             ns_to_time, stamp_ns)
 from agentic_grasp.nodes.runner import spin_node
-from agentic_grasp.params import declare, declare_fields, declare_map, warn_undeclared
+from agentic_grasp.params import declare, warn_undeclared
+from agentic_grasp.perception_params import declare_backend_params, declare_capture_wait
 from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
 from agentic_grasp_interfaces.msg import SceneGraph as SceneGraphMsg
 from agentic_grasp_interfaces.srv import Perceive
@@ -85,11 +90,9 @@ INFO_TOPIC = "camera/color/camera_info"
 TRUTH_TOPIC = "sim/ground_truth"
 RESULT_TOPIC = "perception/result"
 CROP_TOPIC = "perception/target_crop"
+CAPTURE_REQUEST_TOPIC = "camera/capture_request"
 SERVICE = "perceive"
 
-FRAGILITY_PREFIX = "vlm.fragility_priors."
-CONFUSION_PREFIX = "oracle.confusion_map."
-SIM_CONFUSION_PREFIX = "vlm_sim.confusion_map."
 #: Parameter namespaces of this node; an override under them that is not declared is a typo.
 _OWN_PREFIXES = ("vlm.", "depth.", "oracle.", "camera.", "vlm_sim.", "reperception.")
 
@@ -109,6 +112,7 @@ class PerceptionNode(Node):
         skew = float(declare(self, "max_frame_skew_s", 0.05,
                              "Largest stamp difference between the colour and the depth "
                              "image used together (s)"))
+        self.capture_wait_s = declare_capture_wait(self)
         self.crop_px = int(declare(self, "target_crop_px", 64,
                                    "Side of the target crop published for the visual query "
                                    "(px; = retrieval embedding.crop_size_px)"))
@@ -119,7 +123,7 @@ class PerceptionNode(Node):
                       "(a real robot would read it from TF)")
         target = declare(self, "camera.target", [0.5, 0.0, 0.0],
                          "Point in world the camera looks at (m)")
-        params = self._declare_backend_params(backend_kind)
+        params = declare_backend_params(self, backend_kind)
         warn_undeclared(self, "perception", _OWN_PREFIXES)
 
         if backend_kind not in BACKENDS:
@@ -130,9 +134,10 @@ class PerceptionNode(Node):
         self.T_world_cam = camera_pose(eye, target)
         self._warned_distortion = False
         self.frames = FrameStore(skew)
-        self.truth = GroundTruthStore(self.frames.condition)
+        self._truth: Optional[Truth] = None      # that of the capture being perceived
+        self._goal_id, self._new_goal = "", False
         self.backend: PerceptionBackend = create_backend(
-            params, ground_truth_provider=self.truth.objects,
+            params, ground_truth_provider=self._truth_objects,
             segmentation_provider=self._segmentation)
         reperception = ReperceptionConfig.from_params(params["reperception"])
         #: What serves requests: the backend, behind the re-perception policy for a VLM.
@@ -150,49 +155,24 @@ class PerceptionNode(Node):
                                      qos.LATCHED, callback_group=sensors),
         ]
         self._topics = tuple(sub.topic_name for sub in self._subs)
+        self.truth_topic = ""                    # non-empty: captures need their truth
         if self.backend.name in ("oracle", "vlm_sim"):
             truth_sub = self.create_subscription(SceneGraphMsg, TRUTH_TOPIC, self._on_truth,
                                                  qos.LATCHED, callback_group=sensors)
-            self.truth.topic = truth_sub.topic_name
+            self.truth_topic = truth_sub.topic_name
+        self.pub_request = self.create_publisher(Time, CAPTURE_REQUEST_TOPIC, qos.STATE)
         self.pub_result = self.create_publisher(PerceptionResultMsg, RESULT_TOPIC, qos.LATCHED)
         self.pub_crop = self.create_publisher(Image, CROP_TOPIC, qos.LATCHED)
         self.create_service(Perceive, SERVICE, self._on_perceive,
                             callback_group=MutuallyExclusiveCallbackGroup())
-        detail = ""
-        if isinstance(self.backend.config, VlmConfig):
-            detail = (f" at {self.backend.config.url}; one call takes up to "
-                      f"{self.backend.config.call_budget_s():.1f} s")
+        detail = (f" at {self.backend.config.url}; one call takes up to "
+                  f"{self.backend.config.call_budget_s():.1f} s"
+                  if isinstance(self.backend.config, VlmConfig) else "")
         self.get_logger().info(f"perception ready (backend: {self.backend.name}{detail})")
         if self.backend.name == "oracle":       # never silently: ground truth was asked for
             self.get_logger().warning("oracle perception, as asked: every answer is simulator "
                                       "ground truth, not what the camera shows")
 
-    # ---- parameters ---------------------------------------------------------------------------
-    def _declare_backend_params(self, backend_kind: str) -> Dict[str, Any]:
-        """Declare every vlm.*, depth.* and oracle.* parameter; their values, nested."""
-        # Descriptions (and the fields that are parameters) come from the configs' metadata.
-        vlm = declare_fields(self, "vlm", VlmConfig)      # scalars; maps and depth below
-        vlm["fragility_priors"] = declare_map(
-            self, FRAGILITY_PREFIX, DEFAULT_FRAGILITY_PRIORS,
-            "Fragility prior of category '{}' in [0, 1] (Table I), used when the model's "
-            "value is unusable")
-        depth = declare_fields(self, "depth", DepthConfig, fallback=(
-            "Depth geometry parameter '{name}' (see DepthConfig in core/perception/depth.py)"))
-        oracle = {"seed": declare(self, "oracle.seed", 0, "Seed of the oracle's noise")}
-        oracle.update(declare_fields(self, "oracle", OracleConfig))
-        oracle["confusion_map"] = declare_map(
-            self, CONFUSION_PREFIX, DEFAULT_CONFUSION_MAP,
-            "Categories the oracle may report instead of '{}' (string list)")
-        vlm_sim = declare_fields(self, "vlm_sim", VlmSimConfig)
-        vlm_sim["latency"] = declare_fields(self, "vlm_sim.latency", VlmLatencyModel)
-        vlm_sim["confusion_map"] = declare_map(
-            self, SIM_CONFUSION_PREFIX, DEFAULT_CONFUSION_MAP,
-            "Categories the simulated VLM may report instead of '{}' (string list)")
-        reperception = declare_fields(self, "reperception", ReperceptionConfig)
-        return {"backend": backend_kind, "vlm": vlm, "depth": depth, "oracle": oracle,
-                "vlm_sim": vlm_sim, "reperception": reperception}
-
-    # ---- inputs -------------------------------------------------------------------------------
     def _on_info(self, msg: CameraInfo) -> None:
         if not self._warned_distortion and any(abs(float(v)) > 0.0 for v in msg.d):
             self._warned_distortion = True
@@ -201,98 +181,117 @@ class PerceptionNode(Node):
         self.frames.set_info(msg)
 
     def _on_truth(self, msg: SceneGraphMsg) -> None:
-        # An invalid update clears the truth rather than keep the previous scene: the oracle
-        # must not answer about objects that may have moved since.
+        # An invalid truth makes its capture unusable: the oracle never answers from another.
         try:
             objects: Optional[List[ObjectInstance]] = scene_objects_from_msg(msg)
             problem = ""
         except ValidationError as exc:
-            objects, problem = None, f"ground truth on {self.truth.topic} is invalid: {exc}"
+            objects, problem = None, f"ground truth on {self.truth_topic} is invalid: {exc}"
             self.get_logger().warning(problem)
         if msg.source and msg.source != "simulator_ground_truth":
             self.get_logger().warning(f"ground truth from source {msg.source!r}; the oracle "
                                       "expects 'simulator_ground_truth'")
-        self.truth.set(objects, problem)
+        self.frames.add_truth(Truth(stamp_ns(msg.header.stamp), int(msg.world_version),
+                                    objects, problem, int(msg.trial_seed)))
+
+    def _truth_objects(self) -> List[ObjectInstance]:
+        """The ground truth of the capture being perceived (oracle and vlm_sim provider)."""
+        truth = self._truth
+        if truth is None or truth.objects is None:
+            raise RuntimeError(f"no ground truth for this capture on {self.truth_topic}")
+        return [o.copy() for o in truth.objects]
 
     def _segmentation(self, camera: Camera):
-        """vlm_sim's view of the frame: the object-id mask rendered from the latest ground
+        """vlm_sim's view of the frame: the object-id mask rendered from the capture's ground
         truth with the frame's camera, and the objects' labels."""
-        objects = self.truth.objects()
+        objects = self._truth_objects()
         return render_view(objects, camera).instance, objects
 
     def inputs_problem(self) -> str:
-        """Why a perception call cannot run now ("" when it can)."""
-        _, problem = self.frames.latest_messages(self._topics)
-        if problem:
-            return problem
-        if self.backend.name in ("oracle", "vlm_sim"):
-            return self.truth.problem()
-        return ""
+        """Why no capture could be perceived now, at any age ("" when one could)."""
+        return self.frames.find(self._topics, 0, self.truth_topic)[1]
+
+    def _request_capture(self, not_before_ns: int) -> None:
+        if self.context.ok():                               # not while shutting down
+            self.pub_request.publish(ns_to_time(not_before_ns))
 
     def wait_for_inputs(self, timeout_s: float) -> bool:
-        """Block until a frame (and, for the oracle, ground truth) is in; for in-process users.
-
-        The service itself never waits: without inputs it answers with an error at once.
-        """
+        """Block until some capture (of any age) is in; for in-process users (tests)."""
         with self.frames.condition:
-            return self.frames.condition.wait_for(lambda: not self.inputs_problem(),
-                                                  timeout=timeout_s)
+            return self.frames.condition.wait_for(lambda: not self.inputs_problem(), timeout_s)
 
     # ---- service ------------------------------------------------------------------------------
     def _on_perceive(self, request: Perceive.Request, response: Perceive.Response
                      ) -> Perceive.Response:
         instruction = request.instruction.strip()
-        header = Header(stamp=self.get_clock().now().to_msg(), frame_id=self.world_frame)
-        started = time.perf_counter()
-        result = self._perceive(instruction, header)
+        now = self.get_clock().now()
+        header = Header(stamp=now.to_msg(), frame_id=self.world_frame)
+        not_before = stamp_ns(request.not_before) or now.nanoseconds
+        if request.goal_id != self._goal_id:            # re-perception is per goal
+            self._goal_id, self._new_goal = request.goal_id, True
+            getattr(self.serving, "reset", lambda: None)()
+        result, capture = self._perceive(instruction, not_before,
+                                         (not_before - now.nanoseconds) * 1e-9)
         msg = perception_result_to_msg(result, instruction, header)
+        if capture is not None:
+            msg.header.stamp = msg.capture_stamp = capture.rgb.header.stamp
+            msg.world_version = capture.world_version
+            response.target_crop = self._crop(result, capture, msg.header)
         self.pub_result.publish(msg)
         response.result = msg
         line = f"perceive {instruction!r}: {result.summary()}"
-        if result.ok:
+        if result.ok:     # one call site per severity: rclpy refuses a site that changes it
             self.get_logger().info(line)
         else:
             self.get_logger().warning(line)
-        self.get_logger().debug(f"raw answer: {result.raw!r}; service time "
-                                f"{time.perf_counter() - started:.3f} s")
+        self.get_logger().debug(f"raw answer: {result.raw!r}")
         return response
 
-    def _perceive(self, instruction: str, header: Header) -> PerceptionResult:
-        """Run the backend on the latest frame; every failure becomes an error result."""
+    def _perceive(self, instruction: str, not_before_ns: int, ahead_s: float):
+        """(result, capture): the backend on the newest capture at or after ``not_before_ns``
+        (``ahead_s`` from now); every failure is an error result (capture None: none used)."""
         name = self.backend.name
         if not instruction:
-            return PerceptionResult.failure(name, "empty instruction: say what to perceive")
-        messages, problem = self.frames.latest_messages(self._topics)
-        if messages is None:
-            return PerceptionResult.failure(name, problem)
-        if name in ("oracle", "vlm_sim"):
-            problem = self.inputs_problem()
-            if problem:
-                return PerceptionResult.failure(name, problem)
+            return PerceptionResult.failure(name, "empty instruction: say what to perceive"), None
+        if ahead_s > self.capture_wait_s:
+            return PerceptionResult.failure(name, f"not_before is {ahead_s:.2f} s in the future,"
+                                                  f" beyond capture_wait_s="
+                                                  f"{self.capture_wait_s:g} s"), None
+        capture, problem = self.frames.wait_capture(
+            self._topics, not_before_ns, self.capture_wait_s, self.truth_topic,
+            self._request_capture)
+        if capture is None:
+            return PerceptionResult.failure(name, problem), None
         try:
-            frame = rgbd_frame_from_msgs(*messages, self.T_world_cam)
+            frame = rgbd_frame_from_msgs(capture.rgb, capture.depth, capture.info,
+                                         self.T_world_cam)
         except ValidationError as exc:
-            return PerceptionResult.failure(name, f"bad camera frame: {exc}")
-        header.stamp = frame.stamp
-        start = time.perf_counter()
+            return PerceptionResult.failure(name, f"bad camera frame: {exc}"), None
+        self._truth, capture.frame, start = capture.truth, frame, time.perf_counter()
+        if self._new_goal and capture.truth is not None and hasattr(self.backend, "reseed"):
+            self.backend.reseed(capture.truth.trial_seed)    # vlm_sim: noise from the trial
+        self._new_goal = False
         try:
-            result = self.serving.perceive(frame.rgb, frame.depth, frame.camera, instruction)
-            self._publish_crop(result, frame)
-            return result
+            return self.serving.perceive(frame.rgb, frame.depth, frame.camera,
+                                         instruction), capture
         except Exception as exc:  # noqa: BLE001 - the contract says never; the node survives
             self.get_logger().error(f"{name} backend raised: {exc!r}")
             return PerceptionResult.failure(name, f"perception failed: {type(exc).__name__}: "
-                                                  f"{exc}", latency_s=time.perf_counter() - start)
+                                                  f"{exc}", latency_s=time.perf_counter() - start
+                                            ), capture
+        finally:
+            self._truth = None
 
-
-    def _publish_crop(self, result: PerceptionResult, frame: RgbdFrame) -> None:
-        """The camera crop at the perceived target's box (nothing without a box)."""
+    def _crop(self, result: PerceptionResult, capture: Capture, header: Header) -> Image:
+        """The capture's crop at the perceived target's box, also published (empty: no box)."""
+        frame: RgbdFrame = capture.frame
         target = result.target
         if target is None or target.bbox is None or frame.rgb.shape[:2] != frame.depth.shape:
-            return
+            return Image()
         crop = crop_box(frame.rgb, target.bbox, size=self.crop_px)
-        header = Header(stamp=frame.stamp, frame_id=target.id)
-        self.pub_crop.publish(rgb_to_msg(crop, header))
+        msg = rgb_to_msg(crop, Header(stamp=header.stamp, frame_id=target.id))
+        self.pub_crop.publish(msg)
+        return msg
 
 
 def main(args=None) -> None:

@@ -5,13 +5,14 @@ in agentic_grasp.core.planner) with its four peers reached over ROS:
 
 - perceive: the perception node's ``perceive`` service, before the task, before every
   sub-goal (a long-horizon task re-perceives: the grasped object has left the table) and
-  after every failed attempt; an answer with an error (e.g. no colour/depth pair yet) is
-  asked again ``perceive_retries`` times after ``perceive_retry_delay_s``, since such
-  errors pass with the next camera frame;
+  after every failed attempt, each time for a capture taken at or after the goal's start
+  or the end of its last arm motion (``not_before``; goal_peers.WorldClock) and with the
+  goal's id (re-perception is per goal); an answer with an error (e.g. no capture in time)
+  is asked again ``perceive_retries`` times after ``perceive_retry_delay_s``;
 - HAA-RAG: the retrieval node's ``retrieve_strategies`` service, once per sub-goal, with
-  the perception node's camera crop at the perceived target box (``perception/target_crop``)
-  as ``target_crop`` when ``visual_query`` is camera (the default), so s_vis is computed by
-  the retrieval node's configured embedding model;
+  the camera crop at the perceived target box that came in the same Perceive response
+  (cut from that answer's capture) as ``target_crop`` when ``visual_query`` is camera (the
+  default), so s_vis is computed by the retrieval node's configured embedding model;
 - scene graph + constraints: the scene-graph node's ``infer_constraints`` service, once per
   sub-goal (the node also publishes G and its markers for RViz);
 - the arm: the executor's ``execute_grasp`` action, one goal per attempt.
@@ -75,7 +76,6 @@ from typing import Any, Callable, Mapping, Optional
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 from visualization_msgs.msg import MarkerArray
 
@@ -89,7 +89,7 @@ from agentic_grasp.core.planner import ReflectivePlanner, TaskOutcome, get_confi
 from agentic_grasp.core.planner.memory import MemoryLifetime
 from agentic_grasp.core.types import GraspParameters
 from agentic_grasp.goal_peers import (BoundArm, BoundPerception, BoundRetriever,
-                                      BoundSceneGraph, TargetCrops)
+                                      BoundSceneGraph, TargetCrops, WorldClock)
 from agentic_grasp.goal_session import (GoalSession, end_goal, exception_error, guarded,
                                         task_error)
 from agentic_grasp.liveness import PeerMonitor
@@ -105,8 +105,6 @@ NODE_NAME = "planner"
 ACTION = "grasp_object"
 ATTEMPTS_TOPIC = "planner/attempts"
 MARKERS_TOPIC = "planner/markers"
-#: The perception node's camera crop at the perceived target box (the visual query).
-CROP_TOPIC = "perception/target_crop"
 #: Threads of the node's executor: the goal's own thread, the peers' responses and feedback,
 #: the goal and cancel callbacks of a second client, with room to spare.
 EXECUTOR_THREADS = 6
@@ -137,10 +135,7 @@ class PlannerNode(Node):
                                                   qos.EVENT_HISTORY)
         self.pub_markers = self.create_publisher(MarkerArray, MARKERS_TOPIC, qos.LATCHED)
         self.pub_goal_log = self.create_publisher(GoalLog, goal_log.TOPIC, goal_log.QOS)
-        self.crops = TargetCrops()
-        if s.visual_query == "camera":
-            self.create_subscription(Image, CROP_TOPIC, self.crops.add, qos.LATCHED,
-                                     callback_group=peers)
+        self.crops = TargetCrops()              # from each Perceive response
         self._memories = MemoryLifetime()
         self._lock = threading.Lock()
         self._busy = False
@@ -242,7 +237,7 @@ class PlannerNode(Node):
         config = self.planner_config.with_configuration(configuration)
         conf = get_configuration(configuration)
         memory = self._memories.memory_for(configuration, conf.memory, s.memory_lifetime)
-        visual = self.crops.visual_query(s.crop_wait_s) if s.visual_query == "camera" else None
+        visual = self.crops.visual_query() if s.visual_query == "camera" else None
         retriever = BoundRetriever(self.retrieval, signal, lambda text: session.stage(
             "retrieve", text, upcoming=True)) if conf.retrieval else None
         constraints = BoundSceneGraph(self.scene_graph, signal, session)
@@ -253,10 +248,11 @@ class PlannerNode(Node):
             self._acquirer.context = replace(self._acquirer.context, goal_id=goal_id,
                                              configuration=configuration)
             planner.attempt_sink = self._acquirer
+        world = WorldClock(lambda: self.get_clock().now().to_msg())
         perceive = BoundPerception(self.perception, signal, self.crops, s.perceive_retries,
                                    s.perceive_retry_delay_s, lambda text: session.stage(
                                        "perceive", text, upcoming=True),
-                                   self.get_logger().warning)
+                                   self.get_logger().warning, world, goal_id)
 
         def canceled_by_client() -> bool:
             return signal.cancelled or goal_handle.is_cancel_requested
@@ -266,8 +262,8 @@ class PlannerNode(Node):
 
         task: Optional[TaskOutcome] = None
         try:
-            task = planner.run_task(instruction, perceive, BoundArm(self.arm, signal), memory,
-                                    cancel=cancelled, on_event=session.on_event)
+            task = planner.run_task(instruction, perceive, BoundArm(self.arm, signal, world),
+                                    memory, cancel=cancelled, on_event=session.on_event)
             code, message = task_error(task)
         except Exception as exc:  # noqa: BLE001 - a planner bug must not take the node down
             error = exception_error(exc)

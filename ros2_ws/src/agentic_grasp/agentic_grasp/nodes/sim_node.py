@@ -5,6 +5,19 @@ serves the simulated arm (/sim/arm, one motion phase per call) and scene loading
 (/sim/load_scene). Physics lives in agentic_grasp.core.sim, the arm's phase protocol and
 bin policy in agentic_grasp.core.arm_session; this node only converts.
 
+Captures: a capture is one render of the world at one instant, stamped with that instant
+(the world is copied, under the simulator's lock, at the stamp) and with the world version it
+shows (bumped on every scene load and every arm phase that changes the world). Colour, depth,
+both camera_info and the ground truth (SceneGraph.world_version) of one capture carry the same
+stamp; re-sending them keeps it, like a camera driver's stamps. A scene load is captured at
+once, an arm phase once the arm is quiet, and a request on ``camera/capture_request``
+(builtin_interfaces/Time t: "I need a capture taken at or after t") at once when the last
+capture is older than t or shows an older world; otherwise that capture is sent again.
+``camera_rate_hz`` > 0 also re-sends it periodically: off by default, since 2 MB re-sent at
+2 Hz lengthened the perceive tail on the loaded machine. Depth noise is drawn from the trial
+seed and the number of world changes since the load, so the same scene, seed and attempts
+give the same frames however many captures are taken.
+
 The executor's liveliness is watched (agentic_grasp.liveness): when its process dies with an
 attempt open, that attempt is aborted as if ABORT had come (nothing more moves, the gripper
 opens), like a robot whose controller stops on losing its commanding node.
@@ -12,11 +25,14 @@ opens), like a robot whose controller stops on losing its commanding node.
 from __future__ import annotations
 
 from pathlib import Path
+import threading
 import time
 
 import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from builtin_interfaces.msg import Time
 from rclpy.node import Node
+from rclpy.time import Time as RclpyTime
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
 
@@ -37,6 +53,8 @@ from agentic_grasp.params import declare, declare_config
 from agentic_grasp_interfaces.msg import SceneGraph
 from agentic_grasp_interfaces.srv import LoadScene, SimArmPhase
 
+#: Topic on which a consumer asks for a capture taken at or after a time.
+CAPTURE_REQUEST_TOPIC = "camera/capture_request"
 JOINT_NAMES = [f"fer_joint{i}" for i in range(1, 8)] + ["fer_finger_joint1", "fer_finger_joint2"]
 _PHASES = {SimArmPhase.Request.APPROACH: Phase.APPROACH, SimArmPhase.Request.CLOSE: Phase.CLOSE,
            SimArmPhase.Request.LIFT: Phase.LIFT}
@@ -49,9 +67,12 @@ class SimNode(Node):
         super().__init__("sim")
         self.task = declare(self, "task", "sg_banana", "Task scene loaded at start (config/scenes)")
         seed = declare(self, "seed", 0, "Trial seed of the initial scene")
-        rate = declare(self, "camera_rate_hz", 2.0, "Rate at which the last frame is re-sent")
+        rate = declare(self, "camera_rate_hz", 0.0, "Rate at which the last capture is re-sent "
+                                                     "(its stamp kept); 0 = only when a "
+                                                     "capture request finds it current")
         self.depth_noise = declare(self, "depth_noise_std_m", 0.0,
-                                   "Gaussian noise added to rendered depth (m)")
+                                   "Gaussian noise added to rendered depth (m), drawn from "
+                                   "the trial seed")
         self.phase_delay = declare(self, "phase_delay_s", 0.0,
                                    "Wall-clock time each arm phase takes (s); 0 = as fast as "
                                    "possible. Emulates motion time so cancel can land mid-attempt")
@@ -73,10 +94,14 @@ class SimNode(Node):
         #: The phase protocol; its lock guards the simulator (not thread-safe).
         self.arm = SimArmSession(self.sim)
         self._lock = self.arm.lock
-        self._frame = None
-        self._version = 0
+        self._frame = None                   # the last capture's messages, truth last
+        self._version = 0                    # world version (module docstring)
+        self._loaded_version = 0             # world version of the last scene load
+        self._trial_seed = int(seed)
         self._arm_quiet_at = 0.0
         self._rendered_version = -1
+        self._captured_ns = -1               # stamp of the last capture (ns)
+        self._capture_lock = threading.Lock()  # captures (load, timer, request) in stamp order
 
         self.pub_rgb = self.create_publisher(Image, "camera/color/image_raw", qos.LATCHED)
         self.pub_depth = self.create_publisher(Image, "camera/depth/image_raw", qos.LATCHED)
@@ -92,9 +117,12 @@ class SimNode(Node):
         self.create_service(SimArmPhase, "sim/arm", self._on_arm, callback_group=services)
         self.create_service(SimArmPhase, "sim/arm_abort", self._on_abort,
                             callback_group=MutuallyExclusiveCallbackGroup())
-        self.create_timer(1.0 / max(rate, 0.1), self._republish)
-        self.create_timer(0.05, self._render_if_dirty,
-                          callback_group=MutuallyExclusiveCallbackGroup())
+        if rate > 0.0:
+            self.create_timer(1.0 / rate, self._republish)
+        camera_group = MutuallyExclusiveCallbackGroup()       # one capture at a time
+        self.create_timer(0.05, self._render_if_dirty, callback_group=camera_group)
+        self.create_subscription(Time, CAPTURE_REQUEST_TOPIC, self._on_capture_request,
+                                 qos.STATE, callback_group=camera_group)
         self.create_timer(0.05, self._publish_joints)
         commander = declare(self, "commander_node", "executor",
                             "Node whose death aborts the open attempt (the executor)")
@@ -102,72 +130,90 @@ class SimNode(Node):
 
         with self._lock:
             self.sim.load_task(self.task, trial_seed=seed)
-        self._publish_scene()
+        self._world_changed(loaded=True)
+        self._capture()
         self.get_logger().info(f"simulator ready: task {self.task}, seed {seed}")
 
     # ---- publishing ---------------------------------------------------------------------------
-    def _header(self, frame: str) -> Header:
-        return Header(stamp=self.get_clock().now().to_msg(), frame_id=frame)
+    def _world_changed(self, loaded: bool = False, locked: bool = False) -> None:
+        """A scene load or an arm phase changed the world: a new version, to be captured.
+        ``locked``: the caller holds the simulator's lock (a load bumps under it)."""
+        if not locked:
+            with self._lock:
+                return self._world_changed(loaded, locked=True)
+        self._version += 1
+        if loaded:
+            self._loaded_version = self._version
 
-    def _publish_scene(self, render: bool = True) -> None:
-        """Publish ground truth now; render now or leave it to the render timer.
+    def _capture(self) -> None:
+        """Render the world now and publish the capture (images, camera_info, ground truth).
 
-        Rendering costs tens of milliseconds, so the arm phases only mark the frame dirty and
-        the render timer (its own callback group) catches up; scene loads render at once so
-        perception never sees a frame of the previous scene.
+        The world is copied and stamped under the lock, so everything a capture shows
+        happened before its stamp, and nothing after it.
         """
+        with self._capture_lock:
+            self._capture_locked()
+
+    def _capture_locked(self) -> None:
         with self._lock:
             objects = [o.copy() for o in self.sim.objects()]
-            self._version += 1
-            version = self._version
-        truth = SceneGraph(header=self._header(self.world_frame), source="simulator_ground_truth")
+            version, changes = self._version, self._version - self._loaded_version
+            seed = self._trial_seed
+            now = self.get_clock().now()
+        stamp = now.to_msg()
+        rng = None
+        if self.depth_noise > 0:             # the same scene state draws the same noise
+            rng = np.random.default_rng([seed, changes])
+        frame = render_scene(objects, self.camera, depth_noise_std=self.depth_noise, rng=rng)
+        header = Header(stamp=stamp, frame_id=self.camera.frame_id)
+        truth = SceneGraph(header=Header(stamp=stamp, frame_id=self.world_frame),
+                           world_version=version, trial_seed=seed,
+                           source="simulator_ground_truth")
         if objects:
             pixels, _ = self.camera.project(np.array([o.position for o in objects]))
             truth.objects = [object_to_msg(o, pixel=p) for o, p in zip(objects, pixels)]
-        self.pub_truth.publish(truth)
-        if render:
-            self._render(objects, version)
-
-    def _render(self, objects, version: int) -> None:
-        rng = np.random.default_rng() if self.depth_noise > 0 else None
-        frame = render_scene(objects, self.camera, depth_noise_std=self.depth_noise, rng=rng)
-        header = self._header(self.camera.frame_id)
         self._frame = (image_to_msg(frame.rgb, "rgb8", header),
                        image_to_msg(frame.depth.astype(np.float32), "32FC1", header),
-                       camera_info_to_msg(self.camera, header))
-        self._rendered_version = version
+                       camera_info_to_msg(self.camera, header), truth)
+        self._rendered_version, self._captured_ns = version, now.nanoseconds
         self._republish()
 
     def _render_if_dirty(self) -> None:
         # Like a camera pipeline that refreshes once the arm has stopped: a render while the
         # executor is mid-attempt would hold the interpreter for tens of milliseconds and delay
-        # the next phase.
-        if time.monotonic() < self._arm_quiet_at:
+        # the next phase. A capture request does not wait for this.
+        if time.monotonic() < self._arm_quiet_at or self._rendered_version == self._version:
             return
-        with self._lock:
-            if self._rendered_version == self._version:
-                return
-            objects = [o.copy() for o in self.sim.objects()]
-            version = self._version
-        self._render(objects, version)
+        self._capture()
+
+    def _on_capture_request(self, msg: Time) -> None:
+        """Capture now unless the last capture is at or after ``msg`` and shows this world;
+        then send that one again (its stamp kept). A requester that asks again has not got
+        it: on the loaded machine DDS loses a fragment of these 1-2 MB samples now and then,
+        and a reliable writer repairs it only at its next heartbeat (seconds), while a re-sent
+        sample supersedes the lost one at once."""
+        if self._rendered_version == self._version and \
+                self._captured_ns >= RclpyTime.from_msg(msg).nanoseconds:
+            self._republish()
+            return
+        self._capture()
 
     def _republish(self) -> None:
+        """Send the last capture (again), stamps unchanged: a stamp is capture time."""
         # Timers can still fire while Ctrl-C shuts the context down: publish nothing then.
         if self._frame is None or not self.context.ok():
             return
-        rgb, depth, info = self._frame
-        stamp = self.get_clock().now().to_msg()
-        for msg in (rgb, depth, info):
-            msg.header.stamp = stamp
+        rgb, depth, info, truth = self._frame
         self.pub_rgb.publish(rgb)
         self.pub_depth.publish(depth)
         self.pub_info.publish(info)
         self.pub_depth_info.publish(info)
+        self.pub_truth.publish(truth)
 
     def _publish_joints(self) -> None:
         if not self.context.ok():
             return
-        msg = JointState(header=self._header(""), name=JOINT_NAMES,
+        msg = JointState(header=Header(stamp=self.get_clock().now().to_msg()), name=JOINT_NAMES,
                          position=[float(v) for v in self.arm.q] + [self.arm.gripper] * 2)
         self.pub_joints.publish(msg)
 
@@ -177,6 +223,8 @@ class SimNode(Node):
             with self._lock:
                 spec = self.sim.load_task(request.task or self.task, trial_seed=request.seed)
                 ids = [o.id for o in self.sim.objects()]
+                self._trial_seed = int(request.seed)
+                self._world_changed(loaded=True, locked=True)
             self.arm.reset_arm()
         except Exception as exc:  # noqa: BLE001 - report, keep serving
             response.success = False
@@ -186,7 +234,7 @@ class SimNode(Node):
         response.success, response.message = True, "loaded"
         response.task_id, response.instruction = spec.task_id, spec.instruction
         response.target_ids, response.object_ids = list(spec.targets), ids
-        self._publish_scene()
+        self._capture()              # before answering: no one sees the old scene after it
         return response
 
     def _on_commander_lost(self, peer: str) -> None:
@@ -194,7 +242,7 @@ class SimNode(Node):
         if attempt_id:
             self.get_logger().warning(f"{peer} vanished during attempt {attempt_id}: aborted "
                                       "(arm stopped, gripper opened)")
-            self._publish_scene(render=False)
+            self._world_changed()
 
     def _on_abort(self, request, response):
         """ABORT, also served on sim/arm_abort in its own callback group so it lands while a
@@ -238,7 +286,7 @@ class SimNode(Node):
         response.finished = step.finished
         response.message = f"{phase.value if not step.finished else 'attempt'} done"
         if step.finished or phase != Phase.APPROACH:
-            self._publish_scene(render=False)
+            self._world_changed()
         return response
 
 

@@ -21,6 +21,7 @@ from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import CameraInfo, Image
+from builtin_interfaces.msg import Time
 from std_msgs.msg import Header
 
 from agentic_grasp import qos
@@ -40,6 +41,9 @@ from agentic_grasp_interfaces.msg import SceneGraph
 from agentic_grasp_interfaces.srv import Perceive
 
 WAIT_S = 10.0          # deadline of any single wait (discovery, a call, a message)
+#: The synthetic captures are stamped 100 s (and 101 s) after the epoch: requests ask for a
+#: capture at or after it (zero would mean "taken after the request arrived").
+NOT_BEFORE = Time(sec=100)
 CUP_INSTRUCTION = "pick up the ceramic cup"
 
 #: The scene: a cup (the target), a bottle and a wooden cube on the table.
@@ -74,7 +78,8 @@ def scene():
     depth = image_to_msg(frame.depth.astype(np.float32), "32FC1", header)
     info = camera_info_to_msg(camera, header)
     pixels, _ = camera.project(np.array([o.position for o in SCENE]))
-    truth = SceneGraph(header=Header(frame_id="world"), source="simulator_ground_truth",
+    truth = SceneGraph(header=Header(frame_id="world", stamp=header.stamp), world_version=7,
+                       source="simulator_ground_truth",
                        objects=[object_to_msg(o, pixel=p) for o, p in zip(SCENE, pixels)])
     sx, sy = 1000.0 / camera.width, 1000.0 / camera.height
     objects = []
@@ -145,16 +150,22 @@ class Peer:
                                        timeout=WAIT_S), f"no result #{count} on {ns}"
             return list(self._results[ns])
 
-    def perceive(self, ns: str, instruction: str) -> PerceptionResultMsg:
+    def perceive(self, ns: str, instruction: str, not_before: Time = NOT_BEFORE,
+                 goal_id: str = "") -> PerceptionResultMsg:
+        return self.perceive_response(ns, instruction, not_before, goal_id).result
+
+    def perceive_response(self, ns: str, instruction: str, not_before: Time = NOT_BEFORE,
+                          goal_id: str = ""):
         client = self._clients.get(ns)
         if client is None:
             client = self._clients[ns] = self.node.create_client(Perceive, f"{ns}/perceive")
         assert client.wait_for_service(timeout_sec=WAIT_S), f"{ns}/perceive not found"
-        future = client.call_async(Perceive.Request(instruction=instruction))
+        future = client.call_async(Perceive.Request(instruction=instruction,
+                                                    not_before=not_before, goal_id=goal_id))
         done = threading.Event()
         future.add_done_callback(lambda _: done.set())
         assert done.wait(WAIT_S), f"{ns}/perceive did not answer within {WAIT_S} s"
-        return future.result().result
+        return future.result()
 
 
 class Running:
@@ -268,6 +279,7 @@ def test_oracle_finds_the_target_at_ground_truth(peer, oracle, scene):
     assert result.requests == 0 and result.prompt_tokens == 0 and result.latency_s > 0.0
     assert result.header.frame_id == "world"
     assert result.header.stamp.sec == scene["rgb"].header.stamp.sec   # the frame perceived
+    assert result.capture_stamp.sec == 100 and result.world_version == 7   # names its capture
     objects = by_id(result)
     assert list(objects)[0] == "cup_1" and set(objects) == set(TRUTH)
     for oid, obs in objects.items():
@@ -301,10 +313,13 @@ def test_empty_instruction_is_an_error_and_the_node_keeps_serving(peer, oracle):
 
 
 def test_missing_frame_and_bad_or_missing_ground_truth_are_clear_errors(peer, scene):
-    running = Running("/t_blind", backend="oracle")
+    running = Running("/t_blind", backend="oracle", capture_wait_s=0.3)
     try:
+        started = time.monotonic()
         result = peer.perceive(running.ns, CUP_INSTRUCTION)
-        assert result.error == "no camera frame yet on /t_blind/camera/color/image_raw"
+        assert time.monotonic() - started < 0.3 + 2.0            # bounded, nothing hangs
+        assert result.error == ("no camera frame yet on /t_blind/camera/color/image_raw "
+                                "(waited 0.30 s)")
         assert result.backend == "oracle" and not result.target_found and not result.objects
 
         peer.publish_frame(running.ns, scene)
@@ -313,7 +328,7 @@ def test_missing_frame_and_bad_or_missing_ground_truth_are_clear_errors(peer, sc
             assert node.frames.condition.wait_for(
                 lambda: node.inputs_problem().startswith("no ground truth"), timeout=WAIT_S)
         result = peer.perceive(running.ns, CUP_INSTRUCTION)
-        assert result.error == "no ground truth yet on /t_blind/sim/ground_truth"
+        assert result.error == "no ground truth yet on /t_blind/sim/ground_truth (waited 0.30 s)"
 
         broken = copy.deepcopy(scene["truth"])
         broken.objects[1].size.z = -0.16
@@ -357,11 +372,15 @@ def test_vlm_sim_answers_from_the_frame_and_reuses_its_answer_on_an_unchanged_sc
 
     peer.node.create_subscription(Image, f"{vlm_sim.ns}/perception/target_crop", on_crop,
                                   qos.LATCHED)
-    first = peer.perceive(vlm_sim.ns, CUP_INSTRUCTION)
-    # The camera crop at the perceived target box, for the planner's visual query.
+    response = peer.perceive_response(vlm_sim.ns, CUP_INSTRUCTION, goal_id="g1")
+    first = response.result
+    # The camera crop at the perceived target box, for the planner's visual query: in the
+    # answer (cut from its capture) and on the topic.
     assert arrived.wait(WAIT_S), "no target crop published"
-    crop = crops[-1]
+    crop = response.target_crop
     assert crop.header.frame_id == "cup_1" and (crop.width, crop.height) == (64, 64)
+    assert crop.header.stamp == first.capture_stamp
+    assert crops[-1].data == crop.data
     pixels = rgb_from_msg(crop)[24:40, 24:40].reshape(-1, 3).mean(axis=0)
     assert np.abs(pixels - np.asarray(TRUTH["cup_1"].color)).max() < 80   # the cup is in it
     assert first.error == "", first.error
@@ -372,12 +391,15 @@ def test_vlm_sim_answers_from_the_frame_and_reuses_its_answer_on_an_unchanged_sc
     for oid, obs in objects.items():          # metres from the depth image, not the truth
         assert np.linalg.norm(position(obs) - TRUTH[oid].position) < 0.02, oid
     # The same instruction on the same frame: the kept answer, located again, no model call.
-    again = peer.perceive(vlm_sim.ns, CUP_INSTRUCTION)
+    again = peer.perceive(vlm_sim.ns, CUP_INSTRUCTION, goal_id="g1")
     assert again.error == "" and again.requests == 0 and again.completion_tokens == 0
     assert any("re-perception: reused" in w for w in again.warnings), again.warnings
     assert np.allclose(position(by_id(again)["cup_1"]), position(objects["cup_1"]))
-    other = peer.perceive(vlm_sim.ns, "grasp the wood cube")   # a new question: asked
+    other = peer.perceive(vlm_sim.ns, "grasp the wood cube", goal_id="g1")   # a new question
     assert other.requests == 1 and other.target_id == "cube_1"
+    # Another goal: its kept answers start empty, so the model is asked again.
+    next_goal = peer.perceive(vlm_sim.ns, CUP_INSTRUCTION, goal_id="g2")
+    assert next_goal.error == "" and next_goal.requests == 1
 
 
 # ---- VLM backend against the fake server --------------------------------------------------
@@ -572,17 +594,126 @@ def test_an_unknown_backend_stops_the_node_at_start():
             Parameter("backend", value="magic")])
 
 
-def test_the_planner_takes_the_crop_of_the_last_perception_call_only():
-    from agentic_grasp.conversions import rgb_to_msg
+def test_the_planner_takes_the_crop_of_the_last_perception_answer_only():
     from agentic_grasp.goal_peers import TargetCrops
 
     crops = TargetCrops()
     crop = np.full((64, 64, 3), 7, dtype=np.uint8)
-    crops.add(rgb_to_msg(crop, Header(frame_id="cup_1")))
-    assert np.array_equal(crops.crop_for("cup_1", 0.0), crop)
-    assert crops.crop_for("cube_1", 0.01) is None          # another target: no crop
-    crops.expect()                                          # a new perception call
-    assert crops.crop_for("cup_1", 0.01) is None           # the old crop is not reused
-    later = threading.Timer(0.05, crops.add, [rgb_to_msg(crop, Header(frame_id="cup_1"))])
-    later.start()
-    assert crops.crop_for("cup_1", WAIT_S) is not None     # waits for a late crop
+    crops.set("cup_1", crop, capture_ns=100)
+    assert np.array_equal(crops.crop_for("cup_1"), crop)
+    assert crops.crop_for("cube_1") is None                # another target: no crop
+    crops.set("cup_1", None, capture_ns=101)               # a new answer without a crop
+    assert crops.crop_for("cup_1") is None                 # the old crop is not reused
+
+
+# ---- captures: not_before, capture requests, truth of the capture -------------------------
+
+def _now(node) -> Time:
+    return node.get_clock().now().to_msg()
+
+
+def _later(stamp: Time, seconds: float) -> Time:
+    ns = stamp.sec * 1_000_000_000 + stamp.nanosec + int(seconds * 1e9)
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def _capture_of(scene, stamp: Time, world_version: int):
+    """The scene as a capture taken at ``stamp`` showing ``world_version``."""
+    out = {key: copy.deepcopy(scene[key]) for key in ("rgb", "depth", "info", "truth")}
+    for msg in out.values():
+        msg.header.stamp = stamp
+    out["truth"].world_version = world_version
+    return out
+
+
+class CameraOnRequest:
+    """The test's stand-in for the simulator's camera: answers ``camera/capture_request``
+    with a capture stamped now (or never, while ``silent``)."""
+
+    def __init__(self, peer: Peer, ns: str, scene, world_version: int = 8) -> None:
+        self.peer, self.ns, self.scene = peer, ns, scene
+        self.world_version = world_version
+        self.requests: List[Time] = []
+        self.silent = False
+        peer.node.create_subscription(Time, f"{ns}/camera/capture_request", self._on_request,
+                                      qos.STATE)
+
+    def _on_request(self, msg: Time) -> None:
+        self.requests.append(msg)
+        if self.silent:
+            return
+        capture = _capture_of(self.scene, _now(self.peer.node), self.world_version)
+        self.peer.publish_frame(self.ns, capture)
+        self.peer.publish_truth(self.ns, capture)
+
+
+def test_a_not_before_beyond_the_bound_is_refused_at_once(peer, oracle):
+    ahead = _later(_now(peer.node), 60.0)
+    started = time.monotonic()
+    result = peer.perceive(oracle.ns, CUP_INSTRUCTION, not_before=ahead)
+    assert time.monotonic() - started < 2.0                 # refused without waiting
+    assert result.error.startswith("not_before is 6") and "in the future, beyond " \
+        "capture_wait_s=2 s" in result.error, result.error
+    assert not result.objects
+    assert peer.perceive(oracle.ns, CUP_INSTRUCTION).error == ""     # still serving
+
+
+def test_a_camera_that_never_delivers_a_fresh_capture_is_a_clear_error(peer, scene):
+    running = Running("/t_stale", backend="oracle", capture_wait_s=0.6)
+    camera = CameraOnRequest(peer, running.ns, scene)
+    camera.silent = True
+    try:
+        peer.publish_frame(running.ns, scene)               # a capture at 100 s only
+        peer.publish_truth(running.ns, scene)
+        assert running.node.wait_for_inputs(WAIT_S), running.node.inputs_problem()
+        started = time.monotonic()
+        result = peer.perceive(running.ns, CUP_INSTRUCTION, not_before=Time())   # = now
+        elapsed = time.monotonic() - started
+        assert 0.5 < elapsed < 0.6 + 2.0, elapsed            # waited its bound, no more
+        assert result.error.startswith("no camera frame taken at or after "), result.error
+        assert "(newest 100.000 s) (waited 0.60 s)" in result.error, result.error
+        assert not result.objects and result.world_version == 0
+        assert len(camera.requests) >= 2                    # it asked, and asked again
+        camera.silent = False                               # the camera comes back
+        result = peer.perceive(running.ns, CUP_INSTRUCTION, not_before=Time())
+        assert result.error == "" and result.world_version == 8, result.error
+    finally:
+        running.close()
+
+
+def test_frames_without_the_truth_of_their_capture_are_a_mismatch_until_it_comes(peer,
+                                                                                  scene):
+    running = Running("/t_mismatch", backend="vlm_sim", capture_wait_s=0.4)
+    try:
+        newer = _capture_of(scene, Time(sec=102), 9)
+        peer.publish_truth(running.ns, scene)               # truth of the 100 s capture
+        peer.publish_frame(running.ns, newer)               # frames of the 102 s capture
+        result = peer.perceive(running.ns, CUP_INSTRUCTION, not_before=Time(sec=102))
+        assert result.error == ("no ground truth on /t_mismatch/sim/ground_truth for the "
+                                "capture at 102.000 s (newest truth at 100.000 s, world "
+                                "version 7) (waited 0.40 s)"), result.error
+        peer.publish_truth(running.ns, newer)               # it resolves
+        result = peer.perceive(running.ns, CUP_INSTRUCTION, not_before=Time(sec=102))
+        assert result.error == "" and result.capture_stamp.sec == 102, result.error
+        assert result.world_version == 9
+    finally:
+        running.close()
+
+
+def test_a_capture_is_asked_for_and_the_answer_names_it(peer, scene):
+    running = Running("/t_request", backend="vlm_sim")
+    camera = CameraOnRequest(peer, running.ns, scene, world_version=11)
+    try:
+        peer.publish_frame(running.ns, scene)               # an old capture is there
+        peer.publish_truth(running.ns, scene)
+        assert running.node.wait_for_inputs(WAIT_S), running.node.inputs_problem()
+        for ahead_s in (0.0, 0.3):                          # now, and a little ahead
+            not_before = _later(_now(peer.node), ahead_s)
+            result = peer.perceive(running.ns, CUP_INSTRUCTION, not_before=not_before)
+            assert result.error == "" and result.world_version == 11, result.error
+            taken = result.capture_stamp.sec * 10**9 + result.capture_stamp.nanosec
+            assert taken >= not_before.sec * 10**9 + not_before.nanosec    # never older
+            assert result.header.stamp == result.capture_stamp
+        assert camera.requests
+    finally:
+        running.close()

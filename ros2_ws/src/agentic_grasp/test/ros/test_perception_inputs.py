@@ -1,0 +1,93 @@
+"""FrameStore: captures paired by stamp, never older than not_before (no DDS here)."""
+from __future__ import annotations
+
+import threading
+import time
+
+from builtin_interfaces.msg import Time
+from sensor_msgs.msg import CameraInfo, Image
+
+from agentic_grasp.perception_inputs import FrameStore, Truth
+
+TOPICS = ("rgb", "depth", "info")
+S = 1_000_000_000
+
+
+def _image(sec: int, nanosec: int = 0) -> Image:
+    msg = Image()
+    msg.header.stamp = Time(sec=sec, nanosec=nanosec)
+    return msg
+
+
+def _store(*secs: int, truth_secs=()) -> FrameStore:
+    store = FrameStore(max_skew_s=0.05)
+    store.set_info(CameraInfo())
+    for sec in secs:
+        store.add_rgb(_image(sec))
+        store.add_depth(_image(sec))
+    for version, sec in enumerate(truth_secs, start=1):
+        store.add_truth(Truth(sec * S, version, []))
+    return store
+
+
+def test_the_newest_capture_at_or_after_not_before_is_taken_never_an_older_one():
+    store = _store(10, 11, 12)
+    capture, why = store.find(TOPICS, 11 * S)
+    assert why == "" and capture.stamp_ns == 12 * S
+    capture, why = store.find(TOPICS, 13 * S)
+    assert capture is None
+    assert why == "no camera frame taken at or after 13.000 s on rgb (newest 12.000 s)"
+
+
+def test_a_resent_capture_keeps_its_place_and_an_older_one_is_ignored():
+    store = _store(10, 12)
+    store.add_rgb(_image(10))                 # a re-send of the 10 s capture, late
+    store.add_depth(_image(10))
+    assert store.newest_rgb_stamp() == 12.0
+    assert store.find(TOPICS, 0)[0].stamp_ns == 12 * S
+
+
+def test_truth_pairs_with_its_own_capture_only():
+    store = _store(10, 12, truth_secs=(10,))
+    capture, why = store.find(TOPICS, 12 * S, truth_topic="truth")
+    assert capture is None and why == ("no ground truth on truth for the capture at 12.000 s "
+                                       "(newest truth at 10.000 s, world version 1)")
+    capture, _ = store.find(TOPICS, 0, truth_topic="truth")   # any age: the 10 s pair
+    assert capture.stamp_ns == 10 * S and capture.world_version == 1
+    store.add_truth(Truth(12 * S, 2, []))
+    capture, why = store.find(TOPICS, 12 * S, truth_topic="truth")
+    assert why == "" and capture.world_version == 2
+
+
+def test_depth_of_another_instant_is_not_paired():
+    store = FrameStore(max_skew_s=0.05)
+    store.set_info(CameraInfo())
+    store.add_rgb(_image(10))
+    store.add_depth(_image(10, 200_000_000))
+    capture, why = store.find(TOPICS, 0)
+    assert capture is None and why.startswith("no depth image within max_frame_skew_s=0.05 s")
+
+
+def test_wait_capture_asks_the_camera_and_takes_the_capture_it_sends():
+    store = _store(10)
+    asked = []
+
+    def request(not_before_ns: int) -> None:
+        asked.append(not_before_ns)
+        if len(asked) == 2:                   # the first request is lost
+            threading.Timer(0.02, lambda: (store.add_rgb(_image(20)),
+                                           store.add_depth(_image(20)))).start()
+
+    started = time.monotonic()
+    capture, why = store.wait_capture(TOPICS, 15 * S, 5.0, request=request)
+    assert why == "" and capture.stamp_ns == 20 * S
+    assert asked == [15 * S, 15 * S] and time.monotonic() - started < 2.0
+
+
+def test_wait_capture_is_bounded():
+    store = _store(10)
+    started = time.monotonic()
+    capture, why = store.wait_capture(TOPICS, 15 * S, 0.3, request=lambda _ns: None)
+    elapsed = time.monotonic() - started
+    assert capture is None and 0.3 <= elapsed < 1.0
+    assert why.endswith("(newest 10.000 s) (waited 0.30 s)")
