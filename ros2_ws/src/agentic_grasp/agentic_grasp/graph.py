@@ -4,7 +4,8 @@ Each entry names the node, its console script (ros2 launch) and module (plain pr
 params file under config/, and when it runs. Arguments mirror the launch file's:
 arm (sim | moveit), perception (oracle | vlm | vlm_sim), vlm_url, params_file, acquired
 (experience acquisition: the acquired-experiences file the planner appends to and the
-retrieval node follows; 'default' = the per-user file, 'none' = off).
+retrieval node follows; 'default' = the per-user file, 'none' = off), store (file | postgres:
+the fleet store of core/retrieval/store.py), robot (the name in the records' provenance).
 """
 from __future__ import annotations
 
@@ -33,13 +34,16 @@ NODES: List[NodeSpec] = [
                                   "vlm.url": a.get("vlm_url", "http://127.0.0.1:8000/v1")}),
     NodeSpec("retrieval", "retrieval_node", "agentic_grasp.nodes.retrieval_node",
              "retrieval.yaml",
-             overrides=lambda a: {"acquired_experiences_path": a.get("acquired", "default")}),
+             overrides=lambda a: {"acquired_experiences_path": a.get("acquired", "default"),
+                                  "acquired_store": a.get("store") or "file"}),
     NodeSpec("scene_graph", "scene_graph_node", "agentic_grasp.nodes.scene_graph_node",
              "scene_graph.yaml"),
     NodeSpec("planner", "planner_node", "agentic_grasp.nodes.planner_node", "planner.yaml",
              overrides=lambda a: {"acquisition.path": a.get("acquired", "default"),
                                   "acquisition.perception_backend":
-                                      a.get("perception", "oracle")}),
+                                      a.get("perception", "oracle"),
+                                  "acquisition.store": a.get("store") or "file",
+                                  "acquisition.robot": a.get("robot") or ""}),
 ]
 
 #: Topics a recorded run keeps (ros2 bag record on a ROS 2 install).
@@ -62,7 +66,7 @@ RECORDER = NodeSpec("recorder", "recorder", "agentic_grasp.recording.recorder", 
 
 DEFAULT_ARGS: Dict[str, str] = {"arm": "sim", "perception": "oracle",
                                 "vlm_url": "http://127.0.0.1:8000/v1", "params_file": "",
-                                "acquired": "default"}
+                                "acquired": "default", "store": "file", "robot": ""}
 
 
 def selected_nodes(args: Dict[str, str]) -> List[NodeSpec]:

@@ -101,13 +101,18 @@ class LiveRetriever:
 
     def __init__(self, base: HAARAG, path: Union[str, Path],
                  consolidation: Optional[ConsolidationConfig] = None,
-                 cache: Union[EmbeddingCache, None, bool] = False, crop_size: int = 64) -> None:
+                 cache: Union[EmbeddingCache, None, bool] = False, crop_size: int = 64,
+                 source: Any = None) -> None:
+        """``source``: what to follow instead of the file at ``path`` (anything with
+        ``poll() -> LogChunk``, e.g. the fleet store's :class:`.store.FleetSource`; then
+        ``path`` only names it in messages)."""
         self.base = base
         self.path = Path(path)
         self.consolidation = consolidation or ConsolidationConfig()
         self.cache = cache if cache is not False else None
         self.crop_size = int(crop_size)
-        self._log = AcquiredLog(self.path)
+        self._log = source if source is not None else AcquiredLog(self.path)
+        self.source_name = str(getattr(source, "name", self.path))
         self._lock = threading.Lock()
         self._rag = base
         self._config = base.config
@@ -155,6 +160,17 @@ class LiveRetriever:
     def dropped(self):
         return list(self._consolidator.dropped)
 
+    def close(self) -> None:
+        """Stop following (the fleet source's listener thread and connection)."""
+        close = getattr(self._log, "close", None)
+        if close is not None:
+            close()
+
+    @property
+    def status(self) -> str:
+        """What the source says about itself ('' for a file)."""
+        return str(getattr(self._log, "status", ""))
+
     def stats(self) -> Dict[str, Any]:
         return {"acquired_records": self.acquired_records,
                 "consolidated": len(self._consolidator), "served": len(self._rag.kb)
@@ -167,10 +183,10 @@ class LiveRetriever:
         with self._lock:
             chunk = self._log.poll()
             if chunk.reset:
-                _LOG.info("%s was replaced or shrank: reading it again", self.path)
+                _LOG.info("%s was replaced or shrank: reading it again", self.source_name)
                 self._reset_state()
             for line, message in chunk.errors:
-                self._reject(f"{self.path}:{line}: {message}")
+                self._reject(f"{self.source_name}:{line}: {message}")
             new = self._validated(chunk.records)
             if not new and not chunk.reset:
                 return False
@@ -190,7 +206,7 @@ class LiveRetriever:
         self._taxonomy = extend_taxonomy(self.base.kb.taxonomy, self._raw)
         authored = {e.id for e in self.base.kb}
         for line, record in records:
-            where = f"{self.path}:{line}"
+            where = f"{self.source_name}:{line}"
             problems = record_problems(record, where, self._taxonomy)
             if problems:
                 self._reject("; ".join(problems))
@@ -219,7 +235,7 @@ class LiveRetriever:
                       d.attempts, d.reason)
         base_kb = self.base.kb
         kb = KnowledgeBase(list(base_kb.experiences) + acquired, self._taxonomy,
-                           list(base_kb.sources) + [str(self.path)])
+                           list(base_kb.sources) + [self.source_name])
         embedder = self.base.embedder
         if base_kb.vectors is not None and embedder is not None:
             missing = [e for e in acquired if e.id not in self._vectors]
@@ -243,18 +259,32 @@ class LiveRetriever:
 def build_live_retriever(config: Optional[RetrievalConfig] = None,
                          embedder: Optional[VisualEmbedder] = None,
                          acquired_path: Union[str, Path, None] = None,
-                         consolidation: Optional[ConsolidationConfig] = None):
+                         consolidation: Optional[ConsolidationConfig] = None,
+                         store: str = "file", dsn: str = "",
+                         cache_path: Union[str, Path, None] = None,
+                         spool_path: Union[str, Path, None] = None):
     """The authored HAA-RAG, wrapped in a LiveRetriever when an acquired path is set
-    (``acquired_path`` or the config's ``acquired_experiences_path``); else the plain one."""
+    (``acquired_path`` or the config's ``acquired_experiences_path``); else the plain one.
+
+    ``store`` 'postgres' follows the fleet store (:class:`.store.FleetSource` on ``dsn`` or
+    the environment's, with the local ``cache_path`` and this robot's ``spool_path``)
+    instead of the file; the database being away is not an error (it says so in ``status``),
+    refused credentials or an unknown schema version are (StoreConfigError)."""
+    from agentic_grasp.core.retrieval.store import FleetSource, check_store
+
     config = config if config is not None else RetrievalConfig.from_config()
     path = acquired_path if acquired_path is not None else config.acquired_experiences_path
     base = build_retriever(replace(config, acquired_experiences_path=""), embedder)
-    if not path:
+    fleet = check_store(store) == "postgres"
+    if not path and not fleet:
         return base
     cache_dir = config.embedding.get("cache_dir") or None
-    return LiveRetriever(base, path, consolidation or ConsolidationConfig.from_config(),
+    source = FleetSource(dsn, cache_path, spool_path) if fleet else None
+    return LiveRetriever(base, path or "postgres", consolidation or
+                         ConsolidationConfig.from_config(),
                          cache=EmbeddingCache(cache_dir),
-                         crop_size=int(config.embedding.get("crop_size_px", 64)))
+                         crop_size=int(config.embedding.get("crop_size_px", 64)),
+                         source=source)
 
 
 __all__ = ["AcquiredLog", "LiveRetriever", "LogChunk", "build_live_retriever"]
