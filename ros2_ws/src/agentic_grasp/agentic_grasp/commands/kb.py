@@ -68,6 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="knowledge-base folder or file (default: kb_data/experiences)")
     validate.add_argument("--acquired", metavar="FILE", default=None,
                           help="also validate this acquired-experiences file")
+    validate.add_argument("--store", choices=("file", "postgres"), default="file",
+                          help="postgres: also validate every record of the fleet store")
     stats = sub.add_parser("stats", help="per category: counts, success rates, sources")
     _acquired_arg(stats)
     stats.add_argument("--json", action="store_true")
@@ -155,12 +157,20 @@ def _run(args: argparse.Namespace) -> int:
         problems = validate_kb(args.path)
         if args.acquired:
             problems += acquired_file.validate_acquired(args.acquired)
+        if args.store == "postgres":
+            store = FleetStore()
+            try:
+                problems += acquired_file.experiences_of(
+                    [(f"{store.where} {r.get('id')}", r) for r in store.select()])[1]
+            finally:
+                store.close()
         for problem in problems:
             print(f"error: {problem}")
         if problems:
             print(f"{len(problems)} problem(s) found")
             return 1
-        print("knowledge base valid" + (" (with the acquired file)" if args.acquired else ""))
+        print("knowledge base valid" + (" (with the acquired file)" if args.acquired else "")
+              + (" (with the fleet store)" if args.store == "postgres" else ""))
         return 0
     if args.kb_command == "import":
         return _import(args)

@@ -42,8 +42,9 @@ def _records(n, robot="r1", prefix="g", dz=-0.04, success=True):
     return out
 
 
-def _live(dsn, tmp_path, name="a", spool=None):
-    source = FleetSource(dsn, tmp_path / f"cache-{name}.jsonl", spool, retry_s=0.2)
+def _live(dsn, tmp_path, name="a", spool=None, page=20000):
+    source = FleetSource(dsn, tmp_path / f"cache-{name}.jsonl", spool, retry_s=0.2,
+                         page=page)
     return LiveRetriever(_authored(), "postgres", source=source)
 
 
@@ -184,7 +185,8 @@ def test_a_commit_is_served_by_every_retriever_next_request_and_restart_is_the_s
     assert p99 <= 1.0
     assert a.acquired_records == b.acquired_records == 20 and len(a.kb) == n0 + 1
     state = sorted((e.id, json.dumps(e.outcomes, sort_keys=True)) for e in a.kb)
-    restarted = _live(pg_dsn, tmp_path, "c")
+    restarted = _live(pg_dsn, tmp_path, "c", page=7)   # read whole, in pages of 7
+    assert restarted.acquired_records == 20
     assert sorted((e.id, json.dumps(e.outcomes, sort_keys=True)) for e in restarted.kb) \
         == state
     # prune (another client): every follower starts again from what is left
@@ -326,6 +328,8 @@ def test_kb_import_twice_adds_nothing_and_commands_filter_by_robot(pg_dsn, tmp_p
     assert "imported 9 new record(s)" in capsys.readouterr().out
     assert _kb("import", str(path)) == 0
     assert "imported 0 new record(s)" in capsys.readouterr().out
+    assert _kb("validate", "--store", "postgres") == 0
+    assert "with the fleet store" in capsys.readouterr().out
     store = PostgresStore(pg_dsn)
     assert store.count() == 9
     assert {r["id"] for r in store.select(Filter(robots=["gamma"]))} == {r["id"] for r in old}

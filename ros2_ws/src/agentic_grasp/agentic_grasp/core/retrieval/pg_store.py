@@ -335,22 +335,33 @@ class PostgresStore:
             "SELECT count(*) FROM acquired_experience").fetchone()[0]))
 
     def read_since(self, xmin: Optional[int], seen: Dict[int, None],
-                   flt: Optional[Filter] = None) -> Tuple[List[Tuple[int, Dict[str, Any]]],
-                                                          int, int]:
-        """(new (seq, record) pairs, next xmin, generation): the rows committed since the
-        snapshot whose xmin is ``xmin`` (None = all), minus ``seen`` seqs (module doc)."""
+                   flt: Optional[Filter] = None, after_seq: Optional[int] = None,
+                   limit: Optional[int] = None
+                   ) -> Tuple[List[Tuple[int, Dict[str, Any]]], int, int]:
+        """(new (seq, record) pairs, this snapshot's xmin, generation).
+
+        ``xmin`` given: the rows whose transaction id is at least ``xmin`` (the previous
+        snapshot's: every row committed since), minus the ``seen`` seqs (module doc).
+        ``xmin`` None: a page of the whole table, ``limit`` rows with seq > ``after_seq`` in
+        seq order (a full read pages through the table, keeping the FIRST page's xmin so the
+        incremental reads after it miss nothing committed meanwhile).
+        """
         where, args = (flt or Filter()).sql()
-        cond = "xid >= %s::text::xid8" if xmin is not None else "true"
+        if xmin is not None:
+            cond, extra = "xid >= %s::text::xid8", [str(xmin)]
+        else:
+            cond, extra = "seq > %s", [int(after_seq or 0)]
         clause = f"{where} AND {cond}" if where else f" WHERE {cond}"
-        params = args + ([str(xmin)] if xmin is not None else [])
+        tail = " ORDER BY seq" + (" LIMIT %s" if limit else "")
+        params = args + extra + ([int(limit)] if limit else [])
 
         def work(conn):
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 snap = conn.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text, "
                                     "generation FROM agentic_grasp_generation").fetchone()
-                rows = conn.execute(f"SELECT seq, record FROM acquired_experience{clause} "
-                                    "ORDER BY seq", params).fetchall()
+                rows = conn.execute(f"SELECT seq, record FROM acquired_experience{clause}"
+                                    f"{tail}", params).fetchall()
             new = [(int(s), r) for s, r in rows if int(s) not in seen]
             return new, int(snap[0]), int(snap[1])
 

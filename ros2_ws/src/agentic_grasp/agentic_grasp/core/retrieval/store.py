@@ -289,9 +289,12 @@ class FleetSource:
     in commit order), this robot's spool, and, while the database is away at start, the
     local cache. Yields :class:`.live.LogChunk`s; a record id is yielded once."""
 
+    #: Rows were schema-validated by their writer (LiveRetriever then checks lightly).
+    validated_at_write = True
+
     def __init__(self, dsn: str = "", cache_path: Optional[PathLike] = None,
                  spool_path: Optional[PathLike] = None, flt: Optional[Filter] = None,
-                 retry_s: float = 1.0) -> None:
+                 retry_s: float = 1.0, page: int = 20000) -> None:
         from agentic_grasp.core.retrieval.live import AcquiredLog
 
         self.pg = PostgresStore(dsn, application="agentic_grasp-retrieval")
@@ -305,7 +308,13 @@ class FleetSource:
         self._ids: Set[str] = set()
         self._seen: Dict[int, None] = {}
         self._xmin: Optional[int] = None
+        self._xmin_start = 0
+        self._after = 0
         self._generation: Optional[int] = None
+        #: Rows per page of a full read (bounds memory at 10^6 records); ``backlog``: more
+        #: pages to come.
+        self.page = int(page)
+        self.backlog = False
         self.status = ""
         try:
             self.pg.connection()       # StoreConfigError (credentials, schema) propagates
@@ -369,15 +378,20 @@ class FleetSource:
         self._ids.clear()
         self._seen.clear()
         self._xmin = None
+        self._after = 0
         if self.spool_path is not None:
             self._spool = self._spool_log(self.spool_path)
 
     def _read_db(self, chunk) -> None:
+        """New rows (incremental), or the next page of a full read (``backlog`` stays True
+        and ``pending`` set until the last page: LiveRetriever keeps polling)."""
+        full = self._xmin is None
         try:
-            new, xmin, generation = self.pg.read_since(self._xmin, self._seen, self.flt)
-            if self._generation is not None and generation != self._generation:
-                self._restart(chunk)     # records were deleted: read everything again
-                new, xmin, generation = self.pg.read_since(None, self._seen, self.flt)
+            if full:
+                new, xmin, generation = self.pg.read_since(None, self._seen, self.flt,
+                                                           self._after, self.page)
+            else:
+                new, xmin, generation = self.pg.read_since(self._xmin, self._seen, self.flt)
         except StoreUnavailable as exc:
             self.online = False
             self._offline_loaded = True  # keep serving what we have
@@ -385,14 +399,31 @@ class FleetSource:
             self.status = f"{exc}: keeping the records read so far"
             _LOG.warning(self.status)
             return
-        full = self._xmin is None
-        self._generation, self._xmin = generation, xmin
+        if self._generation is not None and generation != self._generation:
+            self._restart(chunk)         # records were deleted: read everything again
+            self._generation = generation
+            self.listener.pending.set()
+            self.backlog = True
+            return
+        self._generation = generation
+        first_page = full and self._after == 0
+        if first_page:
+            self._xmin_start = xmin
         for seq, _ in new:
             self._seen[seq] = None
+        if full:
+            self._after = new[-1][0] if new else self._after
+            self.backlog = len(new) >= self.page
+            if self.backlog:
+                self.listener.pending.set()
+            else:
+                self._xmin = self._xmin_start
+        else:
+            self._xmin = xmin
         records = [(f"seq {s}", r) for s, r in new]
         self._fresh(records, chunk.records)
         try:
-            _write_lines(self.cache_path, [r for _, r in records], replace=full)
+            _write_lines(self.cache_path, [r for _, r in records], replace=first_page)
         except OSError as exc:
             _LOG.warning("fleet cache %s not written: %s", self.cache_path, exc)
 
