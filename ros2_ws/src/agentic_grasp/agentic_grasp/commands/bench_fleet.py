@@ -31,6 +31,9 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--fleet-groups", default="far_ood,near_ood",
                        help="object sets dealt to the robots (config/ood/splits.yaml)")
     group.add_argument("--robots", type=int, default=4, help="robots (processes; default 4)")
+    group.add_argument("--fleet-deal", choices=("split", "same"), default="split",
+                       help="split (default): each robot its own objects; same: every robot "
+                       "every object, on its own seeds")
     group.add_argument("--scale-records", type=int, default=20000,
                        help="fleet records for the latency / start-up part (default 2e4; "
                        "1000000 for the issue's 10^6)")
@@ -61,6 +64,7 @@ def run_fleet_bench(args: argparse.Namespace) -> dict:
                             groups=[g.strip() for g in args.fleet_groups.split(",")
                                     if g.strip()],
                             dsn=server.create_database("fleet_learning"), robots=args.robots,
+                            how=args.fleet_deal,
                             progress=not args.no_progress)
             print(format_fleet(res), flush=True)
             result["learning"] = res.to_dict()

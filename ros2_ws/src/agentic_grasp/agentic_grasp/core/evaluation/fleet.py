@@ -44,13 +44,20 @@ def fleet_objects(groups: Sequence[str] = ("far_ood", "near_ood")) -> List[str]:
     return [t for g in groups for t in tasks.get(g, [])]
 
 
-def deal(objects: Sequence[str], robots: int = ROBOTS) -> List[List[str]]:
-    """Robot r gets objects r, r + robots, ... (each object belongs to one robot)."""
+def deal(objects: Sequence[str], robots: int = ROBOTS, how: str = "split") -> List[List[str]]:
+    """'split' (the issue's setting): robot r gets objects r, r + robots, ... (each object
+    belongs to one robot); 'same': every robot gets every object (on its own seeds), the
+    setting where the others' experience is about the very object in front of the robot."""
+    if how == "same":
+        return [list(objects) for _ in range(robots)]
+    if how != "split":
+        raise ValueError(f"unknown deal {how!r} (split or same)")
     return [list(objects[r::robots]) for r in range(robots)]
 
 
 def _robot_main(conn, robot: str, objects: List[str], mode: str, store_arg: str,
                 perception: str, seed: int, eval_trials: int) -> None:
+    # (``seed`` is this robot's: run_fleet offsets it per robot when robots share objects)
     """Child process: one robot. Receives round numbers (or 'eval' / 'stop') on ``conn``,
     answers each with {object: [success, ...]} for that round."""
     try:
@@ -86,7 +93,7 @@ def _robot_main(conn, robot: str, objects: List[str], mode: str, store_arg: str,
                         retriever=frozen).success) for j in range(eval_trials)]
                     continue
                 acquirer.context = AcquisitionContext(
-                    goal_id=f"{robot}-{name}-{msg}", perception_backend=perception,
+                    goal_id=f"{name}-{msg}", perception_backend=perception,
                     configuration="full", robot=robot)
                 out[name] = [bool(run_trial(task, "full", seed=trial_seed(seed, name, msg),
                                             perception=perception, retriever=frozen,
@@ -110,6 +117,8 @@ class RobotResult:
     alone: Dict[str, List[bool]] = field(default_factory=dict)
     eval_fleet: Dict[str, List[bool]] = field(default_factory=dict)
     eval_alone: Dict[str, List[bool]] = field(default_factory=dict)
+    #: acquired records the robot's retriever held at the start of each round, per mode
+    served_records: Dict[str, List[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -119,6 +128,7 @@ class FleetResult:
     block: int
     wall_s: Dict[str, float] = field(default_factory=dict)
     fleet_records: int = 0
+    how: str = "split"
 
     def curve(self, robot: RobotResult, mode: str) -> List[Dict[str, Any]]:
         series = robot.fleet if mode == "fleet" else robot.alone
@@ -131,24 +141,25 @@ class FleetResult:
         return out
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"goals": self.goals, "block": self.block, "wall_s": self.wall_s,
+        return {"goals": self.goals, "block": self.block, "wall_s": self.wall_s, "deal": self.how,
                 "fleet_records": self.fleet_records,
                 "robots": [{"robot": r.robot, "objects": [Path(o).stem for o in r.objects],
                             "fleet": r.fleet, "alone": r.alone, "eval_fleet": r.eval_fleet,
-                            "eval_alone": r.eval_alone,
+                            "eval_alone": r.eval_alone, "served_records": r.served_records,
                             "curve_fleet": self.curve(r, "fleet"),
                             "curve_alone": self.curve(r, "alone")} for r in self.robots]}
 
 
-def _run_mode(mode: str, dealt: List[List[str]], store_arg: str, perception: str, seed: int,
-              goals: int, eval_trials: int, results: List[RobotResult],
+def _run_mode(mode: str, dealt: List[List[str]], store_arg: str, perception: str,
+              seeds: List[int], goals: int, eval_trials: int, results: List[RobotResult],
               progress: bool) -> None:
     ctx = mp.get_context("spawn")          # no inherited sockets, threads or DB connections
     procs, pipes = [], []
     for r, objects in enumerate(dealt):
         parent, child = ctx.Pipe()
         p = ctx.Process(target=_robot_main, args=(child, f"robot{r}", objects, mode,
-                                                  store_arg, perception, seed, eval_trials),
+                                                  store_arg, perception, seeds[r],
+                                                  eval_trials),
                         daemon=True)
         p.start()
         procs.append(p)
@@ -169,6 +180,7 @@ def _run_mode(mode: str, dealt: List[List[str]], store_arg: str, perception: str
                 target = res.fleet if mode == "fleet" else res.alone
                 for name, v in ans["results"].items():
                     target.setdefault(name, []).extend(v)
+                res.served_records.setdefault(mode, []).append(int(ans["records"]))
             if progress:
                 done = sum(sum(sum(v) for v in (r.fleet if mode == "fleet" else r.alone)
                                .values()) for r in results)
@@ -189,29 +201,34 @@ def _run_mode(mode: str, dealt: List[List[str]], store_arg: str, perception: str
 
 def run_fleet(goals: int = 10, block: int = 5, eval_trials: int = 5, seed: int = 0,
               perception: str = "vlm_sim", groups: Sequence[str] = ("far_ood", "near_ood"),
-              dsn: str = "", robots: int = ROBOTS,
+              dsn: str = "", robots: int = ROBOTS, how: str = "split",
               progress: bool = True) -> FleetResult:
     """Both modes (module docstring) on the fleet store at ``dsn`` (an empty database)."""
     from agentic_grasp.core.retrieval.pg_store import PostgresStore
 
-    dealt = deal(fleet_objects(groups), robots)
+    dealt = deal(fleet_objects(groups), robots, how)
     results = [RobotResult(f"robot{r}", objs) for r, objs in enumerate(dealt)]
-    out = FleetResult(results, int(goals), int(block))
+    out = FleetResult(results, int(goals), int(block), how=how)
+    # robots on the same objects must not run the same seeds (they would repeat each other)
+    seeds = [seed + (7919 * r if how == "same" else 0) for r in range(robots)]
     for mode in ("fleet", "alone"):
         started = time.perf_counter()
-        _run_mode(mode, dealt, dsn, perception, seed, goals, eval_trials, results, progress)
+        _run_mode(mode, dealt, dsn, perception, seeds, goals, eval_trials, results, progress)
         out.wall_s[mode] = round(time.perf_counter() - started, 1)
     out.fleet_records = PostgresStore(dsn).count()
     return out
 
 
 def format_fleet(result: FleetResult) -> str:
-    lines = [f"success per block of {result.block} goals per object (robot's objects pooled),"
-             " fleet vs alone, same seeds"]
+    lines = [f"deal '{result.how}': success per block of {result.block} goals per object "
+             "(the robot's objects pooled), fleet vs alone, same seeds"]
     tot = {"fleet": [0, 0], "alone": [0, 0], "eval_fleet": [0, 0], "eval_alone": [0, 0]}
     for r in result.robots:
         names = ", ".join(Path(o).stem.replace("ood_", "") for o in r.objects)
-        lines.append(f"{r.robot} ({names})")
+        seen = r.served_records.get("fleet", [])
+        alone = r.served_records.get("alone", [])
+        lines.append(f"{r.robot} ({names}); acquired records served at the last round: "
+                     f"{seen[-1] if seen else 0} fleet, {alone[-1] if alone else 0} alone")
         for a, b in zip(result.curve(r, "fleet"), result.curve(r, "alone")):
             lines.append(f"  block {a['block']:>2}: fleet {a['successes']:>3}/{a['n']:<3} "
                          f"alone {b['successes']:>3}/{b['n']:<3}")

@@ -1,0 +1,119 @@
+"""Two retrieval nodes (two robots) following the PostgreSQL fleet store over DDS: a record
+one robot commits is served by both robots' next request; the database down at start, and
+refused credentials (test/conftest.py's pg_server, never a skip)."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.parameter import Parameter
+
+from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.retrieval.store import FleetStore
+from agentic_grasp.nodes.retrieval_node import RetrievalNode
+from agentic_grasp.testing.node_harness import wait_future
+from agentic_grasp.testing.pg_server import free_port
+from agentic_grasp_interfaces.msg import AffordanceDescriptor as AffordanceMsg
+from agentic_grasp_interfaces.srv import RetrieveStrategies
+
+THERMOS = {"type": "Graspable_Body", "material": "metal", "fragility": 0.0, "region": "body"}
+CUP = {"type": "Graspable_Handle", "material": "ceramic", "fragility": 0.3, "region": "handle"}
+
+
+def _node(ns: str, tmp_path) -> RetrievalNode:
+    return RetrievalNode(namespace=ns, parameter_overrides=[
+        Parameter("acquired_store", value="postgres"),
+        Parameter("fleet.cache_path", value=str(tmp_path / f"{ns.strip('/')}-cache.jsonl")),
+        Parameter("fleet.spool_path", value="none")])
+
+
+def _request(category, aff):
+    return RetrieveStrategies.Request(category=category, affordance=AffordanceMsg(**aff))
+
+
+class Fleet:
+    """Retrieval nodes in namespaces, a client per node, one executor thread."""
+
+    def __init__(self, nodes):
+        import threading
+
+        self.nodes = nodes
+        self.client_node = rclpy.create_node("fleet_test_client")
+        self.executor = MultiThreadedExecutor(num_threads=4)
+        for n in nodes + [self.client_node]:
+            self.executor.add_node(n)
+        self.clients = [self.client_node.create_client(
+            RetrieveStrategies, f"{n.get_namespace()}/retrieve_strategies") for n in nodes]
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+        assert all(c.wait_for_service(timeout_sec=30.0) for c in self.clients)
+
+    def ask(self, i, category, aff):
+        return wait_future(self.clients[i].call_async(_request(category, aff)))
+
+    def close(self):
+        self.executor.shutdown()
+        for n in self.nodes + [self.client_node]:
+            n.destroy_node()
+        self.thread.join(timeout=10)
+
+
+def _thermos_record(robot="robot3"):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+    from test_fleet_store import _records
+
+    return _records(1, robot=robot, prefix="ros")[0]
+
+
+def test_a_commit_by_one_robot_is_served_to_both_robots_next_request(pg_dsn, tmp_path,
+                                                                     monkeypatch):
+    monkeypatch.setenv("AGENTIC_GRASP_PG_DSN", pg_dsn)
+    fleet = Fleet([_node("/robot1", tmp_path), _node("/robot2", tmp_path)])
+    try:
+        for i in (0, 1):
+            res = fleet.ask(i, "thermos", THERMOS)
+            assert res.success and not res.strategies        # nobody has learned it yet
+        rec = _thermos_record()
+        writer = FleetStore(pg_dsn, spool_path=tmp_path / "spool.jsonl", robot="robot3")
+        assert writer.append(rec) == "db"
+        committed = time.monotonic()
+        for i in (0, 1):
+            deadline = time.monotonic() + 5.0
+            while True:
+                res = fleet.ask(i, "thermos", THERMOS)
+                if res.strategies or time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
+            assert res.strategies and res.strategies[0].experience.id == rec["id"]
+            assert time.monotonic() - committed < 5.0
+        writer.close()
+    finally:
+        fleet.close()
+
+
+def test_database_down_at_start_the_node_serves_the_authored_kb(tmp_path, monkeypatch,
+                                                               pg_server):
+    monkeypatch.setenv("AGENTIC_GRASP_PG_DSN",
+                       f"host=127.0.0.1 port={free_port()} dbname=fleet user=nobody "
+                       "connect_timeout=2")
+    fleet = Fleet([_node("/robot9", tmp_path)])
+    try:
+        assert "not reachable" in fleet.nodes[0].retriever.status
+        res = fleet.ask(0, "cup", CUP)
+        assert res.success and res.strategies                 # the authored knowledge base
+    finally:
+        fleet.close()
+
+
+def test_refused_credentials_stop_the_node_naming_host_and_database(pg_server, tmp_path,
+                                                                   monkeypatch):
+    monkeypatch.setenv("AGENTIC_GRASP_PG_DSN", pg_server.dsn("postgres", password="nope-x1"))
+    with pytest.raises(ConfigError) as err:
+        _node("/robot8", tmp_path)
+    assert "127.0.0.1" in str(err.value) and "database postgres" in str(err.value)
+    assert "nope-x1" not in str(err.value)
