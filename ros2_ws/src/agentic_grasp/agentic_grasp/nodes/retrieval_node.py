@@ -72,7 +72,7 @@ from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.retrieval import HAARAG, RetrievalConfig
 from agentic_grasp.core.retrieval.acquisition import resolve_acquired_path
 from agentic_grasp.core.retrieval.live import LiveRetriever, build_live_retriever
-from agentic_grasp.core.retrieval.store import resolve_local
+from agentic_grasp.core.retrieval.store import FleetSource, check_store, resolve_local
 from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp import params
 from agentic_grasp.params import declare, warn_undeclared
@@ -127,13 +127,14 @@ class RetrievalNode(Node):
             config = self._read_config({})
             started = time.perf_counter()
             acquired = resolve_acquired_path(config.acquired_experiences_path)
-            fleet = {n: self.get_parameter(n).value for n in FLEET_PARAMS}
-            spool = str(fleet["fleet.spool_path"])
-            self._rag: HAARAG = build_live_retriever(
-                config, acquired_path=acquired or "", store=str(fleet["acquired_store"]),
-                cache_path=resolve_local(str(fleet["fleet.cache_path"]), "fleet_cache.jsonl"),
-                spool_path=None if spool.lower() == "none" else
-                resolve_local(spool, "fleet_spool.jsonl"))
+            source = self._fleet_source()
+            try:
+                self._rag: HAARAG = build_live_retriever(
+                    config, acquired_path=acquired or "", source=source)
+            except BaseException:
+                if source is not None:
+                    source.close()
+                raise
         except Exception:
             self.destroy_node()     # a node that cannot serve must not linger on the graph
             raise
@@ -149,6 +150,17 @@ class RetrievalNode(Node):
         if status:
             (self.get_logger().warning if "not reachable" in status
              else self.get_logger().info)(f"fleet store: {status}")
+
+    def _fleet_source(self) -> Optional[FleetSource]:
+        """The fleet store to follow instead of the file (acquired_store: postgres)."""
+        fleet = {n: str(self.get_parameter(n).value) for n in FLEET_PARAMS}
+        if check_store(fleet["acquired_store"]) != "postgres":
+            return None
+        spool = fleet["fleet.spool_path"]
+        return FleetSource(cache_path=resolve_local(fleet["fleet.cache_path"],
+                                                    "fleet_cache.jsonl"),
+                           spool_path=None if spool.lower() == "none" else
+                           resolve_local(spool, "fleet_spool.jsonl"))
 
     def destroy_node(self) -> None:
         rag = getattr(self, "_rag", None)

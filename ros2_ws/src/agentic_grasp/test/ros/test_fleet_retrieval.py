@@ -30,7 +30,9 @@ def _node(ns: str, tmp_path) -> RetrievalNode:
 
 
 def _request(category, aff):
-    return RetrieveStrategies.Request(category=category, affordance=AffordanceMsg(**aff))
+    return RetrieveStrategies.Request(category=category, affordance=AffordanceMsg(
+        type=aff["type"], material=aff["material"], fragility=aff["fragility"],
+        graspable_region=aff["region"]))
 
 
 class Fleet:
@@ -77,7 +79,8 @@ def test_a_commit_by_one_robot_is_served_to_both_robots_next_request(pg_dsn, tmp
     try:
         for i in (0, 1):
             res = fleet.ask(i, "thermos", THERMOS)
-            assert res.success and not res.strategies        # nobody has learned it yet
+            assert res.success and res.message.startswith("fallback")  # nobody learned it
+            assert not any(s.experience.id.startswith("acq-") for s in res.strategies)
         rec = _thermos_record()
         writer = FleetStore(pg_dsn, spool_path=tmp_path / "spool.jsonl", robot="robot3")
         assert writer.append(rec) == "db"
@@ -86,7 +89,7 @@ def test_a_commit_by_one_robot_is_served_to_both_robots_next_request(pg_dsn, tmp
             deadline = time.monotonic() + 5.0
             while True:
                 res = fleet.ask(i, "thermos", THERMOS)
-                if res.strategies or time.monotonic() > deadline:
+                if not res.message.startswith("fallback") or time.monotonic() > deadline:
                     break
                 time.sleep(0.01)
             assert res.strategies and res.strategies[0].experience.id == rec["id"]

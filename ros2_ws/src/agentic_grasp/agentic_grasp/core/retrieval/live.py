@@ -302,26 +302,17 @@ def build_live_retriever(config: Optional[RetrievalConfig] = None,
                          embedder: Optional[VisualEmbedder] = None,
                          acquired_path: Union[str, Path, None] = None,
                          consolidation: Optional[ConsolidationConfig] = None,
-                         store: str = "file", dsn: str = "",
-                         cache_path: Union[str, Path, None] = None,
-                         spool_path: Union[str, Path, None] = None):
+                         source: Any = None):
     """The authored HAA-RAG, wrapped in a LiveRetriever when an acquired path is set
-    (``acquired_path`` or the config's ``acquired_experiences_path``); else the plain one.
-
-    ``store`` 'postgres' follows the fleet store (:class:`.store.FleetSource` on ``dsn`` or
-    the environment's, with the local ``cache_path`` and this robot's ``spool_path``)
-    instead of the file; the database being away is not an error (it says so in ``status``),
-    refused credentials or an unknown schema version are (StoreConfigError)."""
-    from agentic_grasp.core.retrieval.store import FleetSource, check_store
-
+    (``acquired_path`` or the config's ``acquired_experiences_path``) or a ``source`` is
+    given (the fleet store's :class:`.store.FleetSource`, followed instead of the file);
+    else the plain one."""
     config = config if config is not None else RetrievalConfig.from_config()
     path = acquired_path if acquired_path is not None else config.acquired_experiences_path
     base = build_retriever(replace(config, acquired_experiences_path=""), embedder)
-    fleet = check_store(store) == "postgres"
-    if not path and not fleet:
+    if not path and source is None:
         return base
     cache_dir = config.embedding.get("cache_dir") or None
-    source = FleetSource(dsn, cache_path, spool_path) if fleet else None
     return LiveRetriever(base, path or "postgres", consolidation or
                          ConsolidationConfig.from_config(),
                          cache=EmbeddingCache(cache_dir),
