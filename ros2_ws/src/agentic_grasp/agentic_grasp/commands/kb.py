@@ -73,6 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     stats = sub.add_parser("stats", help="per category: counts, success rates, sources")
     _acquired_arg(stats)
     stats.add_argument("--json", action="store_true")
+    stats.add_argument("--robot", action="append", default=[], metavar="NAME",
+                       help="only this robot's records (repeatable)")
     listing = sub.add_parser("list", help="list acquired experiences")
     _acquired_arg(listing)
     _filters(listing)
@@ -192,11 +194,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def _on_store(args: argparse.Namespace, store, acquired_file) -> int:
     if args.kb_command == "stats":
-        if store.kind == "file":
+        if store.kind == "file" and not args.robot:
             data = acquired_file.stats(store.path)
         else:
             exps, problems = acquired_file.experiences_of(
-                [(f"{store.where} {r.get('id')}", r) for r in store.select()])
+                [(f"{store.where} {r.get('id')}", r) for r in store.select(_filter(args))])
             data = acquired_file.stats_of(exps, problems)
         print(json.dumps(data, indent=1) if args.json else acquired_file.format_stats(data))
         return 0

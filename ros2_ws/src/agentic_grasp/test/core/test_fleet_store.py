@@ -346,6 +346,9 @@ def test_kb_import_twice_adds_nothing_and_commands_filter_by_robot(pg_dsn, tmp_p
         data = json.loads(capsys.readouterr().out)
         assert data["problems"] == [] and sum(
             c["acquired_attempts"] for c in data["categories"].values()) == 9
+        assert _kb("stats", *args, "--json", "--robot", "beta") == 0
+        data = json.loads(capsys.readouterr().out)
+        assert sum(c["acquired_attempts"] for c in data["categories"].values()) == 3
         assert _kb("prune", *args, "--robot", "alpha", "--dry-run") == 0
         assert "would remove 4 record(s)" in capsys.readouterr().out
         assert _kb("prune", *args, "--robot", "alpha") == 0
