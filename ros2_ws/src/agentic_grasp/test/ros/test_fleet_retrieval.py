@@ -120,3 +120,57 @@ def test_refused_credentials_stop_the_node_naming_host_and_database(pg_server, t
         _node("/robot8", tmp_path)
     assert "127.0.0.1" in str(err.value) and "database postgres" in str(err.value)
     assert "nope-x1" not in str(err.value)
+
+
+def test_bringup_with_the_fleet_store_records_the_robot_and_serves_it(pg_dsn, monkeypatch):
+    """The whole graph as processes with ``store: postgres`` (bringup's --store/--robot): a
+    goal's attempts land in the database under the robot's name and the retrieval node
+    serves them."""
+    from action_msgs.msg import GoalStatus
+
+    from agentic_grasp import qos
+    from agentic_grasp.client import GraphClient
+    from agentic_grasp.core.retrieval.pg_store import Filter, PostgresStore
+    from agentic_grasp.launcher import Launcher
+    from .test_planner_graph import PHASE_DELAY_S, PLANNER, PlannerGraph
+
+    monkeypatch.setenv("AGENTIC_GRASP_PG_DSN", pg_dsn)     # the node processes inherit it
+
+    class FleetGraph(PlannerGraph):
+        def __init__(self) -> None:
+            self.launcher = Launcher({"store": "postgres", "robot": "arm-7"},
+                                     extra_params={"sim": {"phase_delay_s": PHASE_DELAY_S},
+                                                   "planner": PLANNER})
+            self.launcher.start()
+            try:
+                self.client = GraphClient("test_fleet_client")
+                self._connect(qos)
+            except Exception:
+                self.close()
+                raise
+
+    graph = FleetGraph()
+    try:
+        graph.load("sg_banana", 1)
+        status, result, _, goal_id = graph.grasp("pick up the banana")
+        assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+        rows = PostgresStore(pg_dsn).select(Filter(robots=["arm-7"], goal_ids=[goal_id]))
+        assert [r["acquisition"]["attempt"] for r in rows] == \
+            [a.attempt for a in result.attempts]
+        assert rows[-1]["success"] and rows[-1]["category"] == "banana"
+        client = graph.client.node.create_client(RetrieveStrategies, "retrieve_strategies")
+        assert client.wait_for_service(timeout_sec=10.0)
+        aff = rows[-1]["affordance"]
+        future = client.call_async(RetrieveStrategies.Request(
+            category="banana", k=50, affordance=AffordanceMsg(
+                type=aff["type"], material=aff["material"], fragility=float(aff["fragility"]),
+                graspable_region=aff["region"])))
+        deadline = time.monotonic() + 10.0
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert future.done() and future.result().success
+        assert any(s.experience.id.startswith("acq-arm-7-")
+                   for s in future.result().strategies)
+    finally:
+        codes = graph.close()
+    assert all(code in (0, -2, 130) for code in codes.values()), codes
