@@ -25,11 +25,15 @@ from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.planner import PlannerConfig, get_configuration
 from agentic_grasp.core.retrieval.acquisition import (Acquirer, AcquisitionContext,
                                                       resolve_acquired_path)
+from agentic_grasp.core.retrieval.pg_store import StoreConfigError
 from agentic_grasp.core.retrieval.store import (FleetStore, check_store, default_robot,
                                                 resolve_local)
 from agentic_grasp.params import declare, declare_config
 
 MEMORY_LIFETIMES = ("session", "goal")
+#: Errors that stop the planner at start-up with their message instead of a restart into the
+#: same refusal: the fleet store refusing our credentials or schema (planner_node.main).
+FATAL_AT_START = (StoreConfigError,)
 
 # ---- the core's PlannerConfig ----------------------------------------------------------------
 
@@ -155,6 +159,10 @@ def declare_acquisition(node: Any) -> Optional[Acquirer]:
     context = AcquisitionContext(perception_backend=backend, robot=robot)
     if check_store(kind) == "postgres":
         store = FleetStore(spool_path=resolve_local(spool, "fleet_spool.jsonl"), robot=robot)
+        away = store.check()          # refused credentials / schema: the node stops here
+        if away:
+            node.get_logger().warning(f"experience acquisition: {away}; attempts spool to "
+                                      f"{store.spool_path} until it returns")
         node.get_logger().info(f"experience acquisition on: robot {robot} appending to "
                                f"{store.where} (spool {store.spool_path})")
         return Acquirer(resolved, context=context, store=store)

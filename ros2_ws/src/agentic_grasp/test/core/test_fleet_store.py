@@ -355,3 +355,13 @@ def test_kb_import_twice_adds_nothing_and_commands_filter_by_robot(pg_dsn, tmp_p
         assert "removed 4 record(s), 5 kept" in capsys.readouterr().out
     assert _kb("prune", "--store", "postgres") == 2        # no criterion: refused
     assert acquired_file.validate_acquired(path) == []
+
+
+def test_refused_credentials_mid_run_spool_instead_of_losing_the_attempt(pg_server, tmp_path):
+    store = FleetStore(pg_server.dsn("postgres", password="rotated"),
+                       spool_path=tmp_path / "spool.jsonl", robot="r1")
+    rec = _records(1, prefix="rot")[0]
+    assert store.append(rec) == "spool"
+    assert json.loads((tmp_path / "spool.jsonl").read_text())["id"] == rec["id"]
+    with pytest.raises(StoreConfigError):
+        store.check()

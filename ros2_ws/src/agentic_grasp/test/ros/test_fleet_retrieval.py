@@ -174,3 +174,29 @@ def test_bringup_with_the_fleet_store_records_the_robot_and_serves_it(pg_dsn, mo
     finally:
         codes = graph.close()
     assert all(code in (0, -2, 130) for code in codes.values()), codes
+
+
+def test_planner_node_refuses_bad_credentials_and_starts_spooling_when_the_db_is_down(
+        pg_server, tmp_path, monkeypatch):
+    from agentic_grasp.core.retrieval.pg_store import StoreConfigError
+    from agentic_grasp.nodes.planner_node import PlannerNode
+
+    params = [Parameter("acquisition.path", value="default"),
+              Parameter("acquisition.store", value="postgres"),
+              Parameter("acquisition.robot", value="arm-5"),
+              Parameter("acquisition.spool_path", value=str(tmp_path / "spool.jsonl"))]
+    monkeypatch.setenv("AGENTIC_GRASP_PG_DSN", pg_server.dsn("postgres", password="bad-pw9"))
+    with pytest.raises(StoreConfigError) as err:
+        PlannerNode(parameter_overrides=params)
+    assert "database postgres" in str(err.value) and "bad-pw9" not in str(err.value)
+    monkeypatch.setenv("AGENTIC_GRASP_PG_DSN", f"host=127.0.0.1 port={free_port()} "
+                       "dbname=fleet user=nobody connect_timeout=2")
+    node = PlannerNode(parameter_overrides=params)
+    try:
+        acq = node._acquirer                                # noqa: SLF001
+        assert acq.store.robot == "arm-5" and acq.context.robot == "arm-5"
+        rec = _thermos_record("arm-5")
+        assert acq.store.append(rec) == "spool"             # nothing lost while away
+        assert (tmp_path / "spool.jsonl").read_text().count(rec["id"]) == 1
+    finally:
+        node.destroy_node()

@@ -37,7 +37,8 @@ from agentic_grasp.core.errors import ValidationError
 from agentic_grasp.core.retrieval.jsonl import append_line, read_jsonl
 from agentic_grasp.core.retrieval.knowledge_base import record_problems
 from agentic_grasp.core.retrieval.pg_store import (Filter, Listener, PostgresStore,
-                                                   StoreUnavailable, describe_dsn)
+                                                   StoreConfigError, StoreUnavailable,
+                                                   describe_dsn)
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
 
 _LOG = logging.getLogger(__name__)
@@ -182,11 +183,24 @@ class FleetStore:
             return self._spool(record)
         try:
             self.pg.insert([record], self.robot)
-        except StoreUnavailable as exc:
-            _LOG.warning("%s; spooling to %s until it returns", exc, self.spool_path)
+        except (StoreUnavailable, StoreConfigError) as exc:
+            # refused credentials mid-run (a rotated password) lose nothing either: the
+            # attempt waits in the spool like in an outage, and the error is logged
+            (_LOG.error if isinstance(exc, StoreConfigError) else _LOG.warning)(
+                "%s; spooling to %s until it returns", exc, self.spool_path)
             self._next_try = time.monotonic() + self.retry_s
             return self._spool(record)
         return "db"
+
+    def check(self) -> str:
+        """Connect once (the planner does at start-up): StoreConfigError for refused
+        credentials or an unknown schema version; '' when connected, else why not (the
+        database is away: appends spool until it returns)."""
+        try:
+            self.pg.connection()
+        except StoreUnavailable as exc:
+            return str(exc)
+        return ""
 
     def _spool(self, record: Mapping[str, Any]) -> str:
         append_line(self.spool_path, dict(record), fsync=self.fsync)
@@ -212,7 +226,7 @@ class FleetStore:
                        if isinstance(r, Mapping)]
             try:
                 added = self.pg.insert(records, self.robot, batch=max(1, len(records)))
-            except StoreUnavailable:
+            except (StoreUnavailable, StoreConfigError):
                 self._next_try = time.monotonic() + self.retry_s
                 return False
             os.ftruncate(fd, 0)          # only after the commit: a crash here replays again
