@@ -408,6 +408,7 @@ class FleetSource:
                 new, xmin, generation = self.pg.read_since(self._xmin, self._seen, self.flt)
         except StoreUnavailable as exc:
             self.online = False
+            self.backlog = False         # a full read cut short starts again on return
             self._offline_loaded = True  # keep serving what we have
             self._lost_at = (self.listener.reconnects, time.monotonic())
             self.status = f"{exc}: keeping the records read so far"
