@@ -64,21 +64,57 @@ def synthetic_records(n: int, cells: int = 100, seed: int = 0, robots: int = 4):
         yield rec
 
 
+def _cell_templates(cells: int) -> List[Dict[str, Any]]:
+    """One record per (category, cell): synthetic_records' first ``10 x cells`` variants."""
+    seen: Dict[Any, Dict[str, Any]] = {}
+    for rec in synthetic_records(40 * cells, cells, seed=0):
+        key = (rec["category"], tuple(rec["grasp"]["position"]))
+        seen.setdefault(key, rec)
+    return list(seen.values())
+
+
 def fill(dsn: str, path: Path, n: int, file_records: int, cells: int) -> Dict[str, float]:
-    """Write the JSONL file (first ``file_records``) and COPY all n rows into the database."""
-    from agentic_grasp.core.retrieval.pg_store import PostgresStore, row_of
+    """n rows made by the server (generate_series over the (category, cell) templates, a
+    seeded random success, robot and time spread over the fleet), then the first
+    ``file_records`` of them, as they are in the table, written to the JSONL file: both
+    stores hold the very same records. Python-side generation would take minutes of CPU at
+    10^6."""
+    from psycopg.types.json import Jsonb
+
+    from agentic_grasp.core.retrieval.pg_store import PostgresStore
 
     store = PostgresStore(dsn)
     conn = store.connection()
     started = time.perf_counter()
-    cols = ("id, robot, goal_id, subgoal, attempt, time, perception_backend, configuration, "
-            "category, success, record")
-    with open(path, "w", encoding="utf-8") as fh, conn.transaction(), conn.cursor() as cur:
-        with cur.copy(f"COPY acquired_experience ({cols}) FROM STDIN") as copy:
-            for i, rec in enumerate(synthetic_records(n, cells)):
-                copy.write_row(row_of(rec))
-                if i < file_records:
-                    fh.write(json.dumps(rec, separators=(", ", ": ")) + "\n")
+    templates = _cell_templates(cells)
+    with conn.transaction():
+        conn.execute("CREATE TEMP TABLE syn_base (k integer, category text, record jsonb)")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO syn_base VALUES (%s, %s, %s)",
+                            [(k, t["category"], Jsonb(t)) for k, t in enumerate(templates)])
+        conn.execute("SELECT setseed(0.25)")
+        conn.execute(
+            """INSERT INTO acquired_experience (id, robot, goal_id, subgoal, attempt, time,
+                   perception_backend, configuration, category, success, record)
+               SELECT g.id, g.robot, g.goal, 0, g.i %% 3, g.t, 'vlm_sim', 'full', b.category,
+                      g.ok, b.record || jsonb_build_object(
+                        'id', g.id, 'success', g.ok,
+                        'failure_mode', CASE WHEN g.ok THEN NULL ELSE 'slip' END,
+                        'provenance', 'acquired: synthetic ' || g.i,
+                        'acquisition', jsonb_build_object(
+                          'goal_id', g.goal, 'robot', g.robot, 'time', g.t,
+                          'perception_backend', 'vlm_sim', 'configuration', 'full',
+                          'attempt', g.i %% 3, 'subgoal', 0))
+               FROM (SELECT i, 'syn-' || lpad(i::text, 7, '0') AS id,
+                            'robot' || (i %% 4) AS robot, 'syn-goal-' || (i / 3) AS goal,
+                            round((1.7e9 + i * 0.5)::numeric, 3)::float8 AS t,
+                            random() < 0.7 AS ok, floor(random() * %s)::int AS k
+                     FROM generate_series(0, %s - 1) AS i) AS g
+               JOIN syn_base b ON b.k = g.k""", (len(templates), int(n)))
+    with open(path, "w", encoding="utf-8") as fh:
+        for (rec,) in conn.execute("SELECT record FROM acquired_experience ORDER BY seq "
+                                   "LIMIT %s", (int(file_records),)):
+            fh.write(json.dumps(rec, separators=(", ", ": ")) + "\n")
     store.close()
     return {"fill_s": round(time.perf_counter() - started, 1)}
 
