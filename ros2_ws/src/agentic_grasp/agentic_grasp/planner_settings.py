@@ -9,7 +9,7 @@ Two sections of config/planner.yaml:
 - ``/**/planner: ros__parameters:``: the node-level :class:`NodeSettings` (``timeouts.*``,
   ``max_instruction_chars``, ...), declared from their field metadata by
   :func:`declare_node_settings` with ``params.declare_config``;
-- ``acquisition.*`` (set by bringup): :func:`declare_acquisition`.
+- ``acquisition.*`` (set by bringup): :func:`declare_acquisition` (file or fleet store).
 
 The PlannerConfig leaves are declared by ``params.declare_config(nested=True)``, which
 descends into its sections, their dict fields and nested dataclasses; the texts are the
@@ -25,9 +25,15 @@ from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.planner import PlannerConfig, get_configuration
 from agentic_grasp.core.retrieval.acquisition import (Acquirer, AcquisitionContext,
                                                       resolve_acquired_path)
+from agentic_grasp.core.retrieval.pg_store import StoreConfigError
+from agentic_grasp.core.retrieval.store import (FleetStore, check_store, default_robot,
+                                                resolve_local)
 from agentic_grasp.params import declare, declare_config
 
 MEMORY_LIFETIMES = ("session", "goal")
+#: Errors that stop the planner at start-up with their message instead of a restart into the
+#: same refusal: the fleet store refusing our credentials or schema (planner_node.main).
+FATAL_AT_START = (StoreConfigError,)
 
 # ---- the core's PlannerConfig ----------------------------------------------------------------
 
@@ -123,7 +129,8 @@ def declare_node_settings(node: Any) -> NodeSettings:
 
 
 def declare_acquisition(node: Any) -> Optional[Acquirer]:
-    """Experience acquisition (core/retrieval/acquisition.py): one experience per attempt."""
+    """Experience acquisition (core/retrieval/acquisition.py): one experience per attempt,
+    to the file or to the PostgreSQL fleet store (core/retrieval/store.py)."""
     path = declare(node, "acquisition.path", "",
                    "Acquired-experiences JSONL file the planner appends one experience "
                    "per attempt to (the retrieval node's acquired_experiences_path); '' "
@@ -132,11 +139,30 @@ def declare_acquisition(node: Any) -> Optional[Acquirer]:
     backend = declare(node, "acquisition.perception_backend", "",
                       "Perception backend recorded in each experience's provenance "
                       "(bringup sets it from its perception argument)")
+    kind = declare(node, "acquisition.store", "file",
+                   "'file' (acquisition.path) or 'postgres' (the fleet store; DSN from "
+                   "$AGENTIC_GRASP_PG_DSN or the PG* variables, never a parameter)")
+    robot = declare(node, "acquisition.robot", "",
+                    "This robot's name in every record's provenance ('' = the host name)")
+    spool = declare(node, "acquisition.spool_path", "default",
+                    "Where attempts wait while the fleet database is away, replayed when "
+                    "it returns ('default' = $XDG_DATA_HOME/agentic_grasp/fleet_spool.jsonl)")
     resolved = resolve_acquired_path(path)
     if resolved is None:
         return None
-    node.get_logger().info(f"experience acquisition on: appending to {resolved}")
-    return Acquirer(resolved, context=AcquisitionContext(perception_backend=backend))
+    robot = robot or default_robot()
+    context = AcquisitionContext(perception_backend=backend, robot=robot)
+    if check_store(kind) == "postgres":
+        store = FleetStore(spool_path=resolve_local(spool, "fleet_spool.jsonl"), robot=robot)
+        away = store.check()          # refused credentials / schema: the node stops here
+        if away:
+            node.get_logger().warning(f"experience acquisition: {away}; attempts spool to "
+                                      f"{store.spool_path} until it returns")
+        node.get_logger().info(f"experience acquisition on: robot {robot} appending to "
+                               f"{store.where} (spool {store.spool_path})")
+        return Acquirer(resolved, context=context, store=store)
+    node.get_logger().info(f"experience acquisition on: robot {robot} appending to {resolved}")
+    return Acquirer(resolved, context=context)
 
 
 def warn_undeclared(node: Any) -> None:

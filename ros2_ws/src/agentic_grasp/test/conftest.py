@@ -69,3 +69,33 @@ def vllm_server(request, vllm_python):
                                 f"parameters) served at {server.url}, start-up "
                                 f"{server.startup_s:.1f} s")
         yield server
+
+
+# ---- PostgreSQL (the fleet store's tests: test/core/test_fleet_store.py, test/ros/...) -------
+@pytest.fixture(scope="session")
+def pg_server():
+    """One throw-away PostgreSQL 15 for the session (agentic_grasp/testing/pg_server.py).
+
+    Never a skip: missing binaries fail the test with the fix (scripts/setup.sh
+    --with-postgres installs them; scripts/test.sh does)."""
+    from agentic_grasp.testing.pg_server import PgServer
+
+    try:
+        server = PgServer()
+    except (FileNotFoundError, RuntimeError, OSError) as exc:
+        pytest.fail(f"the fleet-store tests need a PostgreSQL 15 server: {exc}")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def pg_dsn(pg_server, request):
+    """A DSN of a fresh, empty database on the session's server (one per test)."""
+    import re
+    import uuid
+
+    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40] + "_" + \
+        uuid.uuid4().hex[:6]
+    return pg_server.create_database(name)

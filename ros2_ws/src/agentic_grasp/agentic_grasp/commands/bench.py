@@ -9,7 +9,8 @@ import json
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", nargs="?", default="paper",
                         choices=("paper", "sim", "graph", "retrieval", "scene-graph",
-                                 "perception", "soak", "vlm-sim", "geometry", "learning"),
+                                 "perception", "soak", "vlm-sim", "geometry", "learning",
+                                 "fleet"),
                         help="paper (default): the paper's protocol, Tables II-V and the OOD "
                         "study beside the paper; sim: one simulated attempt in-process, and "
                         "ExecuteGrasp through ROS beside the bare action round trip; graph: one "
@@ -24,7 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "feeds; geometry: depth geometry of every catalogue object at "
                         "random poses against the renderer's truth (-n poses per object); "
                         "learning: success per block of 10 goals with and without "
-                        "experience acquisition, paired seeds, held-out evaluation")
+                        "experience acquisition, paired seeds, held-out evaluation; fleet: "
+                        "four robots sharing the PostgreSQL store beside each alone, "
+                        "commit-to-served delay, latency at --scale-records")
     parser.add_argument("-n", type=int, default=0, help="samples (default per benchmark)")
     parser.add_argument("--inprocess-only", action="store_true",
                         help="sim: skip the ROS part")
@@ -48,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from agentic_grasp.commands.bench_learning import add_learning_arguments
 
     add_learning_arguments(parser)
+    from agentic_grasp.commands.bench_fleet import add_fleet_arguments
+
+    add_fleet_arguments(parser)
 
 
 def _bench_sim(args) -> dict:
@@ -142,6 +148,12 @@ def _bench_learning(args) -> dict:
     return run_learning_bench(args)
 
 
+def _bench_fleet(args) -> dict:
+    from agentic_grasp.commands.bench_fleet import run_fleet_bench
+
+    return run_fleet_bench(args)
+
+
 def _bench_geometry(args) -> dict:
     from agentic_grasp.core.perception.geometry_bench import format_report, run_geometry_bench
 
@@ -162,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
     result = {"sim": _bench_sim, "graph": _bench_graph, "retrieval": _bench_retrieval,
               "scene-graph": _bench_scene_graph, "perception": _bench_perception,
               "soak": _bench_soak, "vlm-sim": _bench_vlm_sim,
-              "geometry": _bench_geometry, "learning": _bench_learning}[args.what](args)
+              "geometry": _bench_geometry, "learning": _bench_learning,
+              "fleet": _bench_fleet}[args.what](args)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     return 0

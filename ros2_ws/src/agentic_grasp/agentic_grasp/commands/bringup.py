@@ -27,6 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="experience acquisition file (planner appends one experience per "
                         "attempt, retrieval serves it live); default: $XDG_DATA_HOME/"
                         "agentic_grasp/acquired_experiences.jsonl; 'none' turns it off")
+    parser.add_argument("--store", choices=("file", "postgres"), default="file",
+                        help="where acquired experiences go: file (--acquired) or postgres, "
+                        "the fleet store (DSN from $AGENTIC_GRASP_PG_DSN or the PG* "
+                        "variables; README 'Fleet store')")
+    parser.add_argument("--robot", default="",
+                        help="this robot's name in the records' provenance (default: the "
+                        "host name)")
     parser.add_argument("--record", default="",
                         help="record the run's topics to this rosbag2 folder")
     parser.add_argument("--record-storage", choices=("mcap", "sqlite3"), default="mcap",
@@ -42,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     launcher = Launcher({"arm": args.arm, "perception": args.perception,
                          "vlm_url": args.vlm_url, "params_file": args.params_file,
                          "record": args.record, "record_storage": args.record_storage,
-                         "acquired": args.acquired})
+                         "acquired": args.acquired, "store": args.store,
+                         "robot": args.robot})
     launcher.start()
     print(f"[bringup] started: {', '.join(launcher.procs)} (Ctrl-C to stop)", flush=True)
     return launcher.wait_forever(supervise=not args.no_respawn)

@@ -6,7 +6,13 @@
 - ``kb list [--acquired FILE] [--goal ID] [--since T] [--until T]``: acquired records;
 - ``kb export OUT [--acquired FILE] [filters]``: the selected records as JSON Lines;
 - ``kb prune [--acquired FILE] (--goal ID ... | --since T --until T) [--dry-run]``: remove
-  the attempts of a bad goal or a bad day (atomic rewrite; the retrieval node re-reads it).
+  the attempts of a bad goal or a bad day (atomic rewrite; the retrieval node re-reads it);
+- ``kb import FILE [--robot NAME]``: move an acquired JSONL file into the fleet store
+  (PostgreSQL); each record's id is its key, so importing twice adds nothing.
+
+``--store postgres`` makes stats / list / export / prune work on the fleet store (DSN from
+$AGENTIC_GRASP_PG_DSN or libpq's PG* variables) instead of the file; ``--robot NAME``
+(repeatable) keeps one robot's records.
 
 ``--acquired`` defaults to the per-user file bringup uses
 ($XDG_DATA_HOME/agentic_grasp/acquired_experiences.jsonl). Times are Unix seconds or ISO 8601
@@ -40,9 +46,14 @@ def _time(text: Optional[str]) -> Optional[float]:
 def _acquired_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--acquired", metavar="FILE", default=None,
                    help="acquired-experiences file (default: the per-user file of bringup)")
+    p.add_argument("--store", choices=("file", "postgres"), default="file",
+                   help="file (--acquired, default) or postgres: the fleet store, DSN from "
+                   "$AGENTIC_GRASP_PG_DSN or the PG* variables")
 
 
 def _filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--robot", action="append", default=[], metavar="NAME",
+                   help="only this robot's records (repeatable)")
     p.add_argument("--goal", action="append", default=[], metavar="ID",
                    help="goal id or its prefix (repeatable)")
     p.add_argument("--since", type=_time, default=None, help="from this time (inclusive)")
@@ -57,9 +68,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="knowledge-base folder or file (default: kb_data/experiences)")
     validate.add_argument("--acquired", metavar="FILE", default=None,
                           help="also validate this acquired-experiences file")
+    validate.add_argument("--store", choices=("file", "postgres"), default="file",
+                          help="postgres: also validate every record of the fleet store")
     stats = sub.add_parser("stats", help="per category: counts, success rates, sources")
     _acquired_arg(stats)
     stats.add_argument("--json", action="store_true")
+    stats.add_argument("--robot", action="append", default=[], metavar="NAME",
+                       help="only this robot's records (repeatable)")
     listing = sub.add_parser("list", help="list acquired experiences")
     _acquired_arg(listing)
     _filters(listing)
@@ -71,6 +86,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _acquired_arg(prune)
     _filters(prune)
     prune.add_argument("--dry-run", action="store_true", help="only count what would go")
+    imp = sub.add_parser("import", help="move an acquired JSONL file into the fleet store")
+    imp.add_argument("file", help="acquired-experiences JSONL file")
+    imp.add_argument("--robot", default="", help="robot name for records that carry none "
+                     "(default: the host name)")
+    imp.add_argument("--batch", type=int, default=1000, help="records per transaction")
 
 
 def _path(args: argparse.Namespace) -> Path:
@@ -79,41 +99,122 @@ def _path(args: argparse.Namespace) -> Path:
     return Path(args.acquired) if args.acquired else default_acquired_path()
 
 
+def _filter(args: argparse.Namespace):
+    from agentic_grasp.core.retrieval.pg_store import Filter
+
+    return Filter(robots=tuple(getattr(args, "robot", []) or ()),
+                  goal_ids=tuple(getattr(args, "goal", []) or ()),
+                  since=getattr(args, "since", None), until=getattr(args, "until", None))
+
+
+def _import(args: argparse.Namespace) -> int:
+    from agentic_grasp.core.retrieval.jsonl import read_jsonl
+    from agentic_grasp.core.retrieval.store import FleetStore, default_robot
+    from agentic_grasp.core.retrieval.taxonomy import Taxonomy
+    from agentic_grasp.core.retrieval.acquisition import extend_taxonomy
+
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"error: {path}: no such file")
+        return 1
+    content = read_jsonl(path)
+    robot = args.robot or default_robot()
+    records = []
+    for _, r in content.records:
+        if isinstance(r, dict) and isinstance(r.get("acquisition"), dict) \
+                and not r["acquisition"].get("robot"):
+            r = {**r, "acquisition": {**r["acquisition"], "robot": robot}}
+        records.append(r)
+    store = FleetStore(robot=robot)
+    try:
+        tax = extend_taxonomy(Taxonomy.load(), records)
+        added, present, problems = store.import_records(records, tax, batch=args.batch)
+    finally:
+        store.close()
+    for line, msg in content.errors:
+        print(f"error: {path}:{line}: {msg}")
+    for problem in problems:
+        print(f"error: {problem}")
+    print(f"imported {added} new record(s) into {store.where}; {present} already there; "
+          f"{len(problems) + len(content.errors)} invalid skipped")
+    return 1 if problems or content.errors else 0
+
+
 def run(args: argparse.Namespace) -> int:
+    from agentic_grasp.core.errors import ConfigError
+    from agentic_grasp.core.retrieval.pg_store import StoreUnavailable
+
+    try:
+        return _run(args)
+    except (ConfigError, StoreUnavailable) as exc:
+        print(f"error: {exc}")
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     from agentic_grasp.core.retrieval import acquired_file, validate_kb
+    from agentic_grasp.core.retrieval.store import FileStore, FleetStore
 
     if args.kb_command == "validate":
         problems = validate_kb(args.path)
         if args.acquired:
             problems += acquired_file.validate_acquired(args.acquired)
+        if args.store == "postgres":
+            store = FleetStore()
+            try:
+                problems += acquired_file.experiences_of(
+                    [(f"{store.where} {r.get('id')}", r) for r in store.select()])[1]
+            finally:
+                store.close()
         for problem in problems:
             print(f"error: {problem}")
         if problems:
             print(f"{len(problems)} problem(s) found")
             return 1
-        print("knowledge base valid" + (" (with the acquired file)" if args.acquired else ""))
+        print("knowledge base valid" + (" (with the acquired file)" if args.acquired else "")
+              + (" (with the fleet store)" if args.store == "postgres" else ""))
         return 0
+    if args.kb_command == "import":
+        return _import(args)
     path = _path(args)
-    if args.kb_command == "stats":
-        data = acquired_file.stats(path if path.is_file() else None)
-        print(json.dumps(data, indent=1) if args.json else acquired_file.format_stats(data))
-        if not path.is_file():
+    fleet = args.store == "postgres"
+    if not fleet and not path.is_file():
+        if args.kb_command == "stats":
+            print(acquired_file.format_stats(acquired_file.stats(None)))
             print(f"(no acquired experiences: {path} does not exist)")
-        return 0
-    if not path.is_file():
+            return 0
         print(f"error: {path}: no acquired-experiences file")
         return 1
+    store = FleetStore() if fleet else FileStore(path)
+    try:
+        return _on_store(args, store, acquired_file)
+    finally:
+        store.close()
+
+
+def _on_store(args: argparse.Namespace, store, acquired_file) -> int:
+    if args.kb_command == "stats":
+        if store.kind == "file" and not args.robot:
+            data = acquired_file.stats(store.path)
+        else:
+            exps, problems = acquired_file.experiences_of(
+                [(f"{store.where} {r.get('id')}", r) for r in store.select(_filter(args))])
+            data = acquired_file.stats_of(exps, problems)
+        print(json.dumps(data, indent=1) if args.json else acquired_file.format_stats(data))
+        return 0
+    flt = _filter(args)
     if args.kb_command == "list":
-        for r in acquired_file.select(path, args.goal, args.since, args.until):
+        for r in store.select(flt):
             acq = r.get("acquisition") or {}
             when = datetime.fromtimestamp(float(acq.get("time", 0)), timezone.utc)
             print(f"{r.get('id')}  {r.get('category'):<14} "
                   f"{'ok  ' if r.get('success') else 'FAIL'} "
                   f"{(r.get('failure_mode') or ''):<16} goal {str(acq.get('goal_id', ''))[:12]} "
-                  f"{when:%Y-%m-%dT%H:%M:%SZ} {acq.get('perception_backend', '')}")
+                  f"{when:%Y-%m-%dT%H:%M:%SZ} {acq.get('perception_backend', '')} "
+                  f"{acq.get('robot', '')}")
         return 0
     if args.kb_command == "export":
-        records = acquired_file.select(path, args.goal, args.since, args.until)
+        records = store.select(flt)
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
@@ -122,12 +223,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.kb_command == "prune":
         try:
-            removed, kept = acquired_file.prune(path, args.goal, args.since, args.until,
-                                                dry_run=args.dry_run)
+            removed, kept = store.delete(flt, dry_run=args.dry_run)
         except ValueError as exc:
             print(f"error: {exc}")
             return 2
         verb = "would remove" if args.dry_run else "removed"
-        print(f"{verb} {removed} record(s), {kept} kept in {path}")
+        print(f"{verb} {removed} record(s), {kept} kept in {store.where}")
         return 0
     return 2

@@ -95,9 +95,9 @@ from agentic_grasp.goal_session import (GoalSession, end_goal, exception_error, 
 from agentic_grasp.liveness import PeerMonitor
 from agentic_grasp.markers.grasp import grasp_markers
 from agentic_grasp.nodes.runner import spin_node
-from agentic_grasp.planner_settings import (declare_acquisition, declare_node_settings,
-                                            declare_planner_config, validate_goal,
-                                            warn_undeclared)
+from agentic_grasp.planner_settings import (FATAL_AT_START, declare_acquisition,
+                                            declare_node_settings, declare_planner_config,
+                                            validate_goal, warn_undeclared)
 from agentic_grasp_interfaces.action import GraspObject
 from agentic_grasp_interfaces.msg import AttemptRecord as AttemptRecordMsg, GoalLog
 
@@ -289,7 +289,7 @@ class PlannerNode(Node):
 
 
 def main(args=None) -> None:
-    spin_node(PlannerNode, num_threads=EXECUTOR_THREADS, args=args)
+    spin_node(PlannerNode, num_threads=EXECUTOR_THREADS, args=args, fatal=FATAL_AT_START)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,14 @@ them means reloading and re-embedding the knowledge base: restart the node); set
 at run time is refused. Acquired experiences appended while the node runs are picked up
 before the next request (core/retrieval/live.py: an append offset, consolidated, only new
 entries embedded); a restart reads the same file to the same state.
+
+Fleet store (``acquired_store: postgres``, core/retrieval/store.py): the node follows the
+PostgreSQL table of every robot's attempts through LISTEN/NOTIFY instead of the file (DSN
+from $AGENTIC_GRASP_PG_DSN or libpq's PG* variables, never a parameter), plus this robot's
+spool (``fleet.spool_path``). A database that is down at start is not fatal: the node serves
+the authored knowledge base + its local cache (``fleet.cache_path``) and says so, and reads
+the database once it returns; refused credentials or an unknown schema version are (the
+error names host and database, never the password).
 """
 from __future__ import annotations
 
@@ -64,6 +72,7 @@ from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.retrieval import HAARAG, RetrievalConfig
 from agentic_grasp.core.retrieval.acquisition import resolve_acquired_path
 from agentic_grasp.core.retrieval.live import LiveRetriever, build_live_retriever
+from agentic_grasp.core.retrieval.store import FleetSource, check_store, resolve_local
 from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp import params
 from agentic_grasp.params import declare, warn_undeclared
@@ -73,7 +82,20 @@ NODE_NAME = "retrieval"
 SERVICE = "retrieve_strategies"
 SIMILARITY_PREFIX = "material_similarity."
 #: Parameters read once at start-up; changing them needs a reload of the knowledge base.
-STARTUP_ONLY = ("knowledge_base_path", "acquired_experiences_path", "embedding.")
+STARTUP_ONLY = ("knowledge_base_path", "acquired_experiences_path", "embedding.",
+                "acquired_store", "fleet.")
+#: The fleet store's parameters (not RetrievalConfig's: they say where, not how to score).
+FLEET_PARAMS = {
+    "acquired_store": ("file", "Where acquired experiences are followed: 'file' (the "
+                       "acquired_experiences_path JSONL) or 'postgres' (the fleet store; "
+                       "DSN from $AGENTIC_GRASP_PG_DSN or the PG* variables)"),
+    "fleet.cache_path": ("default", "Local copy of the fleet records last read, served while "
+                         "the database is down at start ('default' = $XDG_DATA_HOME/"
+                         "agentic_grasp/fleet_cache.jsonl)"),
+    "fleet.spool_path": ("default", "This robot's spool (the planner's acquisition."
+                         "spool_path), served beside the database ('default' = "
+                         "$XDG_DATA_HOME/agentic_grasp/fleet_spool.jsonl, 'none' = off)"),
+}
 #: Text of a key of config/retrieval.yaml that RetrievalConfig's field metadata does not know.
 FALLBACK_DESCRIPTION = "config/retrieval.yaml: {name}"
 
@@ -105,7 +127,14 @@ class RetrievalNode(Node):
             config = self._read_config({})
             started = time.perf_counter()
             acquired = resolve_acquired_path(config.acquired_experiences_path)
-            self._rag: HAARAG = build_live_retriever(config, acquired_path=acquired or "")
+            source = self._fleet_source()
+            try:
+                self._rag: HAARAG = build_live_retriever(
+                    config, acquired_path=acquired or "", source=source)
+            except BaseException:
+                if source is not None:
+                    source.close()
+                raise
         except Exception:
             self.destroy_node()     # a node that cannot serve must not linger on the graph
             raise
@@ -117,6 +146,27 @@ class RetrievalNode(Node):
             f"HAA-RAG ready: {len(kb)} experiences from {len(kb.sources)} files, embedding "
             f"model {self._rag.index.model_id} ({self._rag.index.dim} dims), mode "
             f"{config.mode}, k {config.k}, loaded in {time.perf_counter() - started:.2f} s")
+        status = getattr(self._rag, "status", "")
+        if status:
+            (self.get_logger().warning if "not reachable" in status
+             else self.get_logger().info)(f"fleet store: {status}")
+
+    def _fleet_source(self) -> Optional[FleetSource]:
+        """The fleet store to follow instead of the file (acquired_store: postgres)."""
+        fleet = {n: str(self.get_parameter(n).value) for n in FLEET_PARAMS}
+        if check_store(fleet["acquired_store"]) != "postgres":
+            return None
+        spool = fleet["fleet.spool_path"]
+        return FleetSource(cache_path=resolve_local(fleet["fleet.cache_path"],
+                                                    "fleet_cache.jsonl"),
+                           spool_path=None if spool.lower() == "none" else
+                           resolve_local(spool, "fleet_spool.jsonl"))
+
+    def destroy_node(self) -> None:
+        rag = getattr(self, "_rag", None)
+        if isinstance(rag, LiveRetriever):     # the fleet source's listener thread
+            rag.close()
+        super().destroy_node()
 
     @property
     def retriever(self) -> HAARAG:
@@ -146,6 +196,8 @@ class RetrievalNode(Node):
                 raise ConfigError(f"retrieval parameter '{name}': {exc} (ROS parameters are "
                                   "typed: write floats as 0.0, integers as 0)") from None
             names.append(name)
+        for name, (default, text) in FLEET_PARAMS.items():
+            declare(self, name, default, text)
         warn_undeclared(self, "retrieval")
         return names
 

@@ -49,11 +49,20 @@ def read_acquired(path: PathLike, taxonomy: Optional[Taxonomy] = None) -> Acquir
     if content.partial_tail is not None:
         warnings.append(f"{path}:{content.partial_line}: incomplete last line without newline "
                         "(an interrupted append) ignored")
-    tax = extend_taxonomy(base, [r for _, r in content.records])
+    out, found = experiences_of([(f"{path}:{line}", r) for line, r in content.records], base)
+    return AcquiredContent(out, problems + found, warnings)
+
+
+def experiences_of(pairs: Sequence[Tuple[str, Any]], taxonomy: Optional[Taxonomy] = None
+                   ) -> Tuple[List[Experience], List[str]]:
+    """(experiences, problems) of (where, record) pairs from either store: each valid
+    record once (a repeated id is a problem naming both places)."""
+    base = taxonomy or Taxonomy.load()
+    tax = extend_taxonomy(base, [r for _, r in pairs])
     seen: Dict[str, str] = {}
     out: List[Experience] = []
-    for line, record in content.records:
-        where = f"{path}:{line}"
+    problems: List[str] = []
+    for where, record in pairs:
         found = record_problems(record, where, tax)
         if found:
             problems.extend(found)
@@ -64,7 +73,7 @@ def read_acquired(path: PathLike, taxonomy: Optional[Taxonomy] = None) -> Acquir
             continue
         seen[record["id"]] = where
         out.append(Experience.from_record(record, where))
-    return AcquiredContent(out, problems, warnings)
+    return out, problems
 
 
 def validate_acquired(path: PathLike) -> List[str]:
@@ -82,6 +91,16 @@ def validate_acquired(path: PathLike) -> List[str]:
 def stats(path: Optional[PathLike] = None,
           config: Optional[ConsolidationConfig] = None) -> Dict[str, Any]:
     """Per category: entries, attempts, success rate and sources (authored vs acquired)."""
+    if path is not None and Path(path).is_file():
+        content = read_acquired(path)
+        return stats_of(content.experiences, content.problems, config)
+    return stats_of([], [], config)
+
+
+def stats_of(experiences: Sequence[Experience], problems: Sequence[str],
+             config: Optional[ConsolidationConfig] = None) -> Dict[str, Any]:
+    """:func:`stats` of acquired experiences from any store (consolidated over all of them:
+    the fleet's records merge and are capped together, as the retrieval node serves them)."""
     kb = KnowledgeBase.load()
     rows: Dict[str, Dict[str, Any]] = defaultdict(lambda: {
         "authored": 0, "authored_successful": 0, "acquired_attempts": 0,
@@ -90,21 +109,18 @@ def stats(path: Optional[PathLike] = None,
         r = rows[e.category]
         r["authored"] += 1
         r["authored_successful"] += int(e.success)
-    problems: List[str] = []
-    if path is not None and Path(path).is_file():
-        content = read_acquired(path)
-        problems = content.problems
-        for e in content.experiences:
-            r = rows[e.category]
-            r["acquired_attempts"] += 1
-            r["acquired_successes"] += int(e.success)
-        merged, dropped = consolidate(content.experiences,
+    for e in experiences:
+        r = rows[e.category]
+        r["acquired_attempts"] += 1
+        r["acquired_successes"] += int(e.success)
+    if experiences:
+        merged, dropped = consolidate(list(experiences),
                                       config or ConsolidationConfig.from_config())
         for e in merged:
             rows[e.category]["acquired_entries"] += 1
         for d in dropped:
             rows[d.category]["dropped"] += 1
-    return {"categories": dict(sorted(rows.items())), "problems": problems}
+    return {"categories": dict(sorted(rows.items())), "problems": list(problems)}
 
 
 def format_stats(data: Mapping[str, Any]) -> str:
@@ -166,8 +182,13 @@ def prune(path: PathLike, goal_ids: Sequence[str] = (), since: Optional[float] =
     """
     if not goal_ids and since is None and until is None:
         raise ValueError("kb prune needs --goal and/or --since/--until")
+    return prune_matching(path, _matcher(goal_ids, since, until), dry_run)
+
+
+def prune_matching(path: PathLike, match: Callable[[Mapping[str, Any]], bool],
+                   dry_run: bool = False) -> Tuple[int, int]:
+    """Remove the records for which ``match`` holds (atomic rewrite, module docstring)."""
     path = Path(path)
-    match = _matcher(goal_ids, since, until)
     fd = os.open(path, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -207,5 +228,5 @@ def prune(path: PathLike, goal_ids: Sequence[str] = (), since: Optional[float] =
         os.close(fd)
 
 
-__all__ = ["AcquiredContent", "format_stats", "prune", "read_acquired", "select", "stats",
-           "validate_acquired"]
+__all__ = ["AcquiredContent", "format_stats", "prune", "prune_matching", "read_acquired",
+           "experiences_of", "select", "stats", "stats_of", "validate_acquired"]

@@ -13,7 +13,8 @@ Only what the robot perceived and measured goes in, never simulator ground truth
   (core/grasping/fit.py);
 - outcome, failure type (the planner's diagnosis) and the quality vector are what the
   executor measured (Q and phi of the attempt's outcome);
-- provenance: goal id, time, perception backend, planner configuration, attempt, retry level.
+- provenance: robot, goal id, subgoal, time, perception backend, planner configuration,
+  attempt, retry level.
 
 A category the taxonomy does not know (a far-OOD object) cannot be matched at level 1. The
 record then carries ``acquisition.superclass``: the superclass of the retrieved strategy the
@@ -77,6 +78,9 @@ class AcquisitionContext:
     perception_backend: str = ""
     configuration: str = ""
     subgoal_index: int = 0
+    #: Which robot of the fleet made the attempt (planner parameter acquisition.robot,
+    #: default the host name): kb list/prune --robot, and two robots' ids never collide.
+    robot: str = ""
 
 
 def _source_strategy(goal: Any, taxonomy: Taxonomy) -> tuple:
@@ -124,18 +128,23 @@ def experience_record(attempt: Any, target: ObjectInstance, goal: Any,
     # in the goal), else what the context was told; oracle experiences are ground truth
     backend = str(getattr(goal, "perception_backend", "") or context.perception_backend)
     goal8 = (context.goal_id or "local")[:12]
-    eid = _ID_CHARS.sub("_", f"acq-{goal8}-{context.subgoal_index}-{target.id}-"
+    robot = (context.robot or "")[:64]
+    who = f"{robot[:24]}-" if robot else ""
+    eid = _ID_CHARS.sub("_", f"acq-{who}{goal8}-{context.subgoal_index}-{target.id}-"
                              f"{attempt.index}-{time.time_ns() % 10**9:09d}")[:128]
     acquisition: Dict[str, Any] = {
         "goal_id": context.goal_id[:64], "time": round(now, 3),
         "perception_backend": backend[:40],
         "configuration": (context.configuration or getattr(goal, "configuration", ""))[:40],
         "attempt": int(attempt.index), "retry_level": int(attempt.retry_level),
+        "subgoal": int(context.subgoal_index),
         "target_id": str(target.id)[:80],
         "initial_source": str(getattr(goal, "initial_source", ""))[:40],
         "quality": round(float(outcome.quality), 4),
         "phi": [round(float(v), 4) for v in np.asarray(outcome.phi).reshape(-1)][:16],
         "perceived_size": [round(float(v), 4) for v in size]}
+    if robot:
+        acquisition["robot"] = robot
     if source_id:
         acquisition["source_experience"] = source_id[:128]
     if canonical is None:
@@ -187,7 +196,9 @@ def extend_taxonomy(taxonomy: Taxonomy, records: Iterable[Mapping[str, Any]]) ->
 
 @dataclass
 class Acquirer:
-    """Appends one experience per finished attempt to ``path`` (the planner's attempt sink).
+    """Appends one experience per finished attempt to ``path`` (the planner's attempt sink),
+    or to ``store`` when one is given (:mod:`.store`: the file or the PostgreSQL fleet store;
+    ``last_where`` says where the last record went: 'file', 'db' or 'spool').
 
     Never raises into the planner: a record that cannot be made or written is logged and
     counted in ``skipped`` (the goal goes on; the robot just does not learn from it).
@@ -197,6 +208,8 @@ class Acquirer:
     taxonomy: Taxonomy = field(default_factory=Taxonomy.load)
     context: AcquisitionContext = field(default_factory=AcquisitionContext)
     fsync: bool = True
+    store: Any = None
+    last_where: str = ""
     written: int = 0
     skipped: int = 0
     last_error: str = ""
@@ -209,7 +222,11 @@ class Acquirer:
         try:
             record = experience_record(attempt, target, goal, self.context, self.taxonomy)
             tax = extend_taxonomy(self.taxonomy, [record])
-            append_experience(self.path, record, taxonomy=tax, fsync=self.fsync)
+            if self.store is not None:
+                self.last_where = self.store.append(record, taxonomy=tax)
+            else:
+                append_experience(self.path, record, taxonomy=tax, fsync=self.fsync)
+                self.last_where = "file"
         except (ValidationError, OSError, ValueError) as exc:
             self.skipped += 1
             self.last_error = str(exc)

@@ -96,18 +96,34 @@ class AcquiredLog:
         return chunk
 
 
+def _light_problems(record: Any, where: str, taxonomy) -> List[str]:
+    """The checks of a record validated at write time: an object with a string id and a
+    category of the (extended) taxonomy."""
+    if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+        return [f"{where}: not an experience record"]
+    if record.get("category") not in taxonomy.superclass_of:
+        return [f"{where}: entry '{record['id']}': field 'category': "
+                f"'{record.get('category')}' is not a category of the taxonomy"]
+    return []
+
+
 class LiveRetriever:
     """HAA-RAG over the authored knowledge base plus a live acquired file (module doc)."""
 
     def __init__(self, base: HAARAG, path: Union[str, Path],
                  consolidation: Optional[ConsolidationConfig] = None,
-                 cache: Union[EmbeddingCache, None, bool] = False, crop_size: int = 64) -> None:
+                 cache: Union[EmbeddingCache, None, bool] = False, crop_size: int = 64,
+                 source: Any = None) -> None:
+        """``source``: what to follow instead of the file at ``path`` (anything with
+        ``poll() -> LogChunk``, e.g. the fleet store's :class:`.store.FleetSource`; then
+        ``path`` only names it in messages)."""
         self.base = base
         self.path = Path(path)
         self.consolidation = consolidation or ConsolidationConfig()
         self.cache = cache if cache is not False else None
         self.crop_size = int(crop_size)
-        self._log = AcquiredLog(self.path)
+        self._log = source if source is not None else AcquiredLog(self.path)
+        self.source_name = str(getattr(source, "name", self.path))
         self._lock = threading.Lock()
         self._rag = base
         self._config = base.config
@@ -120,6 +136,8 @@ class LiveRetriever:
         self._consolidator = Consolidator(self.consolidation)
         self._seen: Dict[str, str] = {}
         self._raw: List[Any] = []
+        self._taxonomy = self.base.kb.taxonomy if self.base.kb is not None else \
+            self.base.taxonomy
         self.rejected: List[str] = []
         self.acquired_records = 0
         self.withheld = 0
@@ -155,6 +173,17 @@ class LiveRetriever:
     def dropped(self):
         return list(self._consolidator.dropped)
 
+    def close(self) -> None:
+        """Stop following (the fleet source's listener thread and connection)."""
+        close = getattr(self._log, "close", None)
+        if close is not None:
+            close()
+
+    @property
+    def status(self) -> str:
+        """What the source says about itself ('' for a file)."""
+        return str(getattr(self._log, "status", ""))
+
     def stats(self) -> Dict[str, Any]:
         return {"acquired_records": self.acquired_records,
                 "consolidated": len(self._consolidator), "served": len(self._rag.kb)
@@ -163,20 +192,28 @@ class LiveRetriever:
 
     # ------------------------------------------------------------------ refresh
     def refresh(self) -> bool:
-        """Pick up what was appended since the last call; True when the served KB changed."""
+        """Pick up what was appended since the last call; True when the served KB changed.
+        A source with a ``backlog`` (the fleet store's full read, in pages) is polled until
+        it has none, consolidating page by page, and the served KB is rebuilt once."""
         with self._lock:
-            chunk = self._log.poll()
-            if chunk.reset:
-                _LOG.info("%s was replaced or shrank: reading it again", self.path)
-                self._reset_state()
-            for line, message in chunk.errors:
-                self._reject(f"{self.path}:{line}: {message}")
-            new = self._validated(chunk.records)
-            if not new and not chunk.reset:
-                return False
-            self._consolidator.add(new)
-            self._rebuild()
-            return True
+            changed = False
+            while True:
+                chunk = self._log.poll()
+                if chunk.reset:
+                    _LOG.info("%s was replaced or shrank: reading it again",
+                              self.source_name)
+                    self._reset_state()
+                for line, message in chunk.errors:
+                    self._reject(f"{self.source_name}:{line}: {message}")
+                new = self._validated(chunk.records)
+                if new:
+                    self._consolidator.add(new)
+                changed = changed or bool(new) or chunk.reset
+                if not getattr(self._log, "backlog", False):
+                    break
+            if changed:
+                self._rebuild()
+            return changed
 
     def _reject(self, message: str) -> None:
         self.rejected.append(message)
@@ -186,12 +223,28 @@ class LiveRetriever:
         out: List[Experience] = []
         if not records:
             return out
-        self._raw.extend(r for _, r in records)
-        self._taxonomy = extend_taxonomy(self.base.kb.taxonomy, self._raw)
+        # extend_taxonomy links a category by its FIRST record only: keep just those (not
+        # every record: the fleet store may hold 10^6)
+        known = self._taxonomy.superclass_of
+        firsts = {}
+        for _, r in records:
+            cat = r.get("category") if isinstance(r, dict) else None
+            if isinstance(cat, str) and cat not in known and cat not in firsts:
+                firsts[cat] = r
+        if firsts:
+            self._raw.extend(firsts.values())
+            self._taxonomy = extend_taxonomy(self.base.kb.taxonomy, self._raw)
         authored = {e.id for e in self.base.kb}
+        # The fleet store's rows were validated against the schema when they were written
+        # (FleetStore.append, kb import; ``kb validate --store postgres`` re-checks the
+        # table): re-running jsonschema on each (1.6 ms) would make 10^6 records a half-hour
+        # start-up. Their category is still checked against the taxonomy, and a row that
+        # does not convert is skipped like an invalid line.
+        trusted = bool(getattr(self._log, "validated_at_write", False))
         for line, record in records:
-            where = f"{self.path}:{line}"
-            problems = record_problems(record, where, self._taxonomy)
+            where = f"{self.source_name}:{line}"
+            problems = _light_problems(record, where, self._taxonomy) if trusted else \
+                record_problems(record, where, self._taxonomy)
             if problems:
                 self._reject("; ".join(problems))
                 continue
@@ -200,9 +253,14 @@ class LiveRetriever:
                 self._reject(f"{where}: entry '{eid}': field 'id': duplicate of "
                              f"{self._seen.get(eid, 'an authored entry')}")
                 continue
+            try:
+                exp = Experience.from_record(record, where)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                self._reject(f"{where}: entry '{eid}': not an experience ({exc!r})")
+                continue
             self._seen[eid] = where
             self.acquired_records += 1
-            out.append(Experience.from_record(record, where))
+            out.append(exp)
         return out
 
     def _rebuild(self) -> None:
@@ -219,7 +277,7 @@ class LiveRetriever:
                       d.attempts, d.reason)
         base_kb = self.base.kb
         kb = KnowledgeBase(list(base_kb.experiences) + acquired, self._taxonomy,
-                           list(base_kb.sources) + [str(self.path)])
+                           list(base_kb.sources) + [self.source_name])
         embedder = self.base.embedder
         if base_kb.vectors is not None and embedder is not None:
             missing = [e for e in acquired if e.id not in self._vectors]
@@ -243,18 +301,23 @@ class LiveRetriever:
 def build_live_retriever(config: Optional[RetrievalConfig] = None,
                          embedder: Optional[VisualEmbedder] = None,
                          acquired_path: Union[str, Path, None] = None,
-                         consolidation: Optional[ConsolidationConfig] = None):
+                         consolidation: Optional[ConsolidationConfig] = None,
+                         source: Any = None):
     """The authored HAA-RAG, wrapped in a LiveRetriever when an acquired path is set
-    (``acquired_path`` or the config's ``acquired_experiences_path``); else the plain one."""
+    (``acquired_path`` or the config's ``acquired_experiences_path``) or a ``source`` is
+    given (the fleet store's :class:`.store.FleetSource`, followed instead of the file);
+    else the plain one."""
     config = config if config is not None else RetrievalConfig.from_config()
     path = acquired_path if acquired_path is not None else config.acquired_experiences_path
     base = build_retriever(replace(config, acquired_experiences_path=""), embedder)
-    if not path:
+    if not path and source is None:
         return base
     cache_dir = config.embedding.get("cache_dir") or None
-    return LiveRetriever(base, path, consolidation or ConsolidationConfig.from_config(),
+    return LiveRetriever(base, path or "postgres", consolidation or
+                         ConsolidationConfig.from_config(),
                          cache=EmbeddingCache(cache_dir),
-                         crop_size=int(config.embedding.get("crop_size_px", 64)))
+                         crop_size=int(config.embedding.get("crop_size_px", 64)),
+                         source=source)
 
 
 __all__ = ["AcquiredLog", "LiveRetriever", "LogChunk", "build_live_retriever"]
