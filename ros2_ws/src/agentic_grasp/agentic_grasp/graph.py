@@ -47,7 +47,10 @@ NODES: List[NodeSpec] = [
                                   "acquisition.perception_backend":
                                       a.get("perception", DEFAULT_PERCEPTION),
                                   "acquisition.store": a.get("store") or "file",
-                                  "acquisition.robot": a.get("robot") or ""}),
+                                  # rcl cannot parse an empty override ("-p name:="): left
+                                  # out, the planner's own default (the host name) stands
+                                  **({"acquisition.robot": a["robot"]} if a.get("robot")
+                                     else {})}),
 ]
 
 #: Topics a recorded run keeps (ros2 bag record on a ROS 2 install).
