@@ -200,19 +200,6 @@ def import_ray() -> Any:
     return ray
 
 
-def _ray_task(unit: Any, run_unit: Callable[[Any], List[Dict[str, Any]]]
-              ) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
-    """Body of a Ray task: one unit's records and where and when it ran (node, worker pid,
-    epoch start and end, CPU seconds). The runner is built once per Ray worker process, as
-    in the local pool; its build time is in that worker's first unit."""
-    import ray
-
-    start, cpu0 = time.time(), time.process_time()
-    rows = run_unit(unit)
-    return rows, {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
-                  "start": start, "end": time.time(), "cpu": time.process_time() - cpu0}
-
-
 class RayStats:
     """What the Ray executor measured (the overhead figure of docs/evaluation.md)."""
 
@@ -266,7 +253,7 @@ LAST_RAY_STATS = RayStats()
 
 def run_ray(units: Sequence[Any], address: str, workers: int,
             on_batch: Callable[[List[TrialRecord]], None],
-            run_unit: Callable[[Any], List[Dict[str, Any]]]) -> int:
+            ray_task: Callable[[Any], Tuple[List[Dict[str, Any]], Dict[str, Any]]]) -> int:
     """Run ``units`` as Ray tasks; ``on_batch`` gets each unit's records as it finishes.
     Returns the cluster's CPU count. At most two tasks per CPU are in flight, so the
     driver's and the object store's memory stay flat however many units the sweep has."""
@@ -290,7 +277,7 @@ def run_ray(units: Sequence[Any], address: str, workers: int,
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         stats.cluster_cpus = cpus
         stats.connect_s = time.perf_counter() - t0
-        task = ray.remote(num_cpus=1, max_retries=RAY_MAX_RETRIES)(_ray_task)
+        task = ray.remote(num_cpus=1, max_retries=RAY_MAX_RETRIES)(ray_task)
         queue = list(units)
         queue.reverse()                             # pop() from the end keeps the order
         pending: Dict[Any, Any] = {}
@@ -299,7 +286,7 @@ def run_ray(units: Sequence[Any], address: str, workers: int,
             while queue or pending:
                 while queue and len(pending) < limit:
                     unit = queue.pop()
-                    pending[task.remote(unit, run_unit)] = time.time()
+                    pending[task.remote(unit)] = time.time()
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
                     submitted = pending.pop(ref)

@@ -325,6 +325,19 @@ def resolve_workers(workers: Optional[int]) -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _ray_task(unit: Any) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
+    """Body of a Ray task (:func:`.executors.run_ray`): one unit's records and where and when
+    it ran (node, worker pid, epoch start and end, CPU seconds). The runner is built once per
+    Ray worker process, as in the local pool; its build time is in that worker's first unit.
+    It lives here, beside the unit it runs, so executors never imports this module."""
+    import ray
+
+    start, cpu0 = time.time(), time.process_time()
+    rows = _run_unit(unit)
+    return rows, {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
+                  "start": start, "end": time.time(), "cpu": time.process_time() - cpu0}
+
+
 def run_units(units: Sequence[WorkUnit], workers: Optional[int] = None,
               progress: bool = True, start_method: str = "",
               on_records: Optional[Callable[[List[TrialRecord]], None]] = None,
@@ -375,7 +388,7 @@ def run_units(units: Sequence[WorkUnit], workers: Optional[int] = None,
     try:
         if executor == "ray":
             n_workers = run_ray(units, ray_address, resolve_workers(workers), take,
-                                _run_unit) \
+                                _ray_task) \
                 if units else n_workers
         elif n_workers == 1 or not units:
             _init_worker()
