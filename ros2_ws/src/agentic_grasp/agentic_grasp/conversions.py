@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # scene_graph pulls in networkx (~0.3 s): imported where it i
     from agentic_grasp.core.constraints import Constraint, ConstraintSet
     from agentic_grasp.core.perception import PerceivedObject, PerceptionResult
     from agentic_grasp.core.planner.failure import Diagnosis
-    from agentic_grasp.core.planner.planner import AttemptRecord as CoreAttemptRecord
+    from agentic_grasp.core.planner.outcomes import AttemptRecord as CoreAttemptRecord
     from agentic_grasp.core.planner.recovery import Correction
     from agentic_grasp.core.retrieval import Experience, ScoredStrategy
     from agentic_grasp.core.scene_graph import Relation, SceneGraph

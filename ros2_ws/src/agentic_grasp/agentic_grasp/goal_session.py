@@ -27,7 +27,7 @@ from agentic_grasp.core.planner.events import (ObservationEvent, PhaseEvent, Pla
                                                PlannerEvent, ReflectionEvent, ResultEvent,
                                                TaskPlanEvent, TaskResultEvent, ThoughtEvent,
                                                UncoverEvent)
-from agentic_grasp.core.planner.planner import AttemptRecord
+from agentic_grasp.core.planner.outcomes import AttemptRecord
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND
 from agentic_grasp_interfaces.action import GraspObject
 from agentic_grasp_interfaces.msg import AttemptRecord as AttemptRecordMsg

@@ -85,18 +85,20 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
-from typing import (Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple,
-                    Union)
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import networkx as nx
 import numpy as np
 
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.config import node_params
-from agentic_grasp.core.errors import ConfigError, UnknownTargetError, ValidationError
+from agentic_grasp.core.errors import UnknownTargetError, ValidationError
+from agentic_grasp.core.scene_footprints import (EPS, SHAPE_CODE, SPHERE, Footprints,
+                                                 centre_inside, footprint_gap,
+                                                 footprint_inside, segment_hits,
+                                                 validated_objects)
+from agentic_grasp.core.scene_graph_config import SceneGraphConfig
 from agentic_grasp.core.types import ObjectInstance, ObjectState, Shape
 
 _LOG = logging.getLogger(__name__)
@@ -134,125 +136,6 @@ CONVERSE: Dict[str, Optional[str]] = {
 
 SYMMETRIC_RELATIONS = frozenset(r for r, c in CONVERSE.items() if c == r)
 
-_DEFAULT_CONTAINERS = ("cup", "mug", "bowl", "glass", "vase", "box", "basket", "jar", "pot",
-                       "tray", "bin", "container")
-
-_BOX, _CYLINDER, _SPHERE = 0, 1, 2
-_SHAPE_CODE = {Shape.BOX: _BOX, Shape.CYLINDER: _CYLINDER, Shape.SPHERE: _SPHERE}
-_EPS = 1e-12
-
-
-@dataclass
-class SceneGraphConfig:
-    """Every threshold of the scene graph and the constraint analyzer (metres, radians).
-
-    Defaults equal config/scene_graph.yaml; a test keeps the two in step. The analyzer's
-    constants live here too because one ROS node (scene_graph) owns both stages.
-    """
-
-    # --- relation thresholds --------------------------------------------------------------
-    contact_tolerance: float = field(default=0.01, metadata={
-        "description": "Resting contact (m): |bottom_a - top_b| for On_Top_Of, and the gap for"
-                       " Leaning_On"})
-    touch_tolerance: float = field(default=0.005, metadata={
-        "description": "Touching band upper edge and Under's footprint overlap depth (m)"})
-    adjacent_gap: float = field(default=0.05, metadata={
-        "description": "Adjacent_To band upper edge, surface gap (m)"})
-    near_gap: float = field(default=0.15, metadata={
-        "description": "Near band upper edge, surface gap (m); equal to delta_check"})
-    far_gap: float = field(default=0.30, metadata={
-        "description": "Far_From lower edge, surface gap (m)"})
-    far_from_max_objects: int = field(default=40, metadata={
-        "description": "Far_From edges (O(n^2)) are only materialised up to this many objects"})
-    directional_max_gap: float = field(default=0.15, metadata={
-        "description": "Behind / In_Front_Of / Left_Of / Right_Of only between objects at most"
-                       " this far apart (m)"})
-    directional_margin: float = field(default=0.01, metadata={
-        "description": "Minimum centre offset for a directional relation (m)"})
-    containment_tolerance: float = field(default=0.005, metadata={
-        "description": "How far a's footprint may exceed b's for Inside (m)"})
-    container_categories: Tuple[str, ...] = field(default=_DEFAULT_CONTAINERS, metadata={
-        "description": "Category words that make an object a container (Inside/Contains)"})
-    occlusion_min_fraction: float = field(default=0.5, metadata={
-        "description": "Share of the target's 6 line-of-sight samples an object must block to "
-                       "Occlude it, in (0, 1]"})
-    # --- constraint analyzer (paper Sec. III-B) -------------------------------------------
-    delta_check: float = field(default=0.15, metadata={
-        "description": "Neighbourhood radius around the target, surface gap (m) (paper)"})
-    delta_safe: float = field(default=0.10, metadata={
-        "description": "Fragile-neighbour radius for collision avoidance, surface gap (m) "
-                       "(paper)"})
-    fragile_threshold: float = field(default=0.5, metadata={
-        "description": "Fragility at or above which a neighbour counts as fragile"})
-    collision_force_scale: float = field(default=0.8, metadata={
-        "description": "Grip force multiplier near a fragile neighbour (paper: 0.8)"})
-    collision_height_delta: float = field(default=0.03, metadata={
-        "description": "Approach height added near a fragile neighbour (m) (paper: 0.03)"})
-    collision_tilt_angle: float = field(default=math.radians(20.0), metadata={
-        "description": "Tilt of the approach away from a fragile neighbour (rad)"})
-    content_speed_cap: float = field(default=0.05, metadata={
-        "description": "Speed cap for a filled target (m/s)"})
-    occlusion_tilt_angle: float = field(default=math.radians(45.0), metadata={
-        "description": "Tilt of the lateral approach away from an occluder (rad)"})
-
-    def __post_init__(self) -> None:
-        self.container_categories = tuple(str(c).lower() for c in self.container_categories)
-        self.far_from_max_objects = int(self.far_from_max_objects)
-        for f in fields(self):
-            if f.name in ("container_categories", "far_from_max_objects"):
-                continue
-            value = float(getattr(self, f.name))
-            if not math.isfinite(value) or value < 0.0:
-                raise ValidationError(f"scene_graph.{f.name} must be finite and >= 0, "
-                                      f"got {value}")
-            setattr(self, f.name, value)
-        if not (self.touch_tolerance < self.adjacent_gap < self.near_gap < self.far_gap):
-            raise ValidationError("scene_graph thresholds must satisfy touch_tolerance < "
-                                  "adjacent_gap < near_gap < far_gap")
-        if self.delta_safe > self.delta_check:
-            raise ValidationError("scene_graph.delta_safe must not exceed delta_check")
-        if not 0.0 < self.collision_force_scale <= 1.0:
-            raise ValidationError("scene_graph.collision_force_scale must be in (0, 1]")
-        if not 0.0 < self.occlusion_min_fraction <= 1.0:
-            raise ValidationError("scene_graph.occlusion_min_fraction must be in (0, 1]")
-        if not 0.0 <= self.fragile_threshold <= 1.0:
-            raise ValidationError("scene_graph.fragile_threshold must be in [0, 1]")
-        for name in ("collision_tilt_angle", "occlusion_tilt_angle"):
-            if getattr(self, name) >= math.pi / 2:
-                raise ValidationError(f"scene_graph.{name} must be below pi/2 rad")
-        if self.content_speed_cap <= 0.0:
-            raise ValidationError("scene_graph.content_speed_cap must be > 0")
-
-    @classmethod
-    def from_config(cls, path: Union[str, Path, None] = None) -> "SceneGraphConfig":
-        """Read ``scene_graph: ros__parameters:`` from config/scene_graph.yaml (or ``path``)."""
-        params = node_params("scene_graph", path)
-        return cls.from_params(params, source=str(path or "config/scene_graph.yaml"))
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any],
-                    source: str = "parameters") -> "SceneGraphConfig":
-        """Build from a flat parameter mapping (a node's declared parameters)."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise ConfigError(f"{source}: unknown scene_graph parameter(s) {unknown}")
-        try:
-            return cls(**dict(params))
-        except (ValidationError, TypeError, ValueError) as exc:
-            raise ConfigError(f"{source}: {exc}") from None
-
-    def is_container(self, category: str) -> bool:
-        """True when any word of the category ("wine glass", "ceramic_cup") is a container."""
-        return _is_container(str(category), self.container_categories)
-
-
-@lru_cache(maxsize=1024)
-def _is_container(category: str, containers: Tuple[str, ...]) -> bool:
-    words = category.lower().replace("-", " ").replace("_", " ").split()
-    return any(w in containers for w in words)
-
-
 @dataclass(frozen=True)
 class Relation:
     """One edge: ``subject relation object``; distance is the surface gap g (m)."""
@@ -262,206 +145,6 @@ class Relation:
     object: str
     distance: float
 
-
-# --------------------------------------------------------------------------------------------
-# Input validation
-# --------------------------------------------------------------------------------------------
-
-def _as_instance(obj: Union[ObjectInstance, Mapping[str, Any]], index: int) -> ObjectInstance:
-    if isinstance(obj, ObjectInstance):
-        return obj
-    if not isinstance(obj, Mapping):
-        raise ValidationError(f"object {index}: expected ObjectInstance or mapping, got "
-                              f"{type(obj).__name__}")
-    try:
-        return ObjectInstance(
-            id=str(obj["id"]), category=str(obj.get("category", "unknown")),
-            shape=obj.get("shape", Shape.BOX), position=obj["position"], size=obj["size"],
-            yaw=obj.get("yaw", 0.0), fragility=obj.get("fragility", 0.0),
-            state=obj.get("state", ObjectState.EMPTY), upright=bool(obj.get("upright", True)),
-            name=str(obj.get("name", "")))
-    except KeyError as exc:
-        raise ValidationError(f"object {index}: missing field {exc.args[0]!r}") from None
-    except ValueError as exc:  # Shape(...) of an unknown shape name
-        raise ValidationError(f"object {index}: {exc}") from None
-
-
-def _validated(objects: Iterable[Union[ObjectInstance, Mapping[str, Any]]]
-               ) -> Tuple[List[ObjectInstance], np.ndarray, np.ndarray, np.ndarray]:
-    """Objects plus (n, 3) positions, (n, 3) sizes and (n,) yaws, all re-checked.
-
-    ObjectInstance validates at construction, but its fields are mutable (a perceiver or a
-    simulator may write a NaN later) and plain dicts are accepted too, so check again. The
-    checks run on stacked arrays; the per-object loop only runs to name an offender.
-    """
-    out: List[ObjectInstance] = []
-    seen: Dict[str, int] = {}
-    for index, raw in enumerate(objects):
-        obj = _as_instance(raw, index)
-        if not obj.id:
-            raise ValidationError(f"object {index}: empty id")
-        if obj.id in seen:
-            raise ValidationError(f"duplicate object id {obj.id!r} (objects {seen[obj.id]} and "
-                                  f"{index}); ids must be unique in a scene")
-        seen[obj.id] = index
-        out.append(obj)
-    n = len(out)
-    try:
-        pos = np.array([o.position for o in out], dtype=float).reshape(n, 3)
-        size = np.array([o.size for o in out], dtype=float).reshape(n, 3)
-        yaw = np.array([o.yaw for o in out], dtype=float).reshape(n)
-        frag = np.array([o.fragility for o in out], dtype=float).reshape(n)
-    except (ValueError, TypeError):
-        pos = size = yaw = frag = None
-    if (pos is None or not np.all(np.isfinite(pos)) or not np.all(np.isfinite(size))
-            or np.any(size <= 0) or not np.all(np.isfinite(yaw))
-            or not np.all((frag >= 0.0) & (frag <= 1.0))):
-        for o in out:
-            p = np.asarray(o.position, dtype=float).reshape(-1)
-            sz = np.asarray(o.size, dtype=float).reshape(-1)
-            if p.shape != (3,) or not np.all(np.isfinite(p)):
-                raise ValidationError(f"object {o.id!r}: position must be 3 finite numbers, "
-                                      f"got {p.tolist()}")
-            if sz.shape != (3,) or not np.all(np.isfinite(sz)) or np.any(sz <= 0):
-                raise ValidationError(f"object {o.id!r}: size must be 3 positive finite "
-                                      f"numbers, got {sz.tolist()}")
-            if not math.isfinite(float(o.yaw)):
-                raise ValidationError(f"object {o.id!r}: yaw must be finite, got {o.yaw}")
-            if not 0.0 <= float(o.fragility) <= 1.0:   # also rejects NaN
-                raise ValidationError(f"object {o.id!r}: fragility must be in [0, 1], got "
-                                      f"{o.fragility}")
-    return out, pos, size, yaw
-
-
-# --------------------------------------------------------------------------------------------
-# Vectorised footprint geometry
-#
-# A footprint is a rounded rectangle: a core rectangle (centre c, unit axes u and v from the
-# yaw, half extents h, possibly zero) grown by a radius r. A box is its rectangle with r = 0; a
-# circular cylinder or sphere is a point core with r = radius; an elliptic one (sx != sy) is a
-# stadium with the same two semi-axes. Distances and containment then have closed forms.
-# --------------------------------------------------------------------------------------------
-
-@dataclass
-class _Footprints:
-    c: np.ndarray        # (n, 2) centre
-    u: np.ndarray        # (n, 2) object x axis in world
-    v: np.ndarray        # (n, 2) object y axis in world
-    h: np.ndarray        # (n, 2) core half extents along u, v
-    r: np.ndarray        # (n,) rounding radius
-    corners: np.ndarray  # (n, 4, 2) core corners
-    circum: np.ndarray   # (n,) circumradius |h| + r, for pruning
-
-    @classmethod
-    def of(cls, centres: np.ndarray, half: np.ndarray, yaw: np.ndarray,
-           shape: np.ndarray) -> "_Footprints":
-        n = centres.shape[0]
-        c = centres[:, :2].copy()
-        u = np.stack([np.cos(yaw), np.sin(yaw)], axis=1)
-        v = np.stack([-u[:, 1], u[:, 0]], axis=1)
-        round_ = shape != _BOX
-        r = np.where(round_, half[:, :2].min(axis=1), 0.0)
-        h = half[:, :2] - r[:, None]
-        signs = np.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]])
-        corners = (c[:, None, :] + (signs[None, :, 0, None] * h[:, None, 0, None]) * u[:, None]
-                   + (signs[None, :, 1, None] * h[:, None, 1, None]) * v[:, None])
-        circum = np.linalg.norm(h, axis=1) + r if n else np.zeros(0)
-        return cls(c, u, v, h, r, corners, circum)
-
-
-def _sdf_core(points: np.ndarray, fp: _Footprints, idx: np.ndarray) -> np.ndarray:
-    """Signed distance of points (m, q, 2) to the core rectangles fp[idx] (m): < 0 inside."""
-    rel = points - fp.c[idx][:, None, :]
-    lx = np.abs(np.einsum("mqd,md->mq", rel, fp.u[idx])) - fp.h[idx][:, None, 0]
-    ly = np.abs(np.einsum("mqd,md->mq", rel, fp.v[idx])) - fp.h[idx][:, None, 1]
-    outside = np.hypot(np.maximum(lx, 0.0), np.maximum(ly, 0.0))
-    return outside + np.minimum(np.maximum(lx, ly), 0.0)
-
-
-def _footprint_gap(fp: _Footprints, ii: np.ndarray, jj: np.ndarray
-                   ) -> Tuple[np.ndarray, np.ndarray]:
-    """(gap_xy, depth_xy) of footprint pairs: gap 0 when they overlap, depth > 0 only then.
-
-    Separated cores: their distance is attained at a corner of one of them (convexity), so it
-    is the smaller corner-to-rectangle distance, and the rounded gap is exact. Intersecting
-    cores: the separating-axis overlap (4 axes) gives the core penetration.
-    """
-    d = fp.c[jj] - fp.c[ii]
-    # rows: u_i, v_i, u_j, v_j; each scaled by its half extent, they are the cores' "arms"
-    axes = np.stack([fp.u[ii], fp.v[ii], fp.u[jj], fp.v[jj]], axis=1)          # (m, 4, 2)
-    arms = axes * np.concatenate([fp.h[ii], fp.h[jj]], axis=1)[:, :, None]    # (m, 4, 2)
-    reach = np.abs(np.einsum("mad,mbd->mab", axes, arms)).sum(axis=2)         # (m, 4)
-    overlap = (reach - np.abs(np.einsum("mad,md->ma", axes, d))).min(axis=1)
-    cores_meet = overlap >= 0.0
-    core_dist = np.zeros(ii.size)
-    apart = ~cores_meet
-    if np.any(apart):
-        ia, ja = ii[apart], jj[apart]
-        core_dist[apart] = np.minimum(_sdf_core(fp.corners[ia], fp, ja).min(axis=1),
-                                      _sdf_core(fp.corners[ja], fp, ia).min(axis=1))
-    sep = np.where(cores_meet, -overlap, core_dist) - fp.r[ii] - fp.r[jj]
-    return np.maximum(sep, 0.0), np.maximum(-sep, 0.0)
-
-
-def _centre_inside(fp: _Footprints, ii: np.ndarray, jj: np.ndarray) -> np.ndarray:
-    """Is the centre of footprint ii inside footprint jj?"""
-    return _sdf_core(fp.c[ii][:, None, :], fp, jj)[:, 0] - fp.r[jj] <= 0.0
-
-
-def _footprint_inside(fp: _Footprints, ii: np.ndarray, jj: np.ndarray,
-                      tolerance: float) -> np.ndarray:
-    """Does footprint ii lie within footprint jj (up to ``tolerance`` outside)?
-
-    The signed distance to a convex set is convex and 1-Lipschitz, so its maximum over the
-    rounded rectangle ii is reached at a core corner plus r_ii.
-    """
-    worst = _sdf_core(fp.corners[ii], fp, jj).max(axis=1) + fp.r[ii] - fp.r[jj]
-    return worst <= tolerance
-
-
-def _segment_hits(p0: np.ndarray, p1: np.ndarray, code: np.ndarray) -> np.ndarray:
-    """Does the segment p0 -> p1 (local coordinates, solid scaled to unit size) hit the solid?
-
-    Box: the cube [-1, 1]^3; cylinder: x^2 + y^2 <= 1, |z| <= 1; sphere: the unit ball.
-    """
-    d = p1 - p0
-    hit = np.zeros(p0.shape[0], dtype=bool)
-    tiny = np.abs(d) < 1e-12
-    safe = np.where(tiny, 1.0, d)
-    t_a = (-1.0 - p0) / safe
-    t_b = (1.0 - p0) / safe
-    lo = np.where(tiny, np.where(np.abs(p0) <= 1.0, -np.inf, np.inf), np.minimum(t_a, t_b))
-    hi = np.where(tiny, np.where(np.abs(p0) <= 1.0, np.inf, -np.inf), np.maximum(t_a, t_b))
-    # box
-    box = code == _BOX
-    if np.any(box):
-        t0 = np.maximum(lo[box].max(axis=1), 0.0)
-        t1 = np.minimum(hi[box].min(axis=1), 1.0)
-        hit[box] = t0 <= t1
-    cyl = code == _CYLINDER
-    if np.any(cyl):
-        q0, dq = p0[cyl, :2], d[cyl, :2]
-        qa = np.einsum("ij,ij->i", dq, dq)
-        qb = 2.0 * np.einsum("ij,ij->i", q0, dq)
-        qc = np.einsum("ij,ij->i", q0, q0) - 1.0
-        disc = qb * qb - 4.0 * qa * qc
-        flat = qa < 1e-18
-        root = np.sqrt(np.maximum(disc, 0.0))
-        den = np.where(flat, 1.0, 2.0 * qa)
-        r_lo = np.where(flat, np.where(qc <= 0.0, -np.inf, np.inf), (-qb - root) / den)
-        r_hi = np.where(flat, np.where(qc <= 0.0, np.inf, -np.inf), (-qb + root) / den)
-        r_lo = np.where(~flat & (disc < 0.0), np.inf, r_lo)
-        t0 = np.maximum(np.maximum(r_lo, lo[cyl, 2]), 0.0)
-        t1 = np.minimum(np.minimum(r_hi, hi[cyl, 2]), 1.0)
-        hit[cyl] = t0 <= t1
-    sph = code == _SPHERE
-    if np.any(sph):
-        q0, dq = p0[sph], d[sph]
-        t = np.clip(-np.einsum("ij,ij->i", q0, dq)
-                    / np.maximum(np.einsum("ij,ij->i", dq, dq), _EPS), 0.0, 1.0)
-        closest = q0 + t[:, None] * dq
-        hit[sph] = np.einsum("ij,ij->i", closest, closest) <= 1.0
-    return hit
 
 
 # --------------------------------------------------------------------------------------------
@@ -485,17 +168,17 @@ class SceneGraph:
         self._index: Dict[str, int] = {oid: i for i, oid in enumerate(self._ids)}
         n = len(objects)
         if arrays is None:
-            _, pos, size, yaw = _validated(objects)
+            _, pos, size, yaw = validated_objects(objects)
         else:
             pos, size, yaw = arrays
         self._centres = pos
         self._half = size / 2.0
         self._yaw = yaw
-        self._shape = np.array([_SHAPE_CODE[Shape(o.shape)] for o in objects],
+        self._shape = np.array([SHAPE_CODE[Shape(o.shape)] for o in objects],
                                dtype=int).reshape(n)
         self._lo = self._centres[:, 2] - self._half[:, 2]
         self._hi = self._centres[:, 2] + self._half[:, 2]
-        self._fp = _Footprints.of(self._centres, self._half, self._yaw, self._shape)
+        self._fp = Footprints.of(self._centres, self._half, self._yaw, self._shape)
         self._circum = self._fp.circum
         self._gaps = np.full((n, n), np.nan)
         np.fill_diagonal(self._gaps, 0.0)
@@ -613,7 +296,7 @@ class SceneGraph:
         missing = np.isnan(g)
         if np.any(missing):
             im, jm = ii[missing], jj[missing]
-            gap_xy, _ = _footprint_gap(self._fp, im, jm)
+            gap_xy, _ = footprint_gap(self._fp, im, jm)
             gap_z = np.maximum(0.0, np.maximum(self._lo[im] - self._hi[jm],
                                                self._lo[jm] - self._hi[im]))
             g[missing] = np.hypot(gap_xy, gap_z)
@@ -651,7 +334,7 @@ class SceneGraph:
                         ) -> None:
         cfg = self.config
         ct, tt = cfg.contact_tolerance, cfg.touch_tolerance
-        gap_xy, depth = _footprint_gap(self._fp, ii, jj)
+        gap_xy, depth = footprint_gap(self._fp, ii, jj)
         lo_i, hi_i, lo_j, hi_j = self._lo[ii], self._hi[ii], self._lo[jj], self._hi[jj]
         gap_z = np.maximum(0.0, np.maximum(lo_i - hi_j, lo_j - hi_i))
         overlap_z = np.minimum(hi_i, hi_j) - np.maximum(lo_i, lo_j)
@@ -666,10 +349,10 @@ class SceneGraph:
         fin_ji = np.zeros(m, bool)
         if np.any(inter):
             ia, ja, tol = ii[inter], jj[inter], cfg.containment_tolerance
-            cin_ij[inter] = _centre_inside(self._fp, ia, ja)
-            cin_ji[inter] = _centre_inside(self._fp, ja, ia)
-            fin_ij[inter] = _footprint_inside(self._fp, ia, ja, tol)
-            fin_ji[inter] = _footprint_inside(self._fp, ja, ia, tol)
+            cin_ij[inter] = centre_inside(self._fp, ia, ja)
+            cin_ji[inter] = centre_inside(self._fp, ja, ia)
+            fin_ij[inter] = footprint_inside(self._fp, ia, ja, tol)
+            fin_ji[inter] = footprint_inside(self._fp, ja, ia, tol)
 
         container = np.array([cfg.is_container(o.category) for o in objects], bool)
         stacked = np.array([o.state == ObjectState.STACKED for o in objects], bool)
@@ -694,7 +377,7 @@ class SceneGraph:
         # camera-aligned horizontal offsets for the local directional relations
         mid = 0.5 * (self._centres[ii, :2] + self._centres[jj, :2])
         fwd = mid - self.camera_position[None, :2]
-        fwd /= np.maximum(np.linalg.norm(fwd, axis=1), _EPS)[:, None]
+        fwd /= np.maximum(np.linalg.norm(fwd, axis=1), EPS)[:, None]
         right = np.stack([fwd[:, 1], -fwd[:, 0]], axis=1)
         delta = self._centres[ii, :2] - self._centres[jj, :2]
         du = np.einsum("ij,ij->i", delta, fwd)
@@ -754,7 +437,7 @@ class SceneGraph:
             return
         seg = self._centres[b_idx] - cam
         t = np.clip(np.einsum("ij,ij->i", self._centres[a_idx] - cam, seg)
-                    / np.maximum(np.einsum("ij,ij->i", seg, seg), _EPS), 0.0, 1.0)
+                    / np.maximum(np.einsum("ij,ij->i", seg, seg), EPS), 0.0, 1.0)
         closest = cam + t[:, None] * seg
         d = np.linalg.norm(self._centres[a_idx] - closest, axis=1)
         keep = d <= sphere[a_idx] + sphere[b_idx]
@@ -778,7 +461,7 @@ class SceneGraph:
             y = -s * rel[:, 0] + c * rel[:, 1]
             return np.stack([x, y, rel[:, 2]], axis=1) / self._half[occ]
 
-        hits = _segment_hits(to_local(np.broadcast_to(cam, pts.shape)), to_local(pts),
+        hits = segment_hits(to_local(np.broadcast_to(cam, pts.shape)), to_local(pts),
                              self._shape[occ]).reshape(-1, s_count)
         fraction = hits.mean(axis=1)
         occluding = fraction >= self.config.occlusion_min_fraction - 1e-9
@@ -793,7 +476,7 @@ class SceneGraph:
     def _visibility_samples(self) -> np.ndarray:
         """Per object: centre, top-face centre and 4 top-face points (world), shape (n, 6, 3)."""
         half = self._half
-        top = np.where(self._shape == _SPHERE, half[:, 2] * math.sqrt(0.75), half[:, 2])
+        top = np.where(self._shape == SPHERE, half[:, 2] * math.sqrt(0.75), half[:, 2])
         local = np.zeros((len(self._ids), 6, 3))
         local[:, 1, 2] = half[:, 2]
         for k, (sx, sy) in enumerate(((0.5, 0.0), (-0.5, 0.0), (0.0, 0.5), (0.0, -0.5))):
@@ -825,7 +508,7 @@ def build_scene_graph(objects: Sequence[Union[ObjectInstance, Mapping[str, Any]]
                      else camera_position, dtype=float).reshape(-1)
     if cam.shape != (3,) or not np.all(np.isfinite(cam)):
         raise ValidationError(f"camera_position must be 3 finite numbers, got {cam.tolist()}")
-    objs, pos, size, yaw = _validated(objects)
+    objs, pos, size, yaw = validated_objects(objects)
     graph = SceneGraph(objs, cam, cfg, (pos, size, yaw))
     graph._build_edges(objs)
     return graph
@@ -845,7 +528,7 @@ def graph_from_relations(objects: Sequence[ObjectInstance], relations: Sequence[
     cfg = config if config is not None else SceneGraphConfig()
     cam = np.asarray(_default_camera_position() if camera_position is None
                      else camera_position, dtype=float).reshape(-1)
-    objs, pos, size, yaw = _validated(objects)
+    objs, pos, size, yaw = validated_objects(objects)
     graph = SceneGraph(objs, cam, cfg, (pos, size, yaw))
     for r in relations:
         if r.relation not in RELATION_TYPES:

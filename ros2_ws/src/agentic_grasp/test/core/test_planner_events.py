@@ -2,7 +2,7 @@
 from agentic_grasp.core.planner import EpisodicMemory
 from agentic_grasp.core.planner.events import (ObservationEvent, PlanEvent, ReflectionEvent,
                                                ResultEvent, ThoughtEvent)
-from agentic_grasp.core.planner.planner import AttemptRecord
+from agentic_grasp.core.planner.outcomes import AttemptRecord
 
 from test_planner_fakes import ScriptedArm, ok, perception_of, slip
 from test_planner_loop import cup, planner

@@ -21,7 +21,7 @@ from agentic_grasp.core.errors import ConfigError  # noqa: E402
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig  # noqa: E402
 from agentic_grasp.core.planner import EpisodicMemory, PlannerConfig  # noqa: E402
 from agentic_grasp.core.planner import ReflectivePlanner  # noqa: E402
-from agentic_grasp.core.planner.planner import AttemptRecord  # noqa: E402
+from agentic_grasp.core.planner.outcomes import AttemptRecord  # noqa: E402
 from agentic_grasp.core.types import GraspParameters, Phase  # noqa: E402
 from agentic_grasp.goal_session import GoalSession  # noqa: E402
 from agentic_grasp.markers.grasp import grasp_markers  # noqa: E402

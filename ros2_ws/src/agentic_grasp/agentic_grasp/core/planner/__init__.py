@@ -19,8 +19,9 @@ Typical use (in process)::
 
 Modules: configurations (constants and Table II switches), events (the typed events), failure
 (taxonomy classification), recovery (the three correction levels and the escalation rule),
-memory (episodic memory and its lifetime), tasks (instruction -> sub-goals), planner (the
-loop), episode (one simulated trial).
+memory (episodic memory and its lifetime), tasks (instruction -> sub-goals), initial
+(InitGrasp: memory, retrieval or a configuration's proposal), outcomes (the attempt, goal
+and task records), planner (the loop), episode (one simulated trial).
 """
 from agentic_grasp.core.planner.configurations import (CONFIGURATIONS, TABLE_II_ORDER,
                                                        Configuration, PlannerConfig,
@@ -31,11 +32,12 @@ from agentic_grasp.core.planner.events import (MemoryEvent, ObservationEvent, Ph
                                                ResultEvent, TaskPlanEvent, TaskResultEvent,
                                                ThoughtEvent)
 from agentic_grasp.core.planner.memory import EpisodicMemory, MemoryEntry, MemoryLifetime
-from agentic_grasp.core.planner.planner import (STATUS_BLOCKED, STATUS_CANCELED,
-                                                STATUS_FAILED, STATUS_NOT_PERCEIVED,
-                                                STATUS_SUCCEEDED, AttemptRecord, GoalOutcome,
-                                                ReflectivePlanner, TaskOutcome,
-                                                scene_graph_constraints, subgoal_instruction)
+from agentic_grasp.core.planner.outcomes import (STATUS_BLOCKED, STATUS_CANCELED,
+                                                 STATUS_FAILED, STATUS_NOT_PERCEIVED,
+                                                 STATUS_SUCCEEDED, AttemptRecord, GoalOutcome,
+                                                 TaskOutcome)
+from agentic_grasp.core.planner.planner import (ReflectivePlanner, scene_graph_constraints,
+                                                subgoal_instruction)
 from agentic_grasp.core.planner.recovery import (CORRECTION_RULES, Correction,
                                                  CorrectionContext, CorrectionOps, clamp_grasp,
                                                  correction_level, get_correction,

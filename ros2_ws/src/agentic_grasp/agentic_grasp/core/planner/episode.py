@@ -63,8 +63,9 @@ from agentic_grasp.core.perception.backend import PerceptionResult
 from agentic_grasp.core.planner.configurations import PlannerConfig, get_configuration
 from agentic_grasp.core.planner.memory import EpisodicMemory, MemoryLifetime
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND
-from agentic_grasp.core.planner.planner import (ReflectivePlanner, TaskOutcome,
-                                                scene_graph_builder, scene_graph_constraints)
+from agentic_grasp.core.planner.outcomes import TaskOutcome
+from agentic_grasp.core.planner.planner import (ReflectivePlanner, scene_graph_builder,
+                                                scene_graph_constraints)
 from agentic_grasp.core.planner.tasks import KIND_SORT
 from agentic_grasp.core.scene_graph import SceneGraphConfig
 from agentic_grasp.core.types import FailureType

@@ -8,11 +8,11 @@ to their ``on_event`` sink in this order per sub-goal::
     Result                                    (per sub-goal; also alone when not perceived)
     TaskResult                                (run_task, once)
 
-The attempt events carry the core :class:`~agentic_grasp.core.planner.planner.AttemptRecord`
-itself, its :class:`Diagnosis` and its :class:`Correction`, so a consumer (the planner node's
-goal session) reads typed values instead of rebuilding them from text. ``to_dict()`` gives
-the plain-dict form these events had before they were typed (``event`` names the kind), for
-logs and JSON.
+The attempt events carry the core
+:class:`~agentic_grasp.core.planner.outcomes.AttemptRecord` itself, its :class:`Diagnosis`
+and its :class:`Correction`, so a consumer (the planner node's goal session) reads typed
+values instead of rebuilding them from text. ``to_dict()`` gives the plain-dict form these
+events had before they were typed (``event`` names the kind), for logs and JSON.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from agentic_grasp.core.types import AttemptOutcome, GraspParameters
 if TYPE_CHECKING:  # planner.py imports this module
     from agentic_grasp.core.constraints import ConstraintSet
     from agentic_grasp.core.planner.failure import Diagnosis
-    from agentic_grasp.core.planner.planner import AttemptRecord
+    from agentic_grasp.core.planner.outcomes import AttemptRecord
     from agentic_grasp.core.planner.recovery import Correction
     from agentic_grasp.core.planner.tasks import TaskPlan
 

@@ -26,15 +26,13 @@ A Table II configuration (configurations.py) switches mechanisms off; the loop i
 :meth:`ReflectivePlanner.run_task` runs a whole instruction: sub-goals (tasks.py), a fresh
 perception per sub-goal, support dependencies discovered at run time inserted first.
 Both report their progress as the typed events of events.py (the attempt events carry the
-AttemptRecord below, its Diagnosis and its Correction).
+AttemptRecord of outcomes.py, its Diagnosis and its Correction).
 """
 from __future__ import annotations
 
 import logging
-import math
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
@@ -42,34 +40,35 @@ from agentic_grasp.core.arm import ArmBackend, ArmError, CancelCheck
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.constraints import (ConstraintSet, ConstraintType, apply_constraints,
                                              infer_constraints)
-from agentic_grasp.core.heuristic import (HeuristicConfig, geometric_grasps, heuristic_grasp,
-                                          strip_semantics)
+from agentic_grasp.core.heuristic import HeuristicConfig, strip_semantics
 from agentic_grasp.core.perception.backend import PerceivedObject, PerceptionResult
 from agentic_grasp.core.planner.events import (EventSink, MemoryEvent, ObservationEvent,
                                                PhaseEvent, PlanEvent, ReflectionEvent,
                                                ResultEvent, TaskPlanEvent, TaskResultEvent,
                                                ThoughtEvent)
-from agentic_grasp.core.planner.events import outcome_dict as _outcome_dict
-from agentic_grasp.core.planner.configurations import (VLM_TYPE_FOR_AFFORDANCE, Configuration,
-                                                       PlannerConfig, get_configuration)
+from agentic_grasp.core.planner.configurations import (Configuration, PlannerConfig,
+                                                       get_configuration)
 from agentic_grasp.core.planner.failure import Diagnosis, classify_failure
+from agentic_grasp.core.planner.initial import InitialGrasp
 from agentic_grasp.core.planner.memory import EpisodicMemory, LearnedCorrections, Recall
+from agentic_grasp.core.planner.outcomes import (STATUS_BLOCKED, STATUS_CANCELED,
+                                                 STATUS_FAILED, STATUS_NOT_PERCEIVED,
+                                                 STATUS_SUCCEEDED, AttemptRecord,
+                                                 GoalOutcome, TaskOutcome, describe_grasp)
 from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext, clamp_grasp,
-                                                 get_correction, narrow_side, rebase_grasp,
+                                                 get_correction, rebase_grasp,
                                                  with_approach, wrap_angle)
 from agentic_grasp.core.planner.recovery import same_grasp
 from agentic_grasp.core.planner.recovery import correction_level as recovery_correction_level
 from agentic_grasp.core.planner.tasks import (KIND_NAMED, TaskPlan, instruction_kind,
                                               names_only_landmarks, plan_subgoals)
-from agentic_grasp.core.planner.uncover import ViewRecord, poorly_located, run_uncover
+from agentic_grasp.core.planner.uncover import poorly_located, run_uncover
 from agentic_grasp.core.grasping import clearance as grasp_clearance
-from agentic_grasp.core.grasping.fit import fit_strategy, handle_yaw_of
+from agentic_grasp.core.grasping.fit import handle_yaw_of
 from agentic_grasp.core.grasping.hand import HandModel
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND, check_hand_limits
-from agentic_grasp.core.retrieval.knowledge_base import grasp_to_world
 from agentic_grasp.core.scene_graph import SceneGraph, SceneGraphConfig, build_scene_graph
-from agentic_grasp.core.types import (AttemptOutcome, GraspParameters, GraspType,
-                                      ObjectInstance, Phase)
+from agentic_grasp.core.types import GraspParameters, ObjectInstance, Phase
 
 _LOG = logging.getLogger(__name__)
 
@@ -78,12 +77,6 @@ ConstraintFn = Callable[[Sequence[ObjectInstance], str], ConstraintSet]
 SceneGraphFn = Callable[[Sequence[ObjectInstance]], SceneGraph]
 VisualQuery = Callable[[ObjectInstance], Optional[np.ndarray]]
 
-STATUS_SUCCEEDED = "succeeded"
-STATUS_FAILED = "failed"
-STATUS_CANCELED = "canceled"
-STATUS_NOT_PERCEIVED = "target_not_perceived"
-STATUS_BLOCKED = "blocked_by_prerequisites"
-#: STATUS_BEYOND_HAND ("beyond_hand_limits", grasping/limits.py): refused at planning.
 
 
 class Retriever(Protocol):
@@ -125,182 +118,6 @@ def scene_graph_builder(config: Optional[SceneGraphConfig] = None,
     return graph
 
 
-def describe_grasp(g: GraspParameters) -> str:
-    """One phrase with the grasp's numbers, for thoughts and logs."""
-    tilt = math.degrees(math.acos(float(np.clip(-g.approach[2], -1.0, 1.0))))
-    if tilt < 1.0:
-        approach = "top-down"
-    elif tilt > 89.0:
-        approach = "horizontal"
-    else:
-        approach = f"tilted {tilt:.0f} deg"
-    return (f"{g.grasp_type.value} grasp at ({g.position[0]:.3f}, {g.position[1]:.3f}, "
-            f"{g.position[2]:.3f}) m, {approach}, width {g.width * 1e3:.0f} mm, force "
-            f"{g.force:.1f} N, wrist {math.degrees(g.wrist_yaw):.0f} deg")
-
-
-@dataclass
-class AttemptRecord:
-    """One Thought -> Action -> Observation cycle and the reflection on it."""
-
-    index: int
-    retry_level: int                      # level of the correction behind this grasp; 0 = g0
-    thought: str
-    grasp: GraspParameters
-    success: bool
-    outcome: Optional[AttemptOutcome]
-    arm_error: ArmError = ArmError.NONE
-    arm_message: str = ""
-    diagnosis: Optional[Diagnosis] = None
-    correction: Optional[Correction] = None   # computed from this attempt's diagnosis
-    correction_executed: bool = False
-    duration_s: float = 0.0                   # simulated / measured motion time
-    wall_s: float = 0.0
-    # constraint_mode clearance: the executed grasp as a candidate (label, clearance_m,
-    # nearest, collision_free); None when no clearance reasoning ran
-    candidate: Optional[Dict[str, Any]] = None
-    #: what episodic memory transferred into this attempt's grasp and why ("" = nothing)
-    memory: str = ""
-
-    @property
-    def failure_type(self) -> Optional[str]:
-        return None if self.diagnosis is None else self.diagnosis.failure_type.value
-
-    def to_dict(self) -> Dict[str, Any]:
-        diagnosis = None
-        if self.diagnosis is not None:
-            diagnosis = self.diagnosis.to_dict()
-            diagnosis["correction"] = (None if self.correction is None
-                                       else self.correction.text)
-            diagnosis["correction_level"] = (None if self.correction is None
-                                             else self.correction.level)
-            diagnosis["correction_executed"] = self.correction_executed
-        return {"attempt": self.index, "retry_level": self.retry_level,
-                "thought": self.thought, "grasp": self.grasp.to_dict(),
-                "success": self.success, "outcome": _outcome_dict(self.outcome),
-                "arm_error": ArmError(self.arm_error).name, "arm_message": self.arm_message,
-                "diagnosis": diagnosis,
-                "next_grasp": (None if self.correction is None
-                               else self.correction.grasp.to_dict()),
-                "candidate": None if self.candidate is None else dict(self.candidate),
-                "memory": self.memory, "duration_s": round(self.duration_s, 4),
-                "wall_s": round(self.wall_s, 6)}
-
-
-@dataclass
-class GoalOutcome:
-    """Result of one sub-goal: g* or the failure report of Algorithm 1."""
-
-    target_id: str
-    category: str
-    success: bool
-    status: str
-    configuration: str
-    attempts: List[AttemptRecord] = field(default_factory=list)
-    initial_source: str = ""
-    initial_detail: str = ""
-    g0: Optional[GraspParameters] = None
-    grasp: Optional[GraspParameters] = None
-    retrieval: Dict[str, Any] = field(default_factory=dict)
-    constraints: Optional[ConstraintSet] = None
-    prerequisites: List[str] = field(default_factory=list)
-    memory_recalled: bool = False
-    memory_level: int = 0          # memory.py's level of the recall (0: none)
-    candidates: Dict[str, Any] = field(default_factory=dict)   # clearance mode: last choice
-    memory_stored: bool = False
-    motion_s: float = 0.0
-    compute_s: float = 0.0
-    wall_s: float = 0.0
-    perception_calls: int = 0
-    message: str = ""
-    perception_backend: str = ""            # what perceived the target (acquisition provenance)
-
-    @property
-    def n_attempts(self) -> int:
-        return len(self.attempts)
-
-    @property
-    def failure_types(self) -> List[str]:
-        return [a.failure_type for a in self.attempts if a.failure_type]
-
-    @property
-    def levels(self) -> List[int]:
-        return [a.retry_level for a in self.attempts]
-
-    @property
-    def recovered(self) -> bool:
-        """Succeeded after at least one failed attempt."""
-        return self.success and len(self.attempts) > 1
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"target_id": self.target_id, "category": self.category,
-                "success": self.success, "status": self.status,
-                "configuration": self.configuration,
-                "initial_source": self.initial_source, "initial_detail": self.initial_detail,
-                "g0": None if self.g0 is None else self.g0.to_dict(),
-                "grasp": None if self.grasp is None else self.grasp.to_dict(),
-                "retrieval": self.retrieval,
-                "constraints": None if self.constraints is None else self.constraints.to_dict(),
-                "candidates": dict(self.candidates),
-                "prerequisites": list(self.prerequisites),
-                "memory_recalled": self.memory_recalled, "memory_level": self.memory_level,
-                "memory_stored": self.memory_stored,
-                "attempts": [a.to_dict() for a in self.attempts],
-                "motion_s": round(self.motion_s, 4), "compute_s": round(self.compute_s, 4),
-                "wall_s": round(self.wall_s, 6), "perception_calls": self.perception_calls,
-                "message": self.message}
-
-
-@dataclass
-class TaskOutcome:
-    """Result of one instruction: its plan and one GoalOutcome per executed sub-goal."""
-
-    instruction: str
-    plan: Optional[TaskPlan]
-    goals: List[GoalOutcome] = field(default_factory=list)
-    status: str = STATUS_FAILED
-    message: str = ""
-    perception_calls: int = 0
-    wall_s: float = 0.0
-    overhead_s: float = 0.0               # modelled compute outside any sub-goal
-    views: List[ViewRecord] = field(default_factory=list)   # uncover: wrist-camera views
-
-    @property
-    def grasped(self) -> List[str]:
-        """Ids grasped, in the order they were grasped."""
-        return [g.target_id for g in self.goals if g.success]
-
-    @property
-    def success(self) -> bool:
-        return self.status == STATUS_SUCCEEDED
-
-    @property
-    def total_perception_calls(self) -> int:
-        """Task-level looks plus the re-perceptions inside the sub-goals."""
-        return self.perception_calls + sum(g.perception_calls for g in self.goals)
-
-    @property
-    def attempts(self) -> List[AttemptRecord]:
-        return [a for g in self.goals for a in g.attempts]
-
-    @property
-    def motion_s(self) -> float:
-        return sum(g.motion_s for g in self.goals) + sum(v.duration_s for v in self.views)
-
-    @property
-    def compute_s(self) -> float:
-        return self.overhead_s + sum(g.compute_s for g in self.goals)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"instruction": self.instruction, "status": self.status,
-                "success": self.success, "message": self.message,
-                "plan": None if self.plan is None else self.plan.to_dict(),
-                "grasped": self.grasped, "goals": [g.to_dict() for g in self.goals],
-                "views": [v.to_dict() for v in self.views],
-                "perception_calls": self.total_perception_calls,
-                "wall_s": round(self.wall_s, 6)}
-
-
 def _result_event(goal: GoalOutcome) -> ResultEvent:
     return ResultEvent(goal.target_id, goal.success, goal.status, goal.n_attempts,
                        tuple(goal.failure_types), tuple(goal.prerequisites), goal.message)
@@ -320,7 +137,7 @@ def _find_perceived(perception: PerceptionResult, target_id: str) -> Optional[Pe
     return None
 
 
-class ReflectivePlanner:
+class ReflectivePlanner(InitialGrasp):
     """Algorithm 1 with Table II switches (module docstring)."""
 
     def __init__(self, config: Optional[PlannerConfig] = None,
@@ -380,187 +197,6 @@ class ReflectivePlanner:
         """Level of the correction computed after failed attempt ``failed_index``
         (:func:`.recovery.correction_level`, the one home of the escalation rule)."""
         return recovery_correction_level(failed_index, self.config)
-
-    # ------------------------------------------------------------------ initial grasp
-    def default_grasp(self, target: ObjectInstance) -> GraspParameters:
-        """The fixed default grasp of config/planner.yaml at the perceived centre."""
-        d = self.config.default_grasp
-        return GraspParameters(position=np.asarray(target.position, dtype=float).copy(),
-                               approach=np.array([0.0, 0.0, -1.0]), width=d.width_m,
-                               force=d.force_n, grasp_type=d.grasp_type,
-                               approach_height=d.approach_height_m, speed=d.speed_mps,
-                               wrist_yaw=d.wrist_yaw_rad)
-
-    def vlm_grasp(self, target: ObjectInstance) -> GraspParameters:
-        """vlm_only's proposal: generic rule of category/affordance, no experience.
-
-        The default grasp, closing across the narrower perceived side (the VLM's wrist
-        orientation), with the grasp type the affordance names generically.
-        """
-        grasp = self.default_grasp(target)
-        _, wrist = narrow_side(target)
-        gtype = GraspType(self.config.default_grasp.grasp_type)
-        if target.affordance is not None:
-            gtype = VLM_TYPE_FOR_AFFORDANCE.get(target.affordance.type, gtype)
-        return grasp.copy(wrist_yaw=wrist, grasp_type=gtype)
-
-    def _retrieve(self, target: ObjectInstance) -> Tuple[List[GraspParameters], List[str],
-                                                          Dict[str, Any]]:
-        """World-frame base grasps of the top-k strategies (successful ones first)."""
-        summary: Dict[str, Any] = {"used": True, "strategies": [], "reason": ""}
-        if self.retriever is None:
-            summary["reason"] = "no retriever"
-            return [], [], summary
-        if target.affordance is None:
-            summary["reason"] = f"no affordance perceived for {target.id}"
-            return [], [], summary
-        crop = self.visual_query(target) if self.visual_query is not None else None
-        # size feeds the affordance fallback; k = retrieve_k replaces the strategies the fit
-        # skips (None = the retriever's configured k)
-        extra: Dict[str, Any] = {"size": np.asarray(target.size, dtype=float), "k": None,
-                                 "perception_backend": self._perception_backend}
-        if self.config.grasp_synthesis.fit_strategies:
-            extra["k"] = self.config.grasp_synthesis.retrieve_k
-        result = self.retriever.retrieve(target.category, target.affordance, crop=crop,
-                                         **extra)
-        if extra["k"] is not None and result.strategies \
-                and result.n_level2 > len(result.strategies) \
-                and not self._any_fits(result.strategies, target):
-            # every strategy is ruled out by the perceived object (e.g. handle grasps with the
-            # handle out of view): widen to every strategy that passed the affordance level
-            extra["k"] = int(result.n_level2)
-            result = self.retriever.retrieve(target.category, target.affordance, crop=crop,
-                                             **extra)
-            summary["widened_to"] = int(result.n_level2)
-        if getattr(result, "fallback", False):
-            summary["fallback"] = True
-        summary["reason"] = result.reason
-        summary["n_level1"], summary["n_level2"] = result.n_level1, result.n_level2
-        ranked = sorted(result.strategies, key=lambda s: (not s.experience.success, s.rank))
-        grasps, names = [], []
-        for strategy in ranked:
-            exp = strategy.experience
-            summary["strategies"].append({"id": exp.id, "category": exp.category,
-                                          "success": exp.success, "rank": strategy.rank,
-                                          "s_final": round(float(strategy.s_final), 4),
-                                          "explanation": strategy.explanation})
-            if not exp.grasp:
-                continue
-            synth = self.config.grasp_synthesis
-            if synth.fit_strategies:
-                fitted = fit_strategy(exp.grasp, exp.render_spec, exp.fit, target, synth,
-                                      self.hand, self._handle_yaw, self._yaw_known)
-                summary["strategies"][-1]["fit"] = fitted.breakdown
-                if fitted.skipped:
-                    continue
-                world = fitted.grasp
-            else:
-                world = grasp_to_world(exp, target)
-            grasps.append(clamp_grasp(world, self.config.limits))
-            names.append(f"{exp.id}, s_final {strategy.s_final:.3f}")
-            summary["n_successful_grasps"] = summary.get("n_successful_grasps", 0) \
-                + int(exp.success)
-        return grasps, names, summary
-
-    def _any_fits(self, strategies: Sequence[Any], target: ObjectInstance) -> bool:
-        synth = self.config.grasp_synthesis
-        return any(s.experience.grasp and not fit_strategy(
-            s.experience.grasp, s.experience.render_spec, s.experience.fit, target, synth,
-            self.hand, self._handle_yaw, self._yaw_known).skipped for s in strategies)
-
-    def initial_grasp(self, target: ObjectInstance, memory: Optional[EpisodicMemory],
-                      constraints: Optional[ConstraintSet] = None) -> Dict[str, Any]:
-        """InitGrasp(e_1, C, M) before Delta g: base grasp, source, alternatives.
-
-        Memory wins over retrieval. Among the retrieved strategies (successful ones first)
-        the first whose approach agrees with a direction the constraints impose is chosen.
-        """
-        cfg = self.configuration
-        out: Dict[str, Any] = {"alternatives": [], "names": [], "retrieval": {"used": False},
-                               "memory_recalled": False}
-        if cfg.initial == "default":
-            out.update(base=self.default_grasp(target), source="default",
-                       detail="fixed default grasp at the perceived centre (no retrieval)")
-        elif cfg.initial == "vlm":
-            out.update(base=self.vlm_grasp(target), source="vlm",
-                       detail="VLM proposal from the perceived category and affordance")
-        elif cfg.initial == "heuristic":
-            pairs = geometric_grasps(target, self.config.grasp_synthesis, self.config.level2,
-                                     self.config.limits, self.heuristic_config,
-                                     self._handle_yaw, self._rim_z)
-            grasps = [clamp_grasp(g, self.config.limits) for g, _ in pairs]
-            names = [name for _, name in pairs]
-            out.update(base=grasps[0], source="heuristic",
-                       detail=f"{names[0]} on the perceived geometry (no retrieval, no VLM "
-                              "semantics)")
-            out["alternatives"], out["names"] = grasps[1:], names[1:]
-            out["retrieval"] = {"used": False, "n_successful_grasps": len(grasps)}
-        elif cfg.initial == "heuristic_box":
-            out.update(base=heuristic_grasp(target, self.heuristic_config),
-                       source="heuristic_box",
-                       detail="size/fragility box rule on the perceived box")
-        else:
-            grasps, names, summary = self._retrieve(target)
-            out["retrieval"] = summary
-            pick = self._compatible(grasps, constraints)
-            if pick > 0:
-                summary["chosen_for_constraints"] = names[pick]
-                grasps = [grasps[pick]] + grasps[:pick] + grasps[pick + 1:]
-                names = [names[pick]] + names[:pick] + names[pick + 1:]
-            recall = self._recall(target, memory)
-            out["memory"] = recall
-            if recall is not None and recall.grasp is not None:     # levels 1-2: whole grasp
-                out.update(base=recall.grasp, source="memory", detail=recall.text,
-                           memory_recalled=True)
-                out["alternatives"], out["names"] = grasps, names
-            elif grasps:
-                detail = f"retrieved strategy {names[0]}"
-                if pick > 0:
-                    detail += " (the best one whose approach fits the imposed direction)"
-                out.update(base=grasps[0], source="retrieval", detail=detail)
-                out["alternatives"], out["names"] = grasps[1:], names[1:]
-            else:
-                out.update(base=self.default_grasp(target), source="default",
-                           detail=f"retrieval gave nothing ({summary['reason']}): default "
-                                  "grasp")
-            if recall is not None and recall.grasp is None:         # level 3: corrections
-                out["base"] = recall.apply(out["base"])
-                out["detail"] += "; " + recall.text
-                out["memory_recalled"] = True
-        out["base"] = clamp_grasp(out["base"], self.config.limits)
-        return out
-
-    def _recall(self, target: ObjectInstance,
-                memory: Optional[EpisodicMemory]) -> Optional[Recall]:
-        """What memory transfers to ``target`` (memory.py); a similar object's grasp is
-        fitted to the perceived target as a retrieved strategy is."""
-        if not (self.configuration.memory and memory is not None):
-            return None
-        synth = self.config.grasp_synthesis
-
-        def fit(local: Dict[str, Any], spec: Dict[str, Any], record: Dict[str, Any]) -> Any:
-            fitted = fit_strategy(local, spec, record, target, synth, self.hand,
-                                  self._handle_yaw, self._yaw_known)
-            if fitted.grasp is not None:
-                fitted.grasp = clamp_grasp(fitted.grasp, self.config.limits)
-            return fitted
-
-        return memory.recall_for(target, fit, self.config.memory)
-
-    def _compatible(self, grasps: List[GraspParameters],
-                    constraints: Optional[ConstraintSet]) -> int:
-        """Index of the first grasp whose approach fits the constraints' direction override
-        (0 when there is none or no grasp fits)."""
-        if constraints is None or not len(constraints) or not grasps:
-            return 0
-        override = constraints.adjustment["direction_override"]
-        if override is None:
-            return 0
-        cos_tol = math.cos(self.config.strategy_direction_tolerance_rad)
-        for k, grasp in enumerate(grasps):
-            if float(grasp.approach @ np.asarray(override, dtype=float)) >= cos_tol:
-                return k
-        return 0
 
     # ------------------------------------------------------------------ Algorithm 1
     def plan_and_execute(self, perception: PerceptionResult, target_id: str,

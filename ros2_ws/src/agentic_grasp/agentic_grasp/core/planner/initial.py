@@ -1,0 +1,209 @@
+"""InitGrasp(e_1, C, M) of Algorithm 1 (paper Sec. IV-A step 4, Sec. IV-C): the grasp a
+sub-goal starts from.
+
+Episodic memory first, then the HAA-RAG strategies fitted to the perceived target (the one
+whose approach agrees with a direction the constraints impose), or a Table II
+configuration's default, VLM or heuristic proposal. :class:`InitialGrasp` is the part of
+:class:`~agentic_grasp.core.planner.planner.ReflectivePlanner` that chooses it; the planner's
+attributes (config, configuration, retriever, hand, the perceived handle and rim) are set by
+its constructor. Split out of ``planner`` (issue 27).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from agentic_grasp.core.constraints import ConstraintSet
+from agentic_grasp.core.grasping.fit import fit_strategy
+from agentic_grasp.core.heuristic import geometric_grasps, heuristic_grasp
+from agentic_grasp.core.planner.configurations import VLM_TYPE_FOR_AFFORDANCE
+from agentic_grasp.core.planner.memory import EpisodicMemory, Recall
+from agentic_grasp.core.planner.recovery import clamp_grasp, narrow_side
+from agentic_grasp.core.retrieval.knowledge_base import grasp_to_world
+from agentic_grasp.core.types import GraspParameters, GraspType, ObjectInstance
+
+
+class InitialGrasp:
+    """InitGrasp and the retrieval behind it, for :class:`ReflectivePlanner`."""
+
+    def default_grasp(self, target: ObjectInstance) -> GraspParameters:
+        """The fixed default grasp of config/planner.yaml at the perceived centre."""
+        d = self.config.default_grasp
+        return GraspParameters(position=np.asarray(target.position, dtype=float).copy(),
+                               approach=np.array([0.0, 0.0, -1.0]), width=d.width_m,
+                               force=d.force_n, grasp_type=d.grasp_type,
+                               approach_height=d.approach_height_m, speed=d.speed_mps,
+                               wrist_yaw=d.wrist_yaw_rad)
+
+    def vlm_grasp(self, target: ObjectInstance) -> GraspParameters:
+        """vlm_only's proposal: generic rule of category/affordance, no experience.
+
+        The default grasp, closing across the narrower perceived side (the VLM's wrist
+        orientation), with the grasp type the affordance names generically.
+        """
+        grasp = self.default_grasp(target)
+        _, wrist = narrow_side(target)
+        gtype = GraspType(self.config.default_grasp.grasp_type)
+        if target.affordance is not None:
+            gtype = VLM_TYPE_FOR_AFFORDANCE.get(target.affordance.type, gtype)
+        return grasp.copy(wrist_yaw=wrist, grasp_type=gtype)
+
+    def _retrieve(self, target: ObjectInstance) -> Tuple[List[GraspParameters], List[str],
+                                                          Dict[str, Any]]:
+        """World-frame base grasps of the top-k strategies (successful ones first)."""
+        summary: Dict[str, Any] = {"used": True, "strategies": [], "reason": ""}
+        if self.retriever is None:
+            summary["reason"] = "no retriever"
+            return [], [], summary
+        if target.affordance is None:
+            summary["reason"] = f"no affordance perceived for {target.id}"
+            return [], [], summary
+        crop = self.visual_query(target) if self.visual_query is not None else None
+        # size feeds the affordance fallback; k = retrieve_k replaces the strategies the fit
+        # skips (None = the retriever's configured k)
+        extra: Dict[str, Any] = {"size": np.asarray(target.size, dtype=float), "k": None,
+                                 "perception_backend": self._perception_backend}
+        if self.config.grasp_synthesis.fit_strategies:
+            extra["k"] = self.config.grasp_synthesis.retrieve_k
+        result = self.retriever.retrieve(target.category, target.affordance, crop=crop,
+                                         **extra)
+        if extra["k"] is not None and result.strategies \
+                and result.n_level2 > len(result.strategies) \
+                and not self._any_fits(result.strategies, target):
+            # every strategy is ruled out by the perceived object (e.g. handle grasps with the
+            # handle out of view): widen to every strategy that passed the affordance level
+            extra["k"] = int(result.n_level2)
+            result = self.retriever.retrieve(target.category, target.affordance, crop=crop,
+                                             **extra)
+            summary["widened_to"] = int(result.n_level2)
+        if getattr(result, "fallback", False):
+            summary["fallback"] = True
+        summary["reason"] = result.reason
+        summary["n_level1"], summary["n_level2"] = result.n_level1, result.n_level2
+        ranked = sorted(result.strategies, key=lambda s: (not s.experience.success, s.rank))
+        grasps, names = [], []
+        for strategy in ranked:
+            exp = strategy.experience
+            summary["strategies"].append({"id": exp.id, "category": exp.category,
+                                          "success": exp.success, "rank": strategy.rank,
+                                          "s_final": round(float(strategy.s_final), 4),
+                                          "explanation": strategy.explanation})
+            if not exp.grasp:
+                continue
+            synth = self.config.grasp_synthesis
+            if synth.fit_strategies:
+                fitted = fit_strategy(exp.grasp, exp.render_spec, exp.fit, target, synth,
+                                      self.hand, self._handle_yaw, self._yaw_known)
+                summary["strategies"][-1]["fit"] = fitted.breakdown
+                if fitted.skipped:
+                    continue
+                world = fitted.grasp
+            else:
+                world = grasp_to_world(exp, target)
+            grasps.append(clamp_grasp(world, self.config.limits))
+            names.append(f"{exp.id}, s_final {strategy.s_final:.3f}")
+            summary["n_successful_grasps"] = summary.get("n_successful_grasps", 0) \
+                + int(exp.success)
+        return grasps, names, summary
+
+    def _any_fits(self, strategies: Sequence[Any], target: ObjectInstance) -> bool:
+        synth = self.config.grasp_synthesis
+        return any(s.experience.grasp and not fit_strategy(
+            s.experience.grasp, s.experience.render_spec, s.experience.fit, target, synth,
+            self.hand, self._handle_yaw, self._yaw_known).skipped for s in strategies)
+
+    def initial_grasp(self, target: ObjectInstance, memory: Optional[EpisodicMemory],
+                      constraints: Optional[ConstraintSet] = None) -> Dict[str, Any]:
+        """InitGrasp(e_1, C, M) before Delta g: base grasp, source, alternatives.
+
+        Memory wins over retrieval. Among the retrieved strategies (successful ones first)
+        the first whose approach agrees with a direction the constraints impose is chosen.
+        """
+        cfg = self.configuration
+        out: Dict[str, Any] = {"alternatives": [], "names": [], "retrieval": {"used": False},
+                               "memory_recalled": False}
+        if cfg.initial == "default":
+            out.update(base=self.default_grasp(target), source="default",
+                       detail="fixed default grasp at the perceived centre (no retrieval)")
+        elif cfg.initial == "vlm":
+            out.update(base=self.vlm_grasp(target), source="vlm",
+                       detail="VLM proposal from the perceived category and affordance")
+        elif cfg.initial == "heuristic":
+            pairs = geometric_grasps(target, self.config.grasp_synthesis, self.config.level2,
+                                     self.config.limits, self.heuristic_config,
+                                     self._handle_yaw, self._rim_z)
+            grasps = [clamp_grasp(g, self.config.limits) for g, _ in pairs]
+            names = [name for _, name in pairs]
+            out.update(base=grasps[0], source="heuristic",
+                       detail=f"{names[0]} on the perceived geometry (no retrieval, no VLM "
+                              "semantics)")
+            out["alternatives"], out["names"] = grasps[1:], names[1:]
+            out["retrieval"] = {"used": False, "n_successful_grasps": len(grasps)}
+        elif cfg.initial == "heuristic_box":
+            out.update(base=heuristic_grasp(target, self.heuristic_config),
+                       source="heuristic_box",
+                       detail="size/fragility box rule on the perceived box")
+        else:
+            grasps, names, summary = self._retrieve(target)
+            out["retrieval"] = summary
+            pick = self._compatible(grasps, constraints)
+            if pick > 0:
+                summary["chosen_for_constraints"] = names[pick]
+                grasps = [grasps[pick]] + grasps[:pick] + grasps[pick + 1:]
+                names = [names[pick]] + names[:pick] + names[pick + 1:]
+            recall = self._recall(target, memory)
+            out["memory"] = recall
+            if recall is not None and recall.grasp is not None:     # levels 1-2: whole grasp
+                out.update(base=recall.grasp, source="memory", detail=recall.text,
+                           memory_recalled=True)
+                out["alternatives"], out["names"] = grasps, names
+            elif grasps:
+                detail = f"retrieved strategy {names[0]}"
+                if pick > 0:
+                    detail += " (the best one whose approach fits the imposed direction)"
+                out.update(base=grasps[0], source="retrieval", detail=detail)
+                out["alternatives"], out["names"] = grasps[1:], names[1:]
+            else:
+                out.update(base=self.default_grasp(target), source="default",
+                           detail=f"retrieval gave nothing ({summary['reason']}): default "
+                                  "grasp")
+            if recall is not None and recall.grasp is None:         # level 3: corrections
+                out["base"] = recall.apply(out["base"])
+                out["detail"] += "; " + recall.text
+                out["memory_recalled"] = True
+        out["base"] = clamp_grasp(out["base"], self.config.limits)
+        return out
+
+    def _recall(self, target: ObjectInstance,
+                memory: Optional[EpisodicMemory]) -> Optional[Recall]:
+        """What memory transfers to ``target`` (memory.py); a similar object's grasp is
+        fitted to the perceived target as a retrieved strategy is."""
+        if not (self.configuration.memory and memory is not None):
+            return None
+        synth = self.config.grasp_synthesis
+
+        def fit(local: Dict[str, Any], spec: Dict[str, Any], record: Dict[str, Any]) -> Any:
+            fitted = fit_strategy(local, spec, record, target, synth, self.hand,
+                                  self._handle_yaw, self._yaw_known)
+            if fitted.grasp is not None:
+                fitted.grasp = clamp_grasp(fitted.grasp, self.config.limits)
+            return fitted
+
+        return memory.recall_for(target, fit, self.config.memory)
+
+    def _compatible(self, grasps: List[GraspParameters],
+                    constraints: Optional[ConstraintSet]) -> int:
+        """Index of the first grasp whose approach fits the constraints' direction override
+        (0 when there is none or no grasp fits)."""
+        if constraints is None or not len(constraints) or not grasps:
+            return 0
+        override = constraints.adjustment["direction_override"]
+        if override is None:
+            return 0
+        cos_tol = math.cos(self.config.strategy_direction_tolerance_rad)
+        for k, grasp in enumerate(grasps):
+            if float(grasp.approach @ np.asarray(override, dtype=float)) >= cos_tol:
+                return k
+        return 0
