@@ -144,8 +144,61 @@ def test_a_handle_pinch_stays_on_the_handle_and_rises_over_the_body():
     # never moved around the body to where there is no handle
     assert all(np.hypot(*(c.grasp.position[:2] - cup.position[:2])) > 0.045
                for c in cs.ranked)
-    # the palm over the rim at mid height is infeasible, a raised grasp is chosen
-    assert cs.best.feasible and cs.best.grasp.position[2] > 0.045 + 1e-3
+    # the palm over the rim at mid height is infeasible; a grasp raised or pitched out along
+    # the handle (the palm leaves the rim) is chosen
+    assert cs.best.feasible and _palm_leaves_the_rim(cs.best.grasp, cup)
+    # an untilted pinch whose finger passes within 3 mm (1 sigma of the TCP's lateral error)
+    # of the round body is not feasible
+    flat = [c for c in cs.ranked if c.label == "around 0 deg, wrist +0 deg, tilt 0 deg"]
+    assert flat and not flat[0].feasible and "finger meets the body" in flat[0].nearest
+
+
+def _palm_leaves_the_rim(g, body):
+    """Raised above mid height, or leaning out: the approach points back towards the body."""
+    out = np.asarray(g.position[:2]) - np.asarray(body.position[:2])
+    return g.position[2] > 0.045 + 1e-3 or float(np.asarray(g.approach[:2]) @ out) < -1e-3
+
+
+def test_part_pitches_keep_the_pads_flat_and_lean_the_hand_out():
+    from agentic_grasp.core.grasping.along import part_pitches
+    from agentic_grasp.core.kinematics import closing_axis
+
+    cup = obj("cup", size=(0.08, 0.08, 0.09))
+    base = grasp([0.5525, 0.0, 0.051], width=0.03)
+    pitches = part_pitches(base, cup, CFG)
+    assert [round(np.degrees(d)) for _, _, d in pitches] == [10, 20, 30, 40]
+    axis0 = closing_axis(base.approach, base.wrist_yaw)
+    for g, label, tilt in pitches:
+        assert abs(abs(float(closing_axis(g.approach, g.wrist_yaw) @ axis0)) - 1.0) < 1e-9
+        assert g.approach[0] == pytest.approx(-np.sin(tilt))        # leans out along +x
+        assert g.approach[2] == pytest.approx(-np.cos(tilt))
+        shift = 0.01 * (1 - np.cos(tilt)) + 0.01 * np.sin(tilt)     # pad 20 x 20 mm
+        assert g.position[0] - base.position[0] == pytest.approx(shift)
+        assert g.position[2] == base.position[2] and "pitched" in label
+    assert part_pitches(grasp([0.5, 0.0, 0.051]), cup, CFG) == []    # on the body
+
+
+def test_a_handle_grasp_of_an_empty_container_grips_against_its_weight():
+    from agentic_grasp.core.planner.planner import ReflectivePlanner
+
+    planner = ReflectivePlanner()
+    planner._rim_z = None
+    mug = obj("mug", size=(0.08, 0.08, 0.12), fragility=0.3)
+    on_handle = grasp([0.5525, 0.0, 0.07], width=0.03)
+    assert on_handle.force < 20.0
+    mug.category = "mug"                                  # a container word
+    raised, note = planner._pivot_grip(on_handle, mug)
+    # 603 ml of water as the mass bound, 52.5 mm off the axis
+    assert raised.force == pytest.approx(1.5 * 0.6032 * 9.81 * 0.0525
+                                         / (4 / 3 * 0.35 * 0.011284), rel=0.01)
+    assert "turn about the pinched part" in note
+    assert planner._pivot_grip(grasp([0.5, 0.0, 0.07]), mug)[0].force == on_handle.force
+    mug.category = "thing"                                # not a container, no rim seen
+    assert planner._pivot_grip(on_handle, mug)[0].force == on_handle.force
+    planner._rim_z = 0.12                                 # ... but an open rim perceived
+    assert planner._pivot_grip(on_handle, mug)[0].force > 60.0
+    mug.fragility = 0.8                                   # fragile: never squeezed harder
+    assert planner._pivot_grip(on_handle, mug)[0].force == on_handle.force
 
 
 def test_filled_cup_handle_pinch_grips_hard_enough_not_to_turn():
@@ -170,7 +223,7 @@ def test_no_neighbour_but_the_palm_over_the_body_searches_candidates():
     base = grasp([0.5525, 0.0, 0.045], width=0.03)
     scene = SceneGeometry.build(None, cup, [cup], CFG)
     chosen, _, summary, _ = choose(base, scene, CFG, HAND, ConstraintSet("cup"), Limits())
-    assert chosen.position[2] > 0.045 + 1e-3
+    assert _palm_leaves_the_rim(chosen, cup)
     assert any("not clear of cup itself" in n for n in summary["notes"])
 
 

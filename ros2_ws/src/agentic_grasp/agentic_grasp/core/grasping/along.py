@@ -28,6 +28,7 @@ from typing import List, Tuple
 import numpy as np
 
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
+from agentic_grasp.core.kinematics import closing_axis, wrist_yaw_for_closing_axis
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
 #: A footprint this much longer than wide has a principal axis worth sliding along.
@@ -130,6 +131,66 @@ def content_grip_force(grasp: GraspParameters, target: ObjectInstance,
     return CONTENT_SAFETY * mass * GRAVITY * d / (4.0 / 3.0 * CONTENT_PAD_FRICTION * r)
 
 
+def pivot_grip_force(grasp: GraspParameters, target: ObjectInstance,
+                     cfg: GraspSynthesisConfig) -> float:
+    """The grip force a part grasp of a hollow object (a container, empty or not) needs so
+    that its own weight does not turn it about the closing axis; 0 for a grasp on the body.
+
+    The same couple as :func:`content_grip_force`: the weight acts at the part's distance d
+    from the body's axis and only the pads' torsional friction holds it. The mass bound is
+    the same too: a container's own mass stays below the water its perceived volume holds
+    (its mean density is below 1000 kg/m^3: the 8 x 9 cm ceramic cup 118 g against 450 g,
+    a 12 cm stoneware mug 0.36 kg against 0.60 kg), so the bound that covers a filled
+    container's content also covers an empty one. The caller applies it to containers only
+    (a solid object's mass is not bounded by its volume of water) and not to fragile ones
+    (the force that holds the torque could crush them)."""
+    return content_grip_force(grasp, target, cfg)
+
+
+#: Outward pitches of a grasp on a part that sticks out of the body: the 10-degree grid of
+#: ``tilts_rad``, up to the last step below 45 degrees (beyond it the approach is nearer
+#: horizontal than vertical, and a horizontal approach from beyond the object points the
+#: hand back at the robot; IK-reachability then rules on each).
+PITCH_STEP_RAD = math.radians(10.0)
+PITCH_MAX_RAD = math.radians(45.0)
+
+
+def part_pitches(base: GraspParameters, target: ObjectInstance,
+                 cfg: GraspSynthesisConfig) -> List[Tuple[GraspParameters, str, float]]:
+    """A top-down grasp on a part outside the body (a handle), pitched outward: the approach
+    tilts about the closing axis in the vertical plane through the body's axis and the part,
+    so the hand leans away from the body.
+
+    The closing axis is kept, so the pads stay flat on the part's faces (a roll about the
+    part's radial line tilts them against a flat face, which grips along an edge), while the
+    palm's lower edge and the wrist move out by about (palm height over the pads) x sin(t):
+    away from the body and from a neighbour beside it. The pads' inner lower corner would
+    move in by (w/2)(1 - cos t) + (d/2) sin t (pad width w, pad depth d), so the grasp point
+    moves out along the part by that much and the fingers clear the body as before.
+    Returns (grasp, label, deviation = the pitch in rad); none for a grasp on the body."""
+    if float(base.approach[2]) > -0.99 or not _on_part(base, target):
+        return []
+    radial = np.asarray(base.position[:2], float) - np.asarray(target.position[:2], float)
+    n = float(np.linalg.norm(radial))
+    if n < 1e-6:
+        return []
+    r = np.array([radial[0] / n, radial[1] / n, 0.0])
+    axis = closing_axis(base.approach, base.wrist_yaw)
+    w, d = cfg.hand.finger_width_m, cfg.hand.pad_depth_m
+    out = []
+    k = 1
+    while k * PITCH_STEP_RAD < PITCH_MAX_RAD:
+        tilt = k * PITCH_STEP_RAD
+        a = np.array([0.0, 0.0, -math.cos(tilt)]) - math.sin(tilt) * r
+        shift = w / 2.0 * (1.0 - math.cos(tilt)) + d / 2.0 * math.sin(tilt)
+        g = base.copy(position=np.asarray(base.position, float) + r * shift, approach=a,
+                      wrist_yaw=wrist_yaw_for_closing_axis(a, axis))
+        out.append((g, f"pitched {math.degrees(tilt):.0f} deg out along the part, "
+                       f"{shift * 1e3:+.0f} mm", tilt))
+        k += 1
+    return out
+
+
 def finger_body_gap(finger_corners: np.ndarray, target: ObjectInstance) -> float:
     """Smallest horizontal gap of the finger boxes' corners (N, 3) outside a standing round
     body's circle (< 0: a finger inside it): a round body curves away from the fingers of
@@ -144,4 +205,5 @@ def finger_body_gap(finger_corners: np.ndarray, target: ObjectInstance) -> float
 
 
 __all__ = ["ALONG_STEPS", "LONG_ASPECT", "PALM_OVER_TOP_M", "along_shifts",
-           "content_grip_force", "finger_body_gap", "principal_axis"]
+           "content_grip_force", "finger_body_gap", "part_pitches", "pivot_grip_force",
+           "principal_axis"]

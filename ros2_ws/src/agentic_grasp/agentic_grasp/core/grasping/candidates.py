@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from agentic_grasp.core.grasping.along import along_shifts, finger_body_gap
+from agentic_grasp.core.grasping.along import along_shifts, finger_body_gap, part_pitches
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.grasping.fit import extent_at
 from agentic_grasp.core.geometry import yaw_matrix
@@ -30,6 +30,11 @@ from agentic_grasp.core.kinematics import closing_axis, wrist_yaw_for_closing_ax
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
 VERTICAL = np.array([0.0, 0.0, -1.0])
+
+#: A finger beside the body (a grasp on its handle) must clear it by one sigma of the
+#: TCP's lateral error (config/sim.yaml tcp_sigma_xy_m, 3 mm): nearer, the lateral error
+#: lands that finger on the body in more than one attempt in six.
+FINGER_BODY_MARGIN_M = 0.003
 
 
 @dataclass
@@ -132,7 +137,7 @@ def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Seque
                 f_gap = body_gaps[i]
             else:
                 f_gap = float(min(tgt[i][j] for j, n in enumerate(names) if n == "finger"))
-            if f_gap <= 0.0:
+            if f_gap <= FINGER_BODY_MARGIN_M:
                 feasible = False
                 nearest = (nearest + "; " if nearest else "") + "finger meets the body"
         if filled:
@@ -262,6 +267,13 @@ def generate_candidates(base: GraspParameters, target: ObjectInstance,
                                   f"{math.degrees(delta):+.0f} deg, tilt "
                                   f"{math.degrees(tilt):.0f} deg"
                                   + (f", {where}" if where else ""))
+    if on_part and opening != "extent":
+        # pads flat on the part: its outward pitches compete with the untilted grasps (and
+        # with the rolls, when those are searched)
+        for g, where, dev in part_pitches(base, target, cfg):
+            grasps.append(g)
+            devs.append(dev)
+            labels.append(f"around 0 deg, wrist +0 deg, {where}")
     out = CandidateSet(n_generated=len(grasps))
     if not grasps:
         out.collision_free = False

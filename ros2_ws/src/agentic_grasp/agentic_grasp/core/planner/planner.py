@@ -64,6 +64,7 @@ from agentic_grasp.core.planner.tasks import (KIND_NAMED, TaskPlan, instruction_
                                               names_only_landmarks, plan_subgoals)
 from agentic_grasp.core.planner.uncover import poorly_located, run_uncover
 from agentic_grasp.core.grasping import clearance as grasp_clearance
+from agentic_grasp.core.grasping.along import pivot_grip_force
 from agentic_grasp.core.grasping.fit import handle_yaw_of
 from agentic_grasp.core.grasping.hand import HandModel
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND, check_hand_limits
@@ -277,9 +278,12 @@ class ReflectivePlanner(InitialGrasp):
 
         def constrain(grasp: GraspParameters) -> GraspParameters:
             """g (+) Delta g, keeping the finger line when the approach turns."""
+            grasp, pivot_note = self._pivot_grip(grasp, target)
             if scene is not None:
                 chosen, ranked, summary, labels = grasp_clearance.choose(
                     grasp, scene, synth, self.hand, constraints, self.config.limits)
+                if pivot_note:
+                    summary["notes"] = [pivot_note] + list(summary.get("notes", []))
                 pending[0] = ranked
                 goal.candidates = summary
                 best = (summary.get("chosen") or {}).get("label") or "strategy unchanged"
@@ -423,6 +427,23 @@ class ReflectivePlanner(InitialGrasp):
         return goal
 
     # ------------------------------------------------------------------ helpers
+    def _pivot_grip(self, grasp: GraspParameters, target: ObjectInstance
+                    ) -> Tuple[GraspParameters, str]:
+        """A part grasp of a non-fragile container gets the grip force that holds its weight
+        against turning about the pads (grasping/along.pivot_grip_force); the note says so.
+        A container: a container word in its perceived category or a perceived open rim."""
+        sg = self.scene_graph_config
+        if target.fragility >= sg.fragile_threshold or not (
+                self._rim_z is not None or sg.is_container(target.category)):
+            return grasp, ""
+        need = pivot_grip_force(grasp, target, self.config.grasp_synthesis)
+        need = min(need, self.config.limits.max_force_n)
+        if need <= grasp.force:
+            return grasp, ""
+        return grasp.copy(force=need), (
+            f"{need:.0f} N grip (was {grasp.force:.0f} N) so the {target.category} does not "
+            "turn about the pinched part under its own weight")
+
     def _acquire(self, record: AttemptRecord, target: ObjectInstance,
                  goal: GoalOutcome) -> None:
         if self.attempt_sink is None:
