@@ -280,7 +280,12 @@ def poorly_located(obj: Optional[PerceivedObject],
                    others: Sequence[PerceivedObject] = ()) -> str:
     """Why ``obj``'s position was not measured on it ("" when it was): the pointed pixel was
     on no surface of it, or the surface found outgrew its box and is centred on another
-    perceived object (a sliver seen over an occluder, measured as the occluder's top)."""
+    perceived object (a sliver seen over an occluder, measured as the occluder's top).
+
+    When both outgrew their boxes and are centred on each other, both estimates measured one
+    surface: the sliver's segment, grown over the occluder's top, cannot be wider than that
+    top, while the occluder's own estimate spans it, so the one with the smaller footprint
+    is the sliver and the other keeps its place."""
     if obj is None:
         return ""
     for note in obj.warnings:
@@ -288,9 +293,20 @@ def poorly_located(obj: Optional[PerceivedObject],
             return note
         if note.startswith(_OUTGREW) and obj.position is not None:
             for other in others:
-                if other.id != obj.id and _inside_footprint(obj.position, other):
+                if other.id != obj.id and _inside_footprint(obj.position, other) \
+                        and not _measured_over(other, obj):
                     return f"{note}, and it is centred on {other.id}"
     return ""
+
+
+def _measured_over(sliver: PerceivedObject, obj: PerceivedObject) -> bool:
+    """``sliver`` outgrew its box too, is centred on ``obj`` and has the smaller footprint:
+    it is the one measured on ``obj``'s surface (poorly_located)."""
+    if sliver.position is None or sliver.size is None or obj.size is None \
+            or not _inside_footprint(sliver.position, obj) \
+            or not any(n.startswith(_OUTGREW) for n in sliver.warnings):
+        return False
+    return float(sliver.size[0] * sliver.size[1]) < float(obj.size[0] * obj.size[1])
 
 
 def merge_views(fixed: PerceptionResult, wrist: PerceptionResult) -> PerceptionResult:
