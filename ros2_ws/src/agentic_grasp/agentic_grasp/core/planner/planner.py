@@ -603,8 +603,5 @@ class ReflectivePlanner(InitialGrasp):
         return task
 
 
-__all__ = ["AttemptRecord", "GoalOutcome", "ReflectivePlanner", "Retriever",
-           "STATUS_BLOCKED", "STATUS_CANCELED", "STATUS_FAILED", "STATUS_NOT_PERCEIVED",
-           "STATUS_SUCCEEDED", "SceneGraphFn", "TaskOutcome", "describe_grasp",
-           "scene_graph_builder", "scene_graph_constraints",
-           "subgoal_instruction"]
+__all__ = ["ConstraintFn", "ReflectivePlanner", "Retriever", "SceneGraphFn", "VisualQuery",
+           "scene_graph_builder", "scene_graph_constraints", "subgoal_instruction"]
