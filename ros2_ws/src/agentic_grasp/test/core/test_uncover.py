@@ -256,3 +256,30 @@ def test_uncover_config_rejects_bad_values():
     with pytest.raises(ConfigError):
         UncoverConfig.from_mapping({"max_view": 3})
     assert PlannerConfig.from_config().uncover == UncoverConfig()    # yaml == defaults
+
+
+def test_a_wrist_view_cut_by_the_frame_edge_is_the_occluder_not_another_box():
+    """hid_banana_behind_box_turned: the wrist view shows the box's edge only (0.12 x 0.01 m,
+    clipped at the frame's edge, 10 cm from the box's centre); merged as a second box it was
+    planned as a second "cardboard box" named in the instruction."""
+    from agentic_grasp.core.perception.backend import PerceivedObject, PerceptionResult
+    from agentic_grasp.core.planner.uncover import merge_views
+    from agentic_grasp.core.types import ObjectState
+
+    def seen(oid, cat, pos, size, yaw=0.0, warnings=()):
+        return PerceivedObject(oid, cat, (0, 0), None, np.array(pos), np.array(size),
+                               ObjectState.EMPTY, 0.2, None, 1.0, yaw=yaw,
+                               warnings=list(warnings))
+
+    box = seen("box_1", "box", [0.626, -0.094, 0.07], [0.2, 0.12, 0.14], yaw=1.5708)
+    fixed = PerceptionResult("vlm_sim", False, None, [box])
+    banana = seen("banana_1", "banana", [0.446, -0.116, 0.02], [0.04, 0.04, 0.18])
+    edge = seen("box_1", "box", [0.526, -0.103, 0.049], [0.12, 0.01, 0.098],
+                warnings=["box partly outside the image; clipped"])
+    merged = merge_views(fixed, PerceptionResult("vlm_sim", True, banana, [banana, edge]))
+    assert sorted(o.id for o in merged.objects) == ["box_1"]
+    assert merged.objects[0].position[0] == pytest.approx(0.626)
+    # a whole (unclipped) box there is another object
+    edge.warnings = []
+    merged = merge_views(fixed, PerceptionResult("vlm_sim", True, banana, [banana, edge]))
+    assert sorted(o.id for o in merged.objects) == ["box_1", "box_1_2"]

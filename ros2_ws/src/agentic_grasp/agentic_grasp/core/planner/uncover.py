@@ -264,16 +264,24 @@ _MISLOCATED = ("the point is not on an object surface", "the point is outside th
 #: surface outgrew the box, or there was no usable box and the point's surroundings were
 #: searched. Mislocated when the estimate is then centred on another perceived object.
 _OUTGREW = ("the object runs past its box", "no box")
+#: Note (core/perception/geometry.py) that the VLM's box ran past the frame's edge: the
+#: estimate is of the part in view only.
+_CLIPPED = "box partly outside the image"
+#: A clipped estimate lying within this of an object of its category seen whole is a part
+#: of it: the scene graph's resting-contact tolerance (config/scene_graph.yaml
+#: contact_tolerance, 10 mm), the gap below which two perceived surfaces are one contact.
+CLIPPED_PART_TOLERANCE_M = 0.01
 
 
-def _inside_footprint(point: np.ndarray, obj: PerceivedObject) -> bool:
-    """Whether a world point lies (in top view) on ``obj``'s perceived footprint."""
+def _inside_footprint(point: np.ndarray, obj: PerceivedObject, grow: float = 0.0) -> bool:
+    """Whether a world point lies (in top view) on ``obj``'s perceived footprint, grown by
+    ``grow`` on every side."""
     if obj.position is None or obj.size is None:
         return False
     rel = np.asarray(point[:2], dtype=float) - np.asarray(obj.position[:2], dtype=float)
     c, s = math.cos(obj.yaw), math.sin(obj.yaw)
     x, y = c * rel[0] + s * rel[1], -s * rel[0] + c * rel[1]
-    return abs(x) <= obj.size[0] / 2.0 and abs(y) <= obj.size[1] / 2.0
+    return abs(x) <= obj.size[0] / 2.0 + grow and abs(y) <= obj.size[1] / 2.0 + grow
 
 
 def poorly_located(obj: Optional[PerceivedObject],
@@ -329,7 +337,7 @@ def merge_views(fixed: PerceptionResult, wrist: PerceptionResult) -> PerceptionR
     merged = list(kept)
     for obj in wrist.objects:
         if obj.position is None or (target is not None and obj.id == target.id) \
-                or any(_same(obj, o) for o in kept):
+                or any(_same(obj, o) or _clipped_part_of(obj, o) for o in kept):
             continue
         if obj.id in ids:
             k = 2
@@ -342,6 +350,24 @@ def merge_views(fixed: PerceptionResult, wrist: PerceptionResult) -> PerceptionR
                             target=target, objects=merged,
                             warnings=list(fixed.warnings) + list(wrist.warnings),
                             error=wrist.error, raw=wrist.raw)
+
+
+def _clipped_part_of(part: PerceivedObject, whole: PerceivedObject) -> bool:
+    """``part`` was cut by the wrist frame's edge and lies on (or within
+    CLIPPED_PART_TOLERANCE_M of) ``whole``'s footprint, an object of its category: the part
+    of ``whole`` in that view (the wrist camera looks past an occluder's edge), not
+    another object."""
+    if part.size is None or part.position is None or whole.category != part.category \
+            or not any(n.startswith(_CLIPPED) for n in part.warnings):
+        return False
+    c, s = math.cos(part.yaw), math.sin(part.yaw)
+    hx, hy = float(part.size[0]) / 2.0, float(part.size[1]) / 2.0
+    for u, v in ((0, 0), (1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1)):
+        x, y = u * hx, v * hy
+        point = np.asarray(part.position[:2], float) + np.array([c * x - s * y, s * x + c * y])
+        if _inside_footprint(point, whole, CLIPPED_PART_TOLERANCE_M):
+            return True
+    return False
 
 
 def _same(a: PerceivedObject, b: PerceivedObject) -> bool:
