@@ -150,7 +150,7 @@ def test_a_target_measured_on_another_surface_is_poorly_located():
     assert poorly_located(ball, [box]) == ""
 
 
-def test_of_two_estimates_centred_on_each_other_the_smaller_is_the_sliver():
+def test_of_two_estimates_centred_on_each_other_the_one_above_is_the_sliver():
     """hid_cube_behind_vase: the cube seen over the vase was measured as the vase's top; the
     vase, whose box was grown too, keeps its own estimate (it was dropped, and the wrist
     view's cut-off vase, perceived knocked over and leaning on the cube, was lifted first)."""
@@ -166,6 +166,16 @@ def test_of_two_estimates_centred_on_each_other_the_smaller_is_the_sliver():
                            1.0, warnings=list(grown))
     assert "centred on vase_1" in poorly_located(cube, [vase, cube])
     assert poorly_located(vase, [vase, cube]) == ""
+    # hid_banana_behind_box_turned: the banana measured as the box's top has the box's
+    # footprint (even a little larger); it starts at the top, the box at the table
+    box = PerceivedObject("box_1", "box", (0, 0), None, np.array([0.616, -0.101, 0.07]),
+                          np.array([0.1997, 0.1199, 0.14]), ObjectState.EMPTY, 0.2, None,
+                          1.0, warnings=list(grown))
+    banana = PerceivedObject("banana_1", "banana", (0, 0), None,
+                             np.array([0.616, -0.101, 0.120]), np.array([0.2, 0.12, 0.039]),
+                             ObjectState.EMPTY, 0.1, None, 1.0, warnings=list(grown))
+    assert "centred on box_1" in poorly_located(banana, [banana, box])
+    assert poorly_located(box, [banana, box]) == ""
 
 
 def _episode(sim, scene, seed, objects=None, configuration="full", look=True):

@@ -431,9 +431,12 @@ class ReflectivePlanner(InitialGrasp):
                     ) -> Tuple[GraspParameters, str]:
         """A part grasp of a non-fragile container gets the grip force that holds its weight
         against turning about the pads (grasping/along.pivot_grip_force); the note says so.
-        A container: a container word in its perceived category or a perceived open rim."""
+        A container: a container word in its perceived category or a perceived open rim.
+        Part of fitting a strategy to the perceived object: off with ``fit_strategies``
+        (the paper's stored grasp copied unchanged)."""
         sg = self.scene_graph_config
-        if target.fragility >= sg.fragile_threshold or not (
+        if not self.config.grasp_synthesis.fit_strategies \
+                or target.fragility >= sg.fragile_threshold or not (
                 self._rim_z is not None or sg.is_container(target.category)):
             return grasp, ""
         need = pivot_grip_force(grasp, target, self.config.grasp_synthesis)

@@ -264,6 +264,9 @@ _MISLOCATED = ("the point is not on an object surface", "the point is outside th
 #: surface outgrew the box, or there was no usable box and the point's surroundings were
 #: searched. Mislocated when the estimate is then centred on another perceived object.
 _OUTGREW = ("the object runs past its box", "no box")
+#: A sliver's bottom lies above its occluder's by at least this: the scene graph's
+#: resting-contact tolerance (config/scene_graph.yaml contact_tolerance, 10 mm).
+SLIVER_ABOVE_M = 0.01
 #: Note (core/perception/geometry.py) that the VLM's box ran past the frame's edge: the
 #: estimate is of the part in view only.
 _CLIPPED = "box partly outside the image"
@@ -291,9 +294,9 @@ def poorly_located(obj: Optional[PerceivedObject],
     perceived object (a sliver seen over an occluder, measured as the occluder's top).
 
     When both outgrew their boxes and are centred on each other, both estimates measured one
-    surface: the sliver's segment, grown over the occluder's top, cannot be wider than that
-    top, while the occluder's own estimate spans it, so the one with the smaller footprint
-    is the sliver and the other keeps its place."""
+    surface: the sliver's segment, grown over the occluder's top, starts at that top, while
+    the occluder's own estimate reaches down to what it stands on, so the one whose bottom
+    is higher is the sliver and the other keeps its place."""
     if obj is None:
         return ""
     for note in obj.warnings:
@@ -308,13 +311,14 @@ def poorly_located(obj: Optional[PerceivedObject],
 
 
 def _measured_over(sliver: PerceivedObject, obj: PerceivedObject) -> bool:
-    """``sliver`` outgrew its box too, is centred on ``obj`` and has the smaller footprint:
-    it is the one measured on ``obj``'s surface (poorly_located)."""
+    """``sliver`` outgrew its box too, is centred on ``obj`` and its bottom is higher: it
+    is the one measured on ``obj``'s top (poorly_located)."""
     if sliver.position is None or sliver.size is None or obj.size is None \
-            or not _inside_footprint(sliver.position, obj) \
+            or obj.position is None or not _inside_footprint(sliver.position, obj) \
             or not any(n.startswith(_OUTGREW) for n in sliver.warnings):
         return False
-    return float(sliver.size[0] * sliver.size[1]) < float(obj.size[0] * obj.size[1])
+    bottom = float(sliver.position[2]) - float(sliver.size[2]) / 2.0
+    return bottom > float(obj.position[2]) - float(obj.size[2]) / 2.0 + SLIVER_ABOVE_M
 
 
 def merge_views(fixed: PerceptionResult, wrist: PerceptionResult) -> PerceptionResult:
