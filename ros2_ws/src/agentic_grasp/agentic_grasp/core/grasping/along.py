@@ -58,7 +58,7 @@ def principal_axis(target: ObjectInstance) -> Tuple[np.ndarray, float]:
     return np.array([math.cos(ang), math.sin(ang), 0.0]), length
 
 
-def _on_part(base: GraspParameters, target: ObjectInstance) -> bool:
+def on_part(base: GraspParameters, target: ObjectInstance) -> bool:
     """The grasp point lies outside the perceived body's footprint (on a handle)."""
     centre = np.asarray(target.position, dtype=float)
     c, s = math.cos(float(target.yaw)), math.sin(float(target.yaw))
@@ -88,7 +88,7 @@ def along_shifts(base: GraspParameters, target: ObjectInstance, cfg: GraspSynthe
                 out.append((axis * sign * s, f"along {sign * s * 1e3:+.0f} mm",
                             s / length))
         return out
-    if vertical and _on_part(base, target):
+    if vertical and on_part(base, target):
         top = float(target.position[2] + target.size[2] / 2.0)
         palm_above_tcp = hand.finger_length_m - hand.pad_depth_m / 2.0
         z0 = float(base.position[2])
@@ -120,7 +120,7 @@ def content_grip_force(grasp: GraspParameters, target: ObjectInstance,
                        cfg: GraspSynthesisConfig) -> float:
     """The grip force a part grasp of a filled container needs against its turning (see
     CONTENT_SAFETY); 0 for a grasp on the body's axis or a container that is not filled."""
-    if not _on_part(grasp, target):
+    if not on_part(grasp, target):
         return 0.0
     d = float(np.hypot(*(np.asarray(grasp.position[:2], float)
                          - np.asarray(target.position[:2], float))))
@@ -168,7 +168,7 @@ def part_pitches(base: GraspParameters, target: ObjectInstance,
     move in by (w/2)(1 - cos t) + (d/2) sin t (pad width w, pad depth d), so the grasp point
     moves out along the part by that much and the fingers clear the body as before.
     Returns (grasp, label, deviation = the pitch in rad); none for a grasp on the body."""
-    if float(base.approach[2]) > -0.99 or not _on_part(base, target):
+    if float(base.approach[2]) > -0.99 or not on_part(base, target):
         return []
     radial = np.asarray(base.position[:2], float) - np.asarray(target.position[:2], float)
     n = float(np.linalg.norm(radial))
@@ -205,5 +205,5 @@ def finger_body_gap(finger_corners: np.ndarray, target: ObjectInstance) -> float
 
 
 __all__ = ["ALONG_STEPS", "LONG_ASPECT", "PALM_OVER_TOP_M", "along_shifts",
-           "content_grip_force", "finger_body_gap", "part_pitches", "pivot_grip_force",
-           "principal_axis"]
+           "content_grip_force", "finger_body_gap", "on_part", "part_pitches",
+           "pivot_grip_force", "principal_axis"]

@@ -71,6 +71,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 import numpy as np
 
 from agentic_grasp.core.geometry import grasp_to_object_frame, grasp_to_world, wrap_angle
+from agentic_grasp.core.grasping.along import on_part
 from agentic_grasp.core.kinematics import closing_axis, wrist_yaw_for_closing_axis
 from agentic_grasp.core.planner.configurations import (CorrectionConfig, Level2Config, Limits,
                                                        PlannerConfig)
@@ -390,7 +391,12 @@ def _param_ops(g: GraspParameters, ops: Dict[str, Any], target: ObjectInstance
         changes["approach_height"] = g.approach_height + float(ops["approach_height_delta"])
     if "grasp_z_delta" in ops:
         pos[2] += float(ops["grasp_z_delta"])
-    if "recentre" in ops:
+    if "recentre" in ops and on_part(g, target):
+        # a grasp on a part outside the body (a handle): towards the body's centre the
+        # fingers would land on the body. The finger landed because the TCP's lateral error
+        # exceeded the clearance beside the part, so the clearance grows by the step a side.
+        changes["width"] = changes.get("width", g.width) + 2.0 * float(ops["recentre"])
+    elif "recentre" in ops:
         offset = np.asarray(target.position[:2], dtype=float) - pos[:2]
         dist = float(np.linalg.norm(offset))
         step = float(ops["recentre"])
@@ -531,6 +537,10 @@ def _correction_at(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
                             {"reset": True, "perturbation": eps})
     ops = dict(adj.ops)
     rule = adj.rule
+    if "recentre" in ops and on_part(grasp, ctx.target):
+        rule = (f"position error on a part beside the body: opening + "
+                f"{2.0 * float(ops['recentre']) * 1e3:.0f} mm (re-centred towards the body, "
+                "a finger would land on it)")
     if ops.get("reset"):
         new_base = _param_ops(ctx.b0, {k: v for k, v in ops.items() if k != "reset"},
                               ctx.target)
