@@ -198,6 +198,14 @@ def test_position_error_recentres_by_a_step_or_raises_when_centred():
     assert c.grasp.position[2] == pytest.approx(0.09)
 
 
+def test_position_error_on_a_part_beside_the_body_widens_instead_of_recentring():
+    on_handle = grasp(position=np.array([0.54, 0.05, 0.08]))     # 15 mm outside the body
+    c = corrected(FailureType.POSITION_ERROR, g=on_handle, phase="approach")
+    assert np.allclose(c.grasp.position, on_handle.position)      # not onto the body
+    assert c.grasp.width == pytest.approx(on_handle.width + 0.02)
+    assert "part beside the body" in c.text
+
+
 def test_unreachable_rule():
     c = corrected(FailureType.UNREACHABLE_POSE)
     assert c.grasp.wrist_yaw == pytest.approx(0.3 + math.pi / 2)
