@@ -31,9 +31,12 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--fleet-groups", default="far_ood,near_ood",
                        help="object sets dealt to the robots (config/ood/splits.yaml)")
     group.add_argument("--robots", type=int, default=4, help="robots (processes; default 4)")
-    group.add_argument("--fleet-deal", choices=("split", "same"), default="split",
+    group.add_argument("--fleet-deal", choices=("split", "same", "category"),
+                       default="split",
                        help="split (default): each robot its own objects; same: every robot "
-                       "every object, on its own seeds")
+                       "every object, on its own seeds; category: objects whose superclass "
+                       "another object shares, siblings on different robots (use with "
+                       "--fleet-groups in_distribution,near_ood)")
     group.add_argument("--scale-records", type=int, default=20000,
                        help="fleet records for the latency / start-up part (default 2e4; "
                        "1000000 for the issue's 10^6)")
