@@ -42,6 +42,10 @@ class AffordanceType(str, Enum):
 
     @classmethod
     def parse(cls, value: str) -> "AffordanceType":
+        try:
+            return cls(value)       # the value itself: one dict look-up (10^6 fleet records)
+        except ValueError:
+            pass
         for member in cls:
             if value == member.value or value.upper() == member.name:
                 return member

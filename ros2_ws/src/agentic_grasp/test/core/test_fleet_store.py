@@ -197,6 +197,24 @@ def test_a_commit_is_served_by_every_retriever_next_request_and_restart_is_the_s
         live.close()
 
 
+def test_a_commit_is_picked_up_on_its_notification_without_any_request(pg_dsn, tmp_path):
+    """The pick-up thread reads, consolidates and indexes a commit when its NOTIFY arrives:
+    the served view already holds it before anyone asks (the request path only polls)."""
+    live = _live(pg_dsn, tmp_path, "quiet")
+    assert live._follower is not None and live._follower.is_alive()
+    served = live.rag
+    writer = FleetStore(pg_dsn, spool_path=tmp_path / "spool.jsonl", robot="r1")
+    for i, rec in enumerate(_records(3, prefix="quiet")):
+        assert writer.append(rec) == "db"
+        assert _wait(lambda: live.acquired_records == i + 1, 5.0)   # no retrieve, no refresh
+    assert live.rag is not served and len(live.rag.kb) == len(served.kb) + 1
+    assert live.pickup_cpu_s                   # each pick-up's thread CPU was measured
+    assert not live.retrieve("thermos", BODY).fallback
+    live.close()
+    assert not live._follower.is_alive()
+    writer.close()
+
+
 def test_database_down_at_start_serves_the_cache_and_catches_up(tmp_path):
     server = PgServer()
     try:

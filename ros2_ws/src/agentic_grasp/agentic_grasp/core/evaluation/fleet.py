@@ -39,19 +39,57 @@ EVAL_OFFSET = 100003
 def fleet_objects(groups: Sequence[str] = ("far_ood", "near_ood")) -> List[str]:
     """Scene paths of the groups, in split order."""
     from agentic_grasp.core.evaluation.learning import learning_tasks
+    from agentic_grasp.core.evaluation.ood import load_splits
 
     tasks = learning_tasks()
-    return [t for g in groups for t in tasks.get(g, [])]
+    splits = load_splits().splits
+    return [t for g in groups for t in (tasks.get(g) or (
+        [str(p) for p in splits[g].paths] if g in splits else []))]
+
+
+def target_superclass(scene: str) -> str:
+    """The knowledge-base superclass of a scene's (first) target, from the scene file and the
+    object catalogue. Benchmark set-up only (which robot gets which object): the planner
+    never sees it; it perceives the category from pixels."""
+    from agentic_grasp.core.retrieval.taxonomy import Taxonomy
+    from agentic_grasp.core.sim.objects import load_catalogue
+    from agentic_grasp.core.sim.scenes import load_task
+
+    spec = load_task(scene)
+    first = next(o for o in spec.objects_spec if o.id == spec.targets[0])
+    category = load_catalogue().models[first.catalogue].category
+    taxonomy = Taxonomy.load()
+    canonical = taxonomy.canonical(category) or category
+    return taxonomy.superclass_of.get(canonical, canonical)
 
 
 def deal(objects: Sequence[str], robots: int = ROBOTS, how: str = "split") -> List[List[str]]:
     """'split' (the issue's setting): robot r gets objects r, r + robots, ... (each object
     belongs to one robot); 'same': every robot gets every object (on its own seeds), the
-    setting where the others' experience is about the very object in front of the robot."""
+    setting where the others' experience is about the very object in front of the robot;
+    'category': only objects whose superclass another object of the set shares, each
+    superclass's objects dealt to different robots (one object per robot and superclass
+    while there are robots), so every robot holds objects whose siblings another robot
+    grasps: transfer between different objects of a shared category is possible, and no
+    object is shared."""
     if how == "same":
         return [list(objects) for _ in range(robots)]
+    if how == "category":
+        groups: Dict[str, List[str]] = {}
+        for o in objects:
+            groups.setdefault(target_superclass(o), []).append(o)
+        out: List[List[str]] = [[] for _ in range(robots)]
+        start = 0
+        for sup in sorted(groups):
+            members = groups[sup]
+            if len(members) < 2:
+                continue                      # nobody else's records can help it
+            for j, o in enumerate(members):
+                out[(start + j) % robots].append(o)
+            start += len(members)             # balance the robots' loads
+        return out
     if how != "split":
-        raise ValueError(f"unknown deal {how!r} (split or same)")
+        raise ValueError(f"unknown deal {how!r} (split, same or category)")
     return [list(objects[r::robots]) for r in range(robots)]
 
 
@@ -128,6 +166,8 @@ class FleetResult:
     block: int
     wall_s: Dict[str, float] = field(default_factory=dict)
     fleet_records: int = 0
+    #: per robot, where each goal's first attempt in the fleet run started (first_sources)
+    sources: Dict[str, Dict[str, int]] = field(default_factory=dict)
     how: str = "split"
 
     def curve(self, robot: RobotResult, mode: str) -> List[Dict[str, Any]]:
@@ -142,7 +182,7 @@ class FleetResult:
 
     def to_dict(self) -> Dict[str, Any]:
         return {"goals": self.goals, "block": self.block, "wall_s": self.wall_s, "deal": self.how,
-                "fleet_records": self.fleet_records,
+                "fleet_records": self.fleet_records, "first_attempt_sources": self.sources,
                 "robots": [{"robot": r.robot, "objects": [Path(o).stem for o in r.objects],
                             "fleet": r.fleet, "alone": r.alone, "eval_fleet": r.eval_fleet,
                             "eval_alone": r.eval_alone, "served_records": r.served_records,
@@ -199,6 +239,26 @@ def _run_mode(mode: str, dealt: List[List[str]], store_arg: str, perception: str
                 p.kill()
 
 
+def first_sources(records: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
+    """Per robot: how many goals' first attempts started from an authored entry, from an
+    entry this robot learned, from one another robot learned (a consolidated cell is named
+    by its first record, whose id carries its robot), or from no retrieved strategy. The
+    records' own provenance (``acquisition.source_experience``) says it: this is what
+    shows whether the fleet's records were ever used, whatever the outcome."""
+    out: Dict[str, Dict[str, int]] = {}
+    for r in records:
+        acq = r.get("acquisition") or {}
+        if int(acq.get("attempt", 0) or 0) != 0:
+            continue
+        robot = str(acq.get("robot", ""))
+        src = str(acq.get("source_experience", ""))
+        kind = ("none" if not src else "own" if src.startswith(f"acq-{robot}-") else
+                "other" if src.startswith("acq-") else "authored")
+        counts = out.setdefault(robot, {"authored": 0, "own": 0, "other": 0, "none": 0})
+        counts[kind] += 1
+    return out
+
+
 def run_fleet(goals: int = 10, block: int = 5, eval_trials: int = 5, seed: int = 0,
               perception: str = "vlm_sim", groups: Sequence[str] = ("far_ood", "near_ood"),
               dsn: str = "", robots: int = ROBOTS, how: str = "split",
@@ -215,7 +275,10 @@ def run_fleet(goals: int = 10, block: int = 5, eval_trials: int = 5, seed: int =
         started = time.perf_counter()
         _run_mode(mode, dealt, dsn, perception, seeds, goals, eval_trials, results, progress)
         out.wall_s[mode] = round(time.perf_counter() - started, 1)
-    out.fleet_records = PostgresStore(dsn).count()
+    store = PostgresStore(dsn)
+    out.fleet_records = store.count()
+    out.sources = first_sources(store.select())
+    store.close()
     return out
 
 
@@ -229,6 +292,11 @@ def format_fleet(result: FleetResult) -> str:
         alone = r.served_records.get("alone", [])
         lines.append(f"{r.robot} ({names}); acquired records served at the last round: "
                      f"{seen[-1] if seen else 0} fleet, {alone[-1] if alone else 0} alone")
+        src = result.sources.get(r.robot)
+        if src:
+            lines.append(f"  fleet run, first attempts (recorded goals) started from: authored "
+                         f"{src['authored']}, its own {src['own']}, another robot's "
+                         f"{src['other']}, none retrieved {src['none']}")
         for a, b in zip(result.curve(r, "fleet"), result.curve(r, "alone")):
             lines.append(f"  block {a['block']:>2}: fleet {a['successes']:>3}/{a['n']:<3} "
                          f"alone {b['successes']:>3}/{b['n']:<3}")

@@ -31,6 +31,7 @@ a reader that sees it change starts again from the top.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -337,8 +338,10 @@ class PostgresStore:
     def read_since(self, xmin: Optional[int], seen: Dict[int, None],
                    flt: Optional[Filter] = None, after_seq: Optional[int] = None,
                    limit: Optional[int] = None
-                   ) -> Tuple[List[Tuple[int, Dict[str, Any]]], int, int]:
-        """(new (seq, record) pairs, this snapshot's xmin, generation).
+                   ) -> Tuple[List[Tuple[int, Dict[str, Any], str]], int, int]:
+        """(new (seq, record, record as JSON text) triples, this snapshot's xmin, generation).
+        The text is the server's (one line): the local cache writes it as it is, with no
+        second encoding (a third of the CPU of a 10^6-record start-up).
 
         ``xmin`` given: the rows whose transaction id is at least ``xmin`` (the previous
         snapshot's: every row committed since), minus the ``seen`` seqs (module doc).
@@ -355,15 +358,25 @@ class PostgresStore:
         tail = " ORDER BY seq" + (" LIMIT %s" if limit else "")
         params = args + extra + ([int(limit)] if limit else [])
 
+        # One statement, one round trip: a statement (autocommit, READ COMMITTED) runs on
+        # one snapshot, and pg_current_snapshot() is that statement's, so the xmin and
+        # generation returned are those of the very snapshot the rows were read from (four
+        # round trips before: BEGIN REPEATABLE READ, snapshot, rows, COMMIT; each a wake-up
+        # of this process, which on a loaded machine is what the pick-up delay is made of).
+        # The LEFT JOIN returns the snapshot row even when no record is new.
+        sql = (f"WITH snap AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, "
+               f"generation FROM agentic_grasp_generation), "
+               f"rows AS (SELECT seq, record::text AS record FROM acquired_experience"
+               f"{clause}{tail}) "
+               f"SELECT snap.xmin, snap.generation, rows.seq, rows.record "
+               f"FROM snap LEFT JOIN rows ON true ORDER BY rows.seq")
+
         def work(conn):
-            with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                snap = conn.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text, "
-                                    "generation FROM agentic_grasp_generation").fetchone()
-                rows = conn.execute(f"SELECT seq, record FROM acquired_experience{clause}"
-                                    f"{tail}", params).fetchall()
-            new = [(int(s), r) for s, r in rows if int(s) not in seen]
-            return new, int(snap[0]), int(snap[1])
+            found = conn.execute(sql, params).fetchall()
+            loads = json.loads
+            new = [(int(s), loads(r), r) for _, _, s, r in found
+                   if s is not None and int(s) not in seen]
+            return new, int(found[0][0]), int(found[0][1])
 
         return self._run(work)
 

@@ -24,7 +24,6 @@ Faults of the fleet store lose nothing:
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
 import os
 import socket
@@ -278,11 +277,11 @@ def open_store(kind: str, path: Optional[PathLike] = None, robot: str = "",
     return FleetStore(dsn, spool_path, robot=robot, fsync=fsync)
 
 
-def _write_lines(path: Path, records: List[Any], replace: bool) -> None:
-    """The local cache: whole (atomic replace) or appended in one write; no fsync (a torn
-    tail is dropped on read, and the database is the record)."""
-    data = "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n"
-                   for r in records).encode("utf-8")
+def _write_lines(path: Path, lines: List[str], replace: bool) -> None:
+    """The local cache (one JSON text per record, as the server wrote it): whole (atomic
+    replace) or appended in one write; no fsync (a torn tail is dropped on read, and the
+    database is the record)."""
+    data = "".join(t + "\n" for t in lines).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     if replace:
         tmp = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.",
@@ -377,6 +376,13 @@ class FleetSource:
             self._fresh([(f"spool {n}", r) for n, r in part.records], chunk.records)
         return chunk
 
+    def wait(self, timeout: float) -> bool:
+        """Block until the listener has news (a notification, a reconnect) or ``timeout``
+        seconds passed; True when a poll has something to read. LiveRetriever's pick-up
+        thread waits here, so a commit is read, consolidated and indexed when its
+        notification arrives, not by the next request."""
+        return self.listener.pending.wait(timeout) or (not self.online and self._back())
+
     def _back(self) -> bool:
         """The listener reconnected since we lost the database (or, should only our own
         connection have failed, it has stayed connected for ``2 x retry`` since)."""
@@ -424,7 +430,7 @@ class FleetSource:
         first_page = full and self._after == 0
         if first_page:
             self._xmin_start = xmin
-        for seq, _ in new:
+        for seq, _, _ in new:
             self._seen[seq] = None
         if full:
             self._after = new[-1][0] if new else self._after
@@ -435,10 +441,10 @@ class FleetSource:
                 self._xmin = self._xmin_start
         else:
             self._xmin = xmin
-        records = [(f"seq {s}", r) for s, r in new]
+        records = [(f"seq {s}", r) for s, r, _ in new]
         self._fresh(records, chunk.records)
         try:
-            _write_lines(self.cache_path, [r for _, r in records], replace=first_page)
+            _write_lines(self.cache_path, [t for _, _, t in new], replace=first_page)
         except OSError as exc:
             _LOG.warning("fleet cache %s not written: %s", self.cache_path, exc)
 

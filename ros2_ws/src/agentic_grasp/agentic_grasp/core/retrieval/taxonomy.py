@@ -7,6 +7,7 @@ words a VLM or a user writes ("Wine Glass", "wine-glass" -> "wine_glass").
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +20,16 @@ from agentic_grasp.core.errors import ConfigError
 _SEPARATORS = re.compile(r"[\s\-]+")
 
 
+@functools.lru_cache(maxsize=4096)
+def _normalise(word: str) -> str:
+    return _SEPARATORS.sub("_", word.strip().lower())
+
+
 def normalise_word(word: str) -> str:
-    """Lower case, trimmed, runs of spaces and hyphens replaced by one underscore."""
-    return _SEPARATORS.sub("_", str(word).strip().lower())
+    """Lower case, trimmed, runs of spaces and hyphens replaced by one underscore. Memoised:
+    every index rebuild (a live pick-up) normalises each entry's category, material and
+    region again, and the vocabulary is a few hundred words."""
+    return _normalise(str(word))
 
 
 @dataclass(frozen=True)
