@@ -21,7 +21,9 @@ from agentic_grasp.backends.executor_arm import ExecutorArmBackend
 from agentic_grasp.backends.perception_service import PerceptionService
 from agentic_grasp.backends.retrieval_service import RetrievalService
 from agentic_grasp.backends.scene_graph_service import SceneGraphService
-from agentic_grasp.core.arm import ArmBackend, ArmResult, CancelCheck, PhaseCallback
+from agentic_grasp.backends.wrist_view import time_of
+from agentic_grasp.core.arm import (ArmBackend, ArmError, ArmResult, CancelCheck, PhaseCallback,
+                                    ViewResult, WristCameraInfo)
 from agentic_grasp.core.perception.backend import PerceptionResult
 from agentic_grasp.core.types import GraspParameters
 
@@ -38,8 +40,9 @@ class WorldClock:
         self._now = now
         self.changed = now()
 
-    def mark(self) -> None:
-        self.changed = self._now()
+    def mark(self, at: Any = None) -> None:
+        """The world changed now, or ``at`` (Time) when the arm says when its motion ended."""
+        self.changed = at if at is not None else self._now()
 
 
 class TargetCrops:
@@ -95,19 +98,19 @@ class BoundPerception:
         self._world = world
         self._goal_id = goal_id
 
-    def _ask(self, text: str) -> PerceptionResult:
+    def _ask(self, text: str, camera: Any = None) -> PerceptionResult:
         answer = self._service.perceive(text, self._signal, self._world.changed,
-                                        self._goal_id)
+                                        self._goal_id, camera)
         target = answer.result.target
         self._crops.set(target.id if target is not None else "", answer.crop,
                         answer.capture_ns)
         return answer.result
 
-    def __call__(self, text: str) -> PerceptionResult:
+    def __call__(self, text: str, camera: Any = None) -> PerceptionResult:
         signal = self._signal
-        self._announce(f"perceiving: {text}")
+        self._announce(f"perceiving: {text}" + (" (wrist camera)" if camera else ""))
         self._crops.set("", None)
-        result = self._ask(text)
+        result = self._ask(text, camera)
         for _ in range(self._retries):
             if result.ok:
                 break
@@ -116,8 +119,13 @@ class BoundPerception:
             signal.wait_event(threading.Event(), self._delay)
             if signal.cancelled:
                 raise GoalCanceled("canceled while waiting to perceive again")
-            result = self._ask(text)
+            result = self._ask(text, camera)
         return result
+
+    def look(self, text: str, camera: Any) -> PerceptionResult:
+        """The planner's ``look``: perceive the wrist camera's capture, ``camera`` being
+        the wrist camera where the last view motion put it (core Camera)."""
+        return self(text, camera)
 
 
 class BoundRetriever:
@@ -168,7 +176,9 @@ class BoundSceneGraph:
 
 
 class BoundArm(ArmBackend):
-    """The executor arm for one goal: its waits are cut short by the goal's cancel."""
+    """The executor arm for one goal: its waits are cut short by the goal's cancel. A view
+    motion marks the world clock at the instant the arm reports reaching the view, so the
+    wrist look asks for a capture from then on."""
 
     name = "executor"
 
@@ -186,6 +196,17 @@ class BoundArm(ArmBackend):
         finally:
             if self._world is not None:      # the motion has ended: later captures show it
                 self._world.mark()
+
+    def wrist_camera(self) -> Optional[WristCameraInfo]:
+        return self._arm.wrist_camera(self._signal)
+
+    def move_camera_to(self, T_world_cam: Any, is_cancelled: CancelCheck) -> ViewResult:
+        result = self._arm.move_camera_to(T_world_cam, is_cancelled, signal=self._signal)
+        if self._world is not None and result.error != ArmError.NONE:
+            self._world.mark()               # refused or stopped: maybe moved, maybe not
+        elif self._world is not None:
+            self._world.mark(time_of(result.reached_ns) if result.reached_ns else None)
+        return result
 
 
 __all__ = ["BoundArm", "BoundPerception", "BoundRetriever", "BoundSceneGraph", "TargetCrops",

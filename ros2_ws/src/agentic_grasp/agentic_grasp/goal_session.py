@@ -30,7 +30,7 @@ from agentic_grasp.core.planner.events import (ObservationEvent, PhaseEvent, Pla
 from agentic_grasp.core.planner.outcomes import AttemptRecord
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND
 from agentic_grasp_interfaces.action import GraspObject
-from agentic_grasp_interfaces.msg import AttemptRecord as AttemptRecordMsg
+from agentic_grasp_interfaces.msg import AttemptRecord as AttemptRecordMsg, GraspOutcome
 
 Result = GraspObject.Result
 STAGES = ("perceive", "uncover", "retrieve", "reason", "plan", "execute", "reflect", "done")
@@ -165,8 +165,10 @@ class GoalSession:
         record = _view_attempt(view)
         self._publish_grasp(recorded_grasp(record.grasp), f"uncover #{view.index + 1}: ",
                             record.candidate)
+        # outcome.success = the target was seen (nothing is grasped), its motion time
+        seen = GraspOutcome(success=bool(view.target_seen), duration_s=float(view.duration_s))
         msg = attempt_record_to_msg(record, self.goal_id, max(0, self.subgoal_index + 1), "",
-                                    None, view.duration_s, self._header())
+                                    seen, view.duration_s, self._header())
         self.records.append(msg)
         self._publish_attempt(msg)
         self.stage("uncover", view.summary(), target_id="", upcoming=True)
@@ -236,13 +238,23 @@ class GoalSession:
                       attempts=self.records, total_time_s=time.perf_counter() - started)
 
 
+#: How an AttemptRecord of a wrist-camera view begins its ``candidate`` (a motion, recorded
+#: like an attempt, that grasps nothing: counted apart from the grasp attempts).
+VIEW_LABEL = "uncover view: "
+
+
+def is_view_record(msg: Any) -> bool:
+    """Whether an AttemptRecord message records a wrist-camera view, not a grasp attempt."""
+    return str(getattr(msg, "candidate", "")).startswith(VIEW_LABEL)
+
+
 def _view_attempt(view: Any) -> AttemptRecord:
     """An uncover.ViewRecord as the planner's AttemptRecord (what is published for every
     motion): success = the target was seen; the candidate names it an uncover view."""
     clear = view.clearance_m if math.isfinite(view.clearance_m) else None
     return AttemptRecord(view.index, 0, view.thought, view.pose, view.target_seen, None,
                          ArmError(view.error), view.message, duration_s=view.duration_s,
-                         candidate={"label": f"uncover view: {view.occluder_id}'s {view.side}",
+                         candidate={"label": f"{VIEW_LABEL}{view.occluder_id}'s {view.side}",
                                     "clearance_m": clear, "nearest": view.message,
                                     "collision_free": view.reached})
 

@@ -15,8 +15,9 @@ from rclpy.node import Node
 from agentic_grasp.backends.dependencies import (DependencyTimeout, GoalSignal,
                                                  OrderedActionClient, wait_for_peer)
 from agentic_grasp.conversions import grasp_to_msg, outcome_from_msg
+from agentic_grasp.backends.executor_view import ExecutorView
 from agentic_grasp.core.arm import (ArmBackend, ArmError, ArmResult, CancelCheck,
-                                    PhaseCallback)
+                                    PhaseCallback, ViewResult, WristCameraInfo)
 from agentic_grasp.core.types import GraspParameters, Phase
 from agentic_grasp_interfaces.action import ExecuteGrasp
 
@@ -49,6 +50,7 @@ class ExecutorArmBackend(ArmBackend):
             raise ValueError(f"execute timeout must be > 0 s, got {timeout_s}")
         self._client = OrderedActionClient(node, ExecuteGrasp, action,
                                            callback_group=callback_group)
+        self.view = ExecutorView(node, timeout_s, callback_group)   # the wrist camera
         self._action = action
         self._context = node.context
         self.timeout_s = float(timeout_s)
@@ -136,8 +138,16 @@ class ExecutorArmBackend(ArmBackend):
         outcome = outcome_from_msg(result.outcome) if has_outcome else None
         return ArmResult(error, result.message, outcome)
 
+    def wrist_camera(self, signal: Optional[GoalSignal] = None) -> Optional[WristCameraInfo]:
+        return self.view.wrist_camera(signal)
+
+    def move_camera_to(self, T_world_cam: Any, is_cancelled: CancelCheck,
+                       signal: Optional[GoalSignal] = None) -> ViewResult:
+        return self.view.move_camera_to(T_world_cam, is_cancelled, signal)
+
     def close(self) -> None:
         self._client.destroy()
+        self.view.close()
 
 
 __all__ = ["CANCEL_GRACE_S", "ExecutorArmBackend"]

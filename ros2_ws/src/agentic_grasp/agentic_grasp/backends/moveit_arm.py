@@ -65,6 +65,7 @@ from agentic_grasp.backends.moveit_translation import (
     moveit_error_name,
     outcome_from_observation, plan_grasp_motion, resolve_path, rest_start_velocities,
     scene_collision_objects, scene_diff, start_with_retries)
+from agentic_grasp.backends.moveit_view import MoveItViewMixin, MoveItWristCamera
 from agentic_grasp.conversions import object_from_msg
 from agentic_grasp.core.arm import PHASES, ArmBackend, ArmError, ArmResult
 from agentic_grasp.core.config import load_yaml
@@ -245,8 +246,9 @@ def declare_quality(node: Node) -> QualityParams:
                           build=QualityParams.from_mapping, fallback=_EQ2_TEXT)
 
 
-class MoveItArmBackend(ArmBackend):
-    """One grasp attempt on the arm through MoveIt, reported in the failure taxonomy."""
+class MoveItArmBackend(MoveItViewMixin, ArmBackend):
+    """One grasp attempt on the arm through MoveIt, reported in the failure taxonomy; wrist
+    camera views as camera-frame pose goals (backends/moveit_view.py)."""
 
     name = "moveit"
 
@@ -258,6 +260,7 @@ class MoveItArmBackend(ArmBackend):
         except ValidationError as exc:
             raise ConfigError(str(exc)) from exc
         self.quality = declare_quality(node)
+        self.wrist_mount = declare_config(node, "wrist_camera", MoveItWristCamera).mount()
         self._log = node.get_logger()
         self._closed = False
         params = self._moveit_params()

@@ -8,6 +8,7 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 
 from agentic_grasp.backends.dependencies import GoalSignal, ServiceCaller
+from agentic_grasp.backends.wrist_view import pose_to_msg
 from agentic_grasp.conversions import perception_result_from_msg, rgb_from_msg
 from agentic_grasp.core.perception import PerceptionResult
 from agentic_grasp_interfaces.srv import Perceive
@@ -42,10 +43,16 @@ class PerceptionService:
         self.caller = self._caller        # resend_if is set by the planner node
 
     def perceive(self, instruction: str, signal: Optional[GoalSignal] = None,
-                 not_before: Any = None, goal_id: str = "") -> PerceptionAnswer:
+                 not_before: Any = None, goal_id: str = "",
+                 camera: Any = None) -> PerceptionAnswer:
         """``not_before`` (builtin_interfaces/Time): the capture must be taken at or after it
-        (None: when the request arrives)."""
-        request = Perceive.Request(instruction=instruction, goal_id=goal_id)
+        (None: when the request arrives). ``camera``: None for the fixed camera, else the
+        wrist camera (core Camera) where the arm's last view put it (its pose is sent)."""
+        request = Perceive.Request(instruction=instruction, goal_id=goal_id,
+                                   camera=Perceive.Request.CAMERA_FIXED)
+        if camera is not None:
+            request.camera = Perceive.Request.CAMERA_WRIST
+            request.camera_pose = pose_to_msg(camera.T_world_cam)
         if not_before is not None:
             request.not_before = not_before
         response = self._caller.call(request, signal)

@@ -3,16 +3,20 @@ from __future__ import annotations
 
 import threading
 import uuid
+from typing import Optional
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
+from agentic_grasp.backends.wrist_view import (pose_to_msg,
+                                               view_result_from_msg, wrist_camera_from_response)
 from agentic_grasp.conversions import grasp_to_msg, outcome_from_msg
-from agentic_grasp.core.arm import PHASES, ArmBackend, ArmError, ArmResult
+from agentic_grasp.core.arm import (PHASES, ArmBackend, ArmError, ArmResult, ViewResult,
+                                    WristCameraInfo)
 from agentic_grasp.core.types import GraspParameters, Phase
 from agentic_grasp.futures import wait_done
 from agentic_grasp.liveness import PeerMonitor
-from agentic_grasp_interfaces.srv import SimArmPhase
+from agentic_grasp_interfaces.srv import SimArmPhase, SimMoveCamera, WristCamera
 
 _PHASE_CODES = {Phase.APPROACH: SimArmPhase.Request.APPROACH,
                 Phase.CLOSE: SimArmPhase.Request.CLOSE, Phase.LIFT: SimArmPhase.Request.LIFT}
@@ -38,6 +42,12 @@ class SimArmBackend(ArmBackend):
         self._client = node.create_client(SimArmPhase, service, callback_group=group)
         self._abort = node.create_client(SimArmPhase, service + "_abort", callback_group=group)
         self.peer = service.strip("/").split("/")[0] or "sim"
+        base = service.rsplit("/", 1)[0]              # /sim: the wrist camera's services
+        self._view = node.create_client(SimMoveCamera, f"{base}/move_camera",
+                                        callback_group=group)
+        self._describe = node.create_client(WristCamera, f"{base}/wrist_camera",
+                                            callback_group=group)
+        self._camera: Optional[WristCameraInfo] = None
         self._waits: set = set()
         self._waits_lock = threading.Lock()
         self._monitor = PeerMonitor(node, [self.peer], on_lost=self._on_lost)
@@ -48,8 +58,9 @@ class SimArmBackend(ArmBackend):
         for event in waits:
             event.set()
 
-    def _call(self, request: SimArmPhase.Request):
+    def _call(self, request, client=None):
         """The response, None on timeout, or "lost" when the simulator died meanwhile."""
+        client = client or self._client
         if self._monitor.lost(self.peer):
             return "lost"
         losses = self._monitor.losses(self.peer)
@@ -57,14 +68,14 @@ class SimArmBackend(ArmBackend):
         with self._waits_lock:
             self._waits.add(done)
         try:
-            future = self._client.call_async(request)
+            future = client.call_async(request)
             wait_done(future, self._timeout, event=done)   # _on_lost sets it too
         finally:
             with self._waits_lock:
                 self._waits.discard(done)
         if future.done():
             return future.result()
-        self._client.remove_pending_request(future)
+        client.remove_pending_request(future)
         return "lost" if self._monitor.losses(self.peer) != losses else None
 
     def _send_abort(self, attempt_id: str) -> None:
@@ -106,6 +117,35 @@ class SimArmBackend(ArmBackend):
         return ArmResult(ArmError.NONE, last.message if last else "",
                          outcome_from_msg(last.outcome) if last else None)
 
+    # ---- the wrist camera (backends/sim_wrist.py serves it on the sim node) ----------------
+    def _ready(self, client) -> bool:
+        return client.service_is_ready() or client.wait_for_service(timeout_sec=self._timeout)
+
+    def wrist_camera(self) -> Optional[WristCameraInfo]:
+        """The simulated hand camera's model (config/sim.yaml ``wrist_camera``), asked of
+        the sim once; None while the sim does not answer (then no view is offered)."""
+        if self._camera is None and self._ready(self._describe):
+            response = self._call(WristCamera.Request(), self._describe)
+            if response not in (None, "lost"):
+                self._camera = wrist_camera_from_response(response)
+        return self._camera
+
+    def move_camera_to(self, T_world_cam, is_cancelled) -> ViewResult:
+        if is_cancelled():
+            return ViewResult(ArmError.CANCELED, "cancelled before the view motion")
+        if not self._ready(self._view):
+            return ViewResult(ArmError.BACKEND_UNAVAILABLE, "simulator view service not "
+                              f"available within {self._timeout:.1f} s")
+        request = SimMoveCamera.Request(camera_pose=pose_to_msg(T_world_cam))
+        response = self._call(request, self._view)
+        if response == "lost":
+            return ViewResult(ArmError.BACKEND_UNAVAILABLE,
+                              f"{self._monitor.describe_loss(self.peer)} during a view motion")
+        if response is None:
+            return ViewResult(ArmError.BACKEND_UNAVAILABLE, "simulator did not answer the view "
+                              f"motion within {self._timeout:.1f} s")
+        return view_result_from_msg(response, self.wrist_camera())
+
     def close(self) -> None:
-        self._node.destroy_client(self._client)
-        self._node.destroy_client(self._abort)
+        for client in (self._client, self._abort, self._view, self._describe):
+            self._node.destroy_client(client)

@@ -67,7 +67,11 @@ def graph_params(perception: str, visual_query: str) -> Dict[str, Dict[str, obje
 
 def _record(spec, configuration: str, seed: int, trial: int, tseed: int, result,
             fragile: dict, threshold: float, wall_s: float, perception: str) -> TrialRecord:
-    attempts = list(result.attempts)
+    from agentic_grasp.goal_session import is_view_record
+
+    # the wrist-camera views are recorded like attempts but grasp nothing: as in process
+    # (TaskOutcome.attempts), they are not counted as attempts
+    attempts = [a for a in result.attempts if not is_view_record(a)]
     grasped = list(result.grasped_ids)
     targets = list(spec.targets)
     order_ok = [g for g in grasped if g in targets] == [t for t in targets if t in grasped]

@@ -132,10 +132,12 @@ def error_for_exception(exc: Exception) -> ArmResult:
 @dataclass
 class WristCameraInfo:
     """What the planner may know of a wrist camera: its intrinsics (``camera``, a
-    core.camera.Camera whose pose is meaningless) and its nearest valid depth."""
+    core.camera.Camera whose pose is meaningless), its nearest valid depth and its mount
+    (``T_tcp_cam``, 4x4: the optical frame in the TCP frame; None when not reported)."""
 
     camera: Any
     min_range_m: float = 0.0
+    T_tcp_cam: Any = None
 
 
 @dataclass
@@ -144,7 +146,9 @@ class ViewResult:
 
     ``camera`` is the wrist camera at the pose the arm reached (forward kinematics of the
     joints, which the robot knows), None when the view was not reached; ``clearance_m`` the
-    hand's smallest gap to the table or an object there, ``nearest`` what it is.
+    hand's smallest gap to the table or an object there, ``nearest`` what it is;
+    ``reached_ns`` when the arm reached it (ns, the arm's clock; 0 = not reported): a wrist
+    capture at or after it shows the view.
     """
 
     error: ArmError
@@ -153,6 +157,7 @@ class ViewResult:
     duration_s: float = 0.0
     clearance_m: float = float("nan")
     nearest: str = ""
+    reached_ns: int = 0
 
     @property
     def reached(self) -> bool:
@@ -216,7 +221,7 @@ class InProcessSimArm(ArmBackend):
 
     def wrist_camera(self) -> Optional[WristCameraInfo]:
         mount = self.simulator.wrist_camera
-        return WristCameraInfo(mount.intrinsics(), mount.min_range_m)
+        return WristCameraInfo(mount.intrinsics(), mount.min_range_m, mount.T_tcp_cam)
 
     def move_camera_to(self, T_world_cam: Any, is_cancelled: CancelCheck) -> ViewResult:
         if is_cancelled():

@@ -1,4 +1,5 @@
-"""Executor node: serves ExecuteGrasp on the selected arm backend (simulator or MoveIt).
+"""Executor node: serves ExecuteGrasp on the selected arm backend (simulator or MoveIt), and
+the wrist camera's views (MoveCamera, WristCamera: backends/view_server.py) on the same arm.
 
 A client that vanishes mid-goal (the planner's process died; agentic_grasp.liveness) is
 treated like a cancel: the backend stops the arm at its next check (the simulator before the
@@ -13,6 +14,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
+from agentic_grasp.backends.view_server import ViewServer
 from agentic_grasp.conversions import grasp_from_msg, outcome_to_msg
 from agentic_grasp.core.arm import ArmBackend, ArmError, ArmResult, ExecutorLimits, check_request
 from agentic_grasp.core.errors import ConfigError, ValidationError
@@ -61,6 +63,8 @@ class ExecutorNode(Node):
             self, ExecuteGrasp, "execute_grasp", execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup(), result_timeout=int(result_timeout))
+        self.views = ViewServer(self, self.backend, self._busy,
+                                lambda: self._client_watch.losses(client), int(result_timeout))
         self.get_logger().info(f"executor ready (arm backend: {self.backend.name})")
 
     def destroy_node(self) -> None:

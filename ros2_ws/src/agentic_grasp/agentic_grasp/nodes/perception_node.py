@@ -26,6 +26,11 @@ Topics (relative names; remap them for another camera):
   The same crop travels in the Perceive response, which is where the planner takes it for
   the visual query (s_vis of HAA-RAG): it belongs to that answer, never to an earlier one.
 
+The wrist camera (Perceive ``camera`` = wrist; issue 23's view behind an occluder): the same
+topics under ``wrist_camera/`` (its truth on ``wrist_camera/ground_truth``), kept apart from
+the fixed camera's (perception_feeds), placed at the request's ``camera_pose`` (the arm's
+forward kinematics at the view) and perceived by the backend itself, as in process.
+
 A ``not_before`` further ahead than ``capture_wait_s``, no capture at or after it in time,
 or frames whose ground truth does not come in time are error answers saying which.
 
@@ -57,15 +62,14 @@ from __future__ import annotations
 import time
 from typing import Any, List, Optional
 
-from builtin_interfaces.msg import Time
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
-from sensor_msgs.msg import CameraInfo, Image
+from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
 from agentic_grasp import qos
 from agentic_grasp.conversions import (RgbdFrame, perception_result_to_msg, rgb_to_msg,
-                                       rgbd_frame_from_msgs, scene_objects_from_msg)
+                                       rgbd_frame_from_msgs)
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.perception import (BACKENDS, PerceptionBackend, PerceptionResult,
@@ -74,13 +78,13 @@ from agentic_grasp.core.perception.reperception import (ReperceivingPerception,
                                                         ReperceptionConfig)
 from agentic_grasp.core.render import crop_box, render_view
 from agentic_grasp.core.types import ObjectInstance
-from agentic_grasp.perception_inputs import (Capture, FrameStore, Truth, camera_pose,
-                                             ns_to_time, stamp_ns)
+from agentic_grasp.backends.wrist_view import pose_from_msg
+from agentic_grasp.perception_feeds import CameraFeed
+from agentic_grasp.perception_inputs import Capture, Truth, camera_pose, stamp_ns
 from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare, warn_undeclared
 from agentic_grasp.perception_params import declare_backend_params, declare_capture_wait
 from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
-from agentic_grasp_interfaces.msg import SceneGraph as SceneGraphMsg
 from agentic_grasp_interfaces.srv import Perceive
 
 NODE_NAME = "perception"
@@ -91,6 +95,7 @@ TRUTH_TOPIC = "sim/ground_truth"
 RESULT_TOPIC = "perception/result"
 CROP_TOPIC = "perception/target_crop"
 CAPTURE_REQUEST_TOPIC = "camera/capture_request"
+WRIST_PREFIX = "wrist_camera"
 SERVICE = "perceive"
 
 #: Parameter namespaces of this node; an override under them that is not declared is a typo.
@@ -132,8 +137,6 @@ class PerceptionNode(Node):
         if skew < 0.0:
             raise ConfigError(f"max_frame_skew_s must be >= 0, got {skew}")
         self.T_world_cam = camera_pose(eye, target)
-        self._warned_distortion = False
-        self.frames = FrameStore(skew)
         self._truth: Optional[Truth] = None      # that of the capture being perceived
         self._goal_id, self._new_goal = "", False
         self.backend: PerceptionBackend = create_backend(
@@ -146,21 +149,12 @@ class PerceptionNode(Node):
             self.serving = ReperceivingPerception(self.backend, reperception)
 
         sensors = MutuallyExclusiveCallbackGroup()
-        self._subs = [
-            self.create_subscription(Image, RGB_TOPIC, self.frames.add_rgb, qos.LATCHED,
-                                     callback_group=sensors),
-            self.create_subscription(Image, DEPTH_TOPIC, self.frames.add_depth, qos.LATCHED,
-                                     callback_group=sensors),
-            self.create_subscription(CameraInfo, INFO_TOPIC, self._on_info,
-                                     qos.LATCHED, callback_group=sensors),
-        ]
-        self._topics = tuple(sub.topic_name for sub in self._subs)
-        self.truth_topic = ""                    # non-empty: captures need their truth
-        if self.backend.name in ("oracle", "vlm_sim"):
-            truth_sub = self.create_subscription(SceneGraphMsg, TRUTH_TOPIC, self._on_truth,
-                                                 qos.LATCHED, callback_group=sensors)
-            self.truth_topic = truth_sub.topic_name
-        self.pub_request = self.create_publisher(Time, CAPTURE_REQUEST_TOPIC, qos.STATE)
+        truth = self.backend.name in ("oracle", "vlm_sim")  # captures need their truth
+        warn = self.get_logger().warning
+        self.fixed = CameraFeed(self, "camera", TRUTH_TOPIC if truth else "", skew, sensors, warn)
+        self.wrist = CameraFeed(self, WRIST_PREFIX, f"{WRIST_PREFIX}/ground_truth" if truth
+                                else "", skew, sensors, warn)
+        self.frames, self.truth_topic = self.fixed.frames, self.fixed.truth_topic
         self.pub_result = self.create_publisher(PerceptionResultMsg, RESULT_TOPIC, qos.LATCHED)
         self.pub_crop = self.create_publisher(Image, CROP_TOPIC, qos.LATCHED)
         self.create_service(Perceive, SERVICE, self._on_perceive,
@@ -172,27 +166,6 @@ class PerceptionNode(Node):
         if self.backend.name == "oracle":       # never silently: ground truth was asked for
             self.get_logger().warning("oracle perception, as asked: every answer is simulator "
                                       "ground truth, not what the camera shows")
-
-    def _on_info(self, msg: CameraInfo) -> None:
-        if not self._warned_distortion and any(abs(float(v)) > 0.0 for v in msg.d):
-            self._warned_distortion = True
-            self.get_logger().warning("camera_info has non-zero distortion, which perception "
-                                      "ignores; feed it rectified images (image_proc)")
-        self.frames.set_info(msg)
-
-    def _on_truth(self, msg: SceneGraphMsg) -> None:
-        # An invalid truth makes its capture unusable: the oracle never answers from another.
-        try:
-            objects: Optional[List[ObjectInstance]] = scene_objects_from_msg(msg)
-            problem = ""
-        except ValidationError as exc:
-            objects, problem = None, f"ground truth on {self.truth_topic} is invalid: {exc}"
-            self.get_logger().warning(problem)
-        if msg.source and msg.source != "simulator_ground_truth":
-            self.get_logger().warning(f"ground truth from source {msg.source!r}; the oracle "
-                                      "expects 'simulator_ground_truth'")
-        self.frames.add_truth(Truth(stamp_ns(msg.header.stamp), int(msg.world_version),
-                                    objects, problem, int(msg.trial_seed)))
 
     def _truth_objects(self) -> List[ObjectInstance]:
         """The ground truth of the capture being perceived (oracle and vlm_sim provider)."""
@@ -208,12 +181,8 @@ class PerceptionNode(Node):
         return render_view(objects, camera).instance, objects
 
     def inputs_problem(self) -> str:
-        """Why no capture could be perceived now, at any age ("" when one could)."""
-        return self.frames.find(self._topics, 0, self.truth_topic)[1]
-
-    def _request_capture(self, not_before_ns: int) -> None:
-        if self.context.ok():                               # not while shutting down
-            self.pub_request.publish(ns_to_time(not_before_ns))
+        """Why no fixed-camera capture could be perceived now, at any age ("" when one could)."""
+        return self.fixed.problem()
 
     def wait_for_inputs(self, timeout_s: float) -> bool:
         """Block until some capture (of any age) is in; for in-process users (tests)."""
@@ -231,7 +200,7 @@ class PerceptionNode(Node):
             self._goal_id, self._new_goal = request.goal_id, True
             getattr(self.serving, "reset", lambda: None)()
         result, capture = self._perceive(instruction, not_before,
-                                         (not_before - now.nanoseconds) * 1e-9)
+                                         (not_before - now.nanoseconds) * 1e-9, request)
         msg = perception_result_to_msg(result, instruction, header)
         if capture is not None:
             msg.header.stamp = msg.capture_stamp = capture.rgb.header.stamp
@@ -247,24 +216,28 @@ class PerceptionNode(Node):
         self.get_logger().debug(f"raw answer: {result.raw!r}")
         return response
 
-    def _perceive(self, instruction: str, not_before_ns: int, ahead_s: float):
-        """(result, capture): the backend on the newest capture at or after ``not_before_ns``
-        (``ahead_s`` from now); every failure is an error result (capture None: none used)."""
+    def _perceive(self, instruction: str, not_before_ns: int, ahead_s: float, request):
+        """(result, capture): the backend on the newest capture of the requested camera at
+        or after ``not_before_ns`` (``ahead_s`` from now); every failure is an error result
+        (capture None: none used). The wrist camera is placed where the request says the
+        arm put it, and its frame goes to the backend itself, past the re-perception policy
+        (whose kept answer belongs to the fixed camera), as in process."""
         name = self.backend.name
         if not instruction:
             return PerceptionResult.failure(name, "empty instruction: say what to perceive"), None
+        try:
+            feed, T_world_cam, serving = self._camera(request)
+        except ValidationError as exc:
+            return PerceptionResult.failure(name, str(exc)), None
         if ahead_s > self.capture_wait_s:
             return PerceptionResult.failure(name, f"not_before is {ahead_s:.2f} s in the future,"
                                                   f" beyond capture_wait_s="
                                                   f"{self.capture_wait_s:g} s"), None
-        capture, problem = self.frames.wait_capture(
-            self._topics, not_before_ns, self.capture_wait_s, self.truth_topic,
-            self._request_capture)
+        capture, problem = feed.wait(not_before_ns, self.capture_wait_s)
         if capture is None:
             return PerceptionResult.failure(name, problem), None
         try:
-            frame = rgbd_frame_from_msgs(capture.rgb, capture.depth, capture.info,
-                                         self.T_world_cam)
+            frame = rgbd_frame_from_msgs(capture.rgb, capture.depth, capture.info, T_world_cam)
         except ValidationError as exc:
             return PerceptionResult.failure(name, f"bad camera frame: {exc}"), None
         self._truth, capture.frame, start = capture.truth, frame, time.perf_counter()
@@ -272,8 +245,7 @@ class PerceptionNode(Node):
             self.backend.reseed(capture.truth.trial_seed)    # vlm_sim: noise from the trial
         self._new_goal = False
         try:
-            return self.serving.perceive(frame.rgb, frame.depth, frame.camera,
-                                         instruction), capture
+            return serving.perceive(frame.rgb, frame.depth, frame.camera, instruction), capture
         except Exception as exc:  # noqa: BLE001 - the contract says never; the node survives
             self.get_logger().error(f"{name} backend raised: {exc!r}")
             return PerceptionResult.failure(name, f"perception failed: {type(exc).__name__}: "
@@ -281,6 +253,16 @@ class PerceptionNode(Node):
                                             ), capture
         finally:
             self._truth = None
+
+    def _camera(self, request: Perceive.Request):
+        """(feed, T_world_cam, backend) of the camera a request names; ValidationError."""
+        which = request.camera or Perceive.Request.CAMERA_FIXED
+        if which == Perceive.Request.CAMERA_FIXED:
+            return self.fixed, self.T_world_cam, self.serving
+        if which == Perceive.Request.CAMERA_WRIST:
+            return self.wrist, pose_from_msg(request.camera_pose), self.backend
+        raise ValidationError(f"camera must be {Perceive.Request.CAMERA_FIXED!r} or "
+                              f"{Perceive.Request.CAMERA_WRIST!r}, got {which!r}")
 
     def _crop(self, result: PerceptionResult, capture: Capture, header: Header) -> Image:
         """The capture's crop at the perceived target's box, also published (empty: no box)."""

@@ -263,7 +263,8 @@ class PlannerNode(Node):
         task: Optional[TaskOutcome] = None
         try:
             task = planner.run_task(instruction, perceive, BoundArm(self.arm, signal, world),
-                                    memory, cancel=cancelled, on_event=session.on_event)
+                                    memory, cancel=cancelled, on_event=session.on_event,
+                                    look=perceive.look)
             code, message = task_error(task)
         except Exception as exc:  # noqa: BLE001 - a planner bug must not take the node down
             error = exception_error(exc)

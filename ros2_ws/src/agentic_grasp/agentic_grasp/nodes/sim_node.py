@@ -1,9 +1,10 @@
 """Simulator node: the analytical Panda standing in for hardware.
 
 Publishes the camera (RGB, depth, CameraInfo), joint states and the ground-truth scene, and
-serves the simulated arm (/sim/arm, one motion phase per call) and scene loading
-(/sim/load_scene). Physics lives in agentic_grasp.core.sim, the arm's phase protocol and
-bin policy in agentic_grasp.core.arm_session; this node only converts.
+serves the simulated arm (/sim/arm, one motion phase per call), scene loading
+(/sim/load_scene) and the wrist camera's views and captures (backends/sim_wrist.py). Physics
+lives in agentic_grasp.core.sim, the arm's phase protocol and bin policy in
+agentic_grasp.core.arm_session; this node only converts.
 
 Captures: a capture is one render of the world at one instant, stamped with that instant
 (the world is copied, under the simulator's lock, at the stamp) and with the world version it
@@ -37,15 +38,15 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
 
 from agentic_grasp import qos
-from agentic_grasp.conversions import (camera_info_to_msg, grasp_from_msg, image_to_msg,
-                                       object_to_msg, outcome_to_msg)
+from agentic_grasp.backends.sim_wrist import WristCameraStation, capture_messages
+from agentic_grasp.conversions import grasp_from_msg, outcome_to_msg
 from agentic_grasp.core.arm import ArmError
 from agentic_grasp.core.arm_session import SimArmSession
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.render import render_scene
 from agentic_grasp.core import paths
 from agentic_grasp.core.sim.objects import load_catalogue
 from agentic_grasp.core.sim.simulator import PhysicsParams, QualityParams, Simulator
+from agentic_grasp.core.sim.view import WristCameraMount
 from agentic_grasp.core.types import Phase
 from agentic_grasp.liveness import PeerMonitor
 from agentic_grasp.nodes.runner import spin_node
@@ -90,7 +91,9 @@ class SimNode(Node):
         if not catalogue_path.is_absolute():
             catalogue_path = paths.config_dir() / catalogue_path
         self.sim = Simulator(params=physics, seed=seed, quality=quality,
-                             catalogue=load_catalogue(catalogue_path))
+                             catalogue=load_catalogue(catalogue_path),
+                             wrist_camera=declare_config(self, "wrist_camera", WristCameraMount,
+                                                         build=WristCameraMount.from_mapping))
         #: The phase protocol; its lock guards the simulator (not thread-safe).
         self.arm = SimArmSession(self.sim)
         self._lock = self.arm.lock
@@ -127,6 +130,9 @@ class SimNode(Node):
         commander = declare(self, "commander_node", "executor",
                             "Node whose death aborts the open attempt (the executor)")
         self._commander = PeerMonitor(self, [commander], on_lost=self._on_commander_lost)
+        self.wrist = WristCameraStation(self, self.arm, lambda: (
+            self._version, self._version - self._loaded_version, self._trial_seed),
+            self.world_frame, self.depth_noise, self.phase_delay)
 
         with self._lock:
             self.sim.load_task(self.task, trial_seed=seed)
@@ -160,21 +166,11 @@ class SimNode(Node):
             version, changes = self._version, self._version - self._loaded_version
             seed = self._trial_seed
             now = self.get_clock().now()
-        stamp = now.to_msg()
         rng = None
         if self.depth_noise > 0:             # the same scene state draws the same noise
             rng = np.random.default_rng([seed, changes])
-        frame = render_scene(objects, self.camera, depth_noise_std=self.depth_noise, rng=rng)
-        header = Header(stamp=stamp, frame_id=self.camera.frame_id)
-        truth = SceneGraph(header=Header(stamp=stamp, frame_id=self.world_frame),
-                           world_version=version, trial_seed=seed,
-                           source="simulator_ground_truth")
-        if objects:
-            pixels, _ = self.camera.project(np.array([o.position for o in objects]))
-            truth.objects = [object_to_msg(o, pixel=p) for o, p in zip(objects, pixels)]
-        self._frame = (image_to_msg(frame.rgb, "rgb8", header),
-                       image_to_msg(frame.depth.astype(np.float32), "32FC1", header),
-                       camera_info_to_msg(self.camera, header), truth)
+        self._frame = capture_messages(objects, self.camera, now.to_msg(), self.world_frame,
+                                       version, seed, self.depth_noise, rng)
         self._rendered_version, self._captured_ns = version, now.nanoseconds
         self._republish()
 

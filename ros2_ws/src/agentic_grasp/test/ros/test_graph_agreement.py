@@ -2,11 +2,12 @@
 
 The 12 tasks x 1 trial of the full configuration, seed 0, run through the whole graph (every
 node a process, ``bench --ros``'s sweep) and in process (the benchmark's sweep), trial by
-trial with the same paired seeds. The test fails on any trial whose outcome differs and
-prints every trial whose attempt sequence differs. Sequences are not asserted yet: in the
-graph a goal can still perceive a frame of the previous scene (the camera crop, issue 22's
-stale perception) and the first attempts' execution noise was seen to differ once in 60
-trials (README, graph vs in-process agreement). About 2 minutes on 2 shared cores.
+trial with the same paired seeds, with the oracle and with the default vlm_sim (whose
+``it_ball_behind_box`` is found only by a wrist-camera view: the graph's MoveCamera, wrist
+capture and Perceive camera=wrist). The test fails on any trial whose outcome differs and
+prints every trial whose attempt sequence differs. Sequences are not asserted yet: the
+first attempts' execution noise was seen to differ once in 60 trials (README, graph vs
+in-process agreement). About 2 minutes per perception on 2 shared cores.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def _both(perception: str):
     return graph, inprocess
 
 
-@pytest.mark.parametrize("perception", ["oracle"])
+@pytest.mark.parametrize("perception", ["oracle", "vlm_sim"])
 def test_graph_and_in_process_runs_agree_trial_by_trial(perception):
     graph, inprocess = _both(perception)
     table = agreement(graph, inprocess)

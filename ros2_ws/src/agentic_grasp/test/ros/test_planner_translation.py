@@ -223,6 +223,7 @@ def test_session_records_every_uncover_view_like_an_attempt():
     assert task.success and task.grasped == ["cup_1"] and len(looks) == 1
     view, grasp = sinks.attempts
     assert view.candidate.startswith("uncover view: box_1") and view.collision_free
+    assert view.outcome.success                  # the view saw the target; nothing grasped
     assert "box_1" in view.thought and "Uncover" in view.thought
     assert grasp.target_id == "cup_1" and not grasp.candidate.startswith("uncover")
     stages = [f.stage for f in sinks.feedback]
@@ -232,8 +233,8 @@ def test_session_records_every_uncover_view_like_an_attempt():
 
 
 def test_without_a_wrist_camera_the_goal_ends_target_not_found():
-    """The node graph's executor arm has no wrist camera: the planner says so and ends
-    with ERROR_TARGET_NOT_FOUND, never grasping the landmark."""
+    """An arm without a wrist camera (arm:=moveit unless wrist_camera.enabled): the planner
+    says so and ends with ERROR_TARGET_NOT_FOUND, never grasping the landmark."""
     from agentic_grasp.goal_session import Result, task_error
 
     box = make_object("box_1", "box", xy=(0.58, 0.0), size=(0.12, 0.20, 0.14))

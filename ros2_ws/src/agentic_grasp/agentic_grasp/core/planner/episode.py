@@ -187,6 +187,7 @@ class CameraPerception:
         self.sim, self.mode, self.crop_size = sim, mode, int(crop_size)
         self.camera = Camera()
         self.frame = None
+        self.frame_camera = self.camera     # the camera of ``frame``: fixed, or the wrist's
         self.last: Optional[PerceptionResult] = None
         self.vlm_calls, self.vlm_s = 0, 0.0
         params = _perception_params()
@@ -214,6 +215,7 @@ class CameraPerception:
 
         objects = self.sim.objects()
         self.frame = (render_view(objects, self.camera), objects)
+        self.frame_camera = self.camera
         return self.frame[0]
 
     def perceive(self, instruction: str) -> PerceptionResult:
@@ -246,7 +248,7 @@ class CameraPerception:
 
         objects = self.sim.objects()
         frame = render_view(objects, camera)
-        self.frame = (frame, objects)
+        self.frame, self.frame_camera = (frame, objects), camera
         result = self.policy.backend.perceive(frame.rgb, frame.depth, camera, instruction)
         self.vlm_calls += 1
         self.vlm_s += self.latency.seconds(result.completion_tokens)
@@ -298,10 +300,13 @@ class CameraPerception:
 
     def _crop_frame(self):
         """The scene rendered with regions wide enough for any square crop: a crop of side
-        s = (1 + 2 pad) x the larger box side reaches (0.5 + pad) s past the box centre."""
+        s = (1 + 2 pad) x the larger box side reaches (0.5 + pad) s past the box centre.
+        From the camera of the last frame: after a wrist view, the wrist camera's (the box
+        is in its pixels), as the graph's perception node crops its wrist capture."""
         from agentic_grasp.core.render import render_view
 
-        return render_view(self.sim.objects(), self.camera, margin=0.5 + CROP_PAD + 0.05)
+        return render_view(self.sim.objects(), self.frame_camera,
+                           margin=0.5 + CROP_PAD + 0.05)
 
 
 @lru_cache(maxsize=1)

@@ -30,17 +30,23 @@ from agentic_grasp.core.sim.params import PhysicsParams
 from agentic_grasp.core.types import GRIPPER_MAX_WIDTH_M
 
 
+def _d(text: str) -> dict:
+    return {"description": text}
+
+
 @dataclass
 class WristCameraMount:
     """Where the wrist camera sits on the hand and what it sees (config/sim.yaml
     ``wrist_camera``; the comments there say where each value comes from)."""
 
-    offset_m: Tuple[float, float, float] = (0.06, 0.0, -0.085)
-    width: int = 640
-    height: int = 480
-    fx: float = 554.26
-    fy: float = 554.26
-    min_range_m: float = 0.18
+    offset_m: Tuple[float, float, float] = field(default=(0.06, 0.0, -0.085), metadata=_d(
+        "Wrist camera optical centre in the TCP frame (m; axes as the TCP's, z = approach)"))
+    width: int = field(default=640, metadata=_d("Wrist camera image width (px)"))
+    height: int = field(default=480, metadata=_d("Wrist camera image height (px)"))
+    fx: float = field(default=554.26, metadata=_d("Wrist camera focal length x (px)"))
+    fy: float = field(default=554.26, metadata=_d("Wrist camera focal length y (px)"))
+    min_range_m: float = field(default=0.18, metadata=_d(
+        "Wrist camera nearest valid depth (m); views are never closer"))
 
     def __post_init__(self) -> None:
         off = tuple(float(v) for v in self.offset_m)
