@@ -266,10 +266,6 @@ def test_first_attempt_fails_and_reflection_recovers(graph):
     assert len(graph.published(goal_id, 2)) == 2
 
 
-@pytest.mark.xfail(reason="KNOWN REGRESSION after merging issues 23 and 24 (README, "
-                   "known issues): the second cup goal retrieves again instead of recalling "
-                   "the first goal's grasp from episodic memory; not yet traced",
-                   strict=False)
 def test_episodic_memory_lives_for_the_session(graph):
     # The cup succeeded in the previous test: the same scene is now planned from memory.
     graph.load("sg_cup", 0)
