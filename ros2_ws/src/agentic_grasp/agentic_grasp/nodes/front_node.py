@@ -36,7 +36,7 @@ import threading
 from typing import Any, Optional
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 
 from agentic_grasp.backends.dependencies import (DependencyTimeout, GoalCanceled, GoalSignal,
@@ -75,9 +75,9 @@ class FrontNode(Node):
         self.result_timeout_s = int(declare(
             self, "result_timeout_s", 30, "How long a finished goal's result is kept for "
                                           "late clients (s), as the planner's", (1, 3600)))
-        peers = ReentrantCallbackGroup()
+        # one at a time: the planner's feedback is relayed in the order it was published
         self._planner = OrderedActionClient(self, GraspObject, PLANNER_ACTION,
-                                            callback_group=peers)
+                                            callback_group=MutuallyExclusiveCallbackGroup())
         self._lock = threading.Lock()
         self._signal: Optional[GoalSignal] = None
         self._forwarded: Optional[Any] = None      # the planner's ClientGoalHandle
