@@ -34,10 +34,11 @@ class ExecutorArmBackend(ArmBackend):
     """ArmBackend over the ``execute_grasp`` action (see the module docstring).
 
     Both calls go through one PeerCall (backends/peer_call.py): an executor (or sim) that is
-    restarting when the attempt starts is waited for, out of the goal's restart budget; one
-    that dies while the attempt runs raises PeerLost (a motion is never resent: its fate is
-    unknown). ``timeout_s`` bounds the server appearing with the goal being accepted, and
-    the result arriving; past it, the ExecuteGrasp goal is canceled and
+    restarting when the attempt starts is waited for, out of the goal's restart budget, and
+    a goal it died before answering is sent again to its restart; one that dies while the
+    attempt runs raises PeerLost (a motion is never resent: its fate is unknown).
+    ``timeout_s`` bounds the server appearing with the goal being accepted, and the result
+    arriving; past it, the ExecuteGrasp goal is canceled and
     DependencyTimeout("executor") is raised. An executor that answers BACKEND_UNAVAILABLE
     (its arm, e.g. the simulator, did not answer) also raises DependencyTimeout: no grasp
     correction can fix a missing arm, so the planner should not spend its retries on it.
@@ -79,11 +80,12 @@ class ExecutorArmBackend(ArmBackend):
 
         goal = ExecuteGrasp.Goal(target_id=target_id, grasp=grasp_to_msg(grasp))
         try:
-            # waits for a restarting executor (or sim) first; a motion is never resent
+            # waits for a restarting executor (or sim) first; a goal the executor died
+            # before answering is sent to its restart; a motion under way is never resent
             handle = self.caller.call(
                 signal, f"action {self._action}", self._client.server_is_ready,
                 lambda: self._client.send_goal_async(goal, feedback_callback=feedback),
-                _cancel_once_accepted, resend=False)
+                _cancel_once_accepted, resend=False, again_after_loss=True)
         except GoalCanceled:
             return ArmResult(ArmError.CANCELED, "canceled before the executor accepted")
         if not handle.accepted:

@@ -16,10 +16,11 @@ covers, in this order:
 4. **A lost peer.** A peer of ``depends`` that dies while the call waits for its answer (the
    watch's loss count moved; the planner pokes the goal's signal on every loss so the wait
    wakes at once) is handled by the call's kind: a *query* (``resend=True``: perceive,
-   retrieve, infer constraints; answering a copy twice changes nothing) waits for the peer
-   to come back (1.) and sends the request again; anything else (an arm motion: its fate
-   is unknown, the world may have changed) raises PeerLost, which ends the goal with
-   ERROR_PEER_LOST.
+   retrieve, infer constraints; answering a copy twice changes nothing) and an action goal
+   not answered yet (``again_after_loss``: the dead instance never said it took it) wait for
+   the peer to come back (1.) and send the request again; a running action (an arm motion
+   under way, :meth:`PeerCall.follow`: its fate is unknown, the world may have changed)
+   raises PeerLost, which ends the goal with ERROR_PEER_LOST.
 5. **Resend to a restarted peer.** DDS matches a new server's endpoints one by one, and a
    server whose response writer is not matched yet drops its answer ("failed to send
    response (timeout)"). While a peer came back less than BACK_S ago, a query unanswered
@@ -145,21 +146,25 @@ class PeerCall:
     # ---- the call -----------------------------------------------------------------------------
     def call(self, signal: Optional[GoalSignal], what: str, ready: Callable[[], bool],
              send: Callable[[], Any], abandon: Callable[[Any], None],
-             resend: bool = True) -> Any:
+             resend: bool = True, again_after_loss: Optional[bool] = None) -> Any:
         """``send()`` (returns an rclpy future) until it completes; its result.
 
         ``ready()``: whether the peer's service or action is discovered; ``abandon(future)``:
         drop an unanswered request (a client's pending entry, an action goal's cancel).
-        ``resend``: the request is a query (module docstring, 4. and 5.). An answer that is
-        an exception raises DependencyError naming ``what``.
+        ``resend``: the request is a query (module docstring, 4. and 5.).
+        ``again_after_loss`` (default: ``resend``): a request its peer died before answering
+        is sent again once the peer is back, but never periodically (an action goal: the
+        dead instance never said it took it, and its arm was stopped with it). An answer
+        that is an exception raises DependencyError naming ``what``.
         """
         signal = signal if signal is not None else GoalSignal()
+        again = resend if again_after_loss is None else again_after_loss
         while True:
             self.await_peer(signal, ready, what)
             losses = self.losses()
             future = send()
             outcome = self._wait(signal, future, losses, send, abandon, resend, what,
-                                 self.timeout_s)
+                                 self.timeout_s, again)
             if outcome is not None:
                 return self._answer(outcome, what)
             # a query whose peer died: wait for it to come back, and ask again
@@ -171,8 +176,8 @@ class PeerCall:
         that led to it was sent) raises PeerLost."""
         send = lambda: future  # noqa: E731 - never called: resend=False
         return self._answer(self._wait(signal, future, since, send, abandon, False, what,
-                                       self.timeout_s if timeout_s is None else timeout_s),
-                            what)
+                                       self.timeout_s if timeout_s is None else timeout_s,
+                                       False), what)
 
     def losses(self) -> tuple:
         """The loss counts of ``depends`` now (a baseline for :meth:`follow`)."""
@@ -186,7 +191,7 @@ class PeerCall:
 
     def _wait(self, signal: GoalSignal, future: Any, losses: tuple, send: Callable[[], Any],
               abandon: Callable[[Any], None], resend: bool, what: str,
-              timeout_s: float) -> Optional[Any]:
+              timeout_s: float, again: bool) -> Optional[Any]:
         """The first copy of the request that completes, or None after a loss of a query's
         peer (to send again). Copies sent to a restarting peer stay outstanding (a slow
         answer to an earlier copy is as good as a later one); the rest are abandoned."""
@@ -216,7 +221,7 @@ class PeerCall:
             lost = self._lost_since(losses)
             if lost is not None:
                 drop()
-                if not resend:
+                if not again:
                     raise self._peer_lost(signal, lost)
                 return None
             signal.raise_if_lost()

@@ -14,6 +14,10 @@ from agentic_grasp.core.perception import PerceptionResult
 from agentic_grasp_interfaces.srv import Perceive
 
 PEER = "perception"
+#: The nodes a perceive call needs: perception, and the simulator whose camera it perceives
+#: (a perception answer while the sim restarts is "no capture in time"). With arm:=moveit
+#: there is no sim node: never seen alive, it is never lost.
+DEPENDS = ("perception", "sim")
 
 
 class PerceptionAnswer(NamedTuple):
@@ -40,7 +44,7 @@ class PerceptionService:
                  service: str = "perceive") -> None:
         client = node.create_client(Perceive, service, callback_group=callback_group)
         self._client = client
-        self.caller = PeerCall(PEER, timeout_s)   # its liveness watch: set by the planner node
+        self.caller = PeerCall(PEER, timeout_s, depends=DEPENDS)  # watch: set by the planner
 
     def perceive(self, instruction: str, signal: Optional[GoalSignal] = None,
                  not_before: Any = None, goal_id: str = "") -> PerceptionAnswer:

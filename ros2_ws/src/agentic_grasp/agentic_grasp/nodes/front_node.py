@@ -16,10 +16,10 @@ So the public action is served here, by a thin process that only forwards:
 - the planner's death (agentic_grasp.liveness: about 1.2 s after a SIGKILL) ends the
   forwarded goal at once: ABORTED with ERROR_PEER_LOST and a message naming the planner,
   the attempts made so far being lost with it;
-- a goal sent while the planner is restarting (dead and not back, or not discovered yet)
-  waits for it, ``planner_wait_s`` in all (backends.peer_call.PeerCall, the planner's own
-  peer call), then is forwarded; a planner that never appears ends it with
-  ERROR_DEPENDENCY_TIMEOUT.
+- a goal sent while the planner is restarting (dead and not back, not discovered yet, or
+  dead before it answered the forwarded goal) waits for it, ``planner_wait_s`` in all
+  (backends.peer_call.PeerCall, the planner's own peer call), then is forwarded; a planner
+  that never appears ends it with ERROR_DEPENDENCY_TIMEOUT.
 
 The front holds no state a goal needs beyond the forwarded handle, so its own restart costs
 only the goal in flight (the launcher restarts it like any node; a client that must survive
@@ -140,7 +140,7 @@ class FrontNode(Node):
                 lambda: self._planner.send_goal_async(
                     goal_handle.request, goal_uuid=goal_handle.goal_id,
                     feedback_callback=lambda fb: goal_handle.publish_feedback(fb.feedback)),
-                _cancel_once_accepted, resend=False)
+                _cancel_once_accepted, resend=False, again_after_loss=True)
             if not handle.accepted:
                 return self._end(goal_handle, False, Result(
                     error_code=Result.ERROR_INTERNAL,

@@ -160,6 +160,17 @@ def test_a_motion_whose_peer_dies_ends_the_goal():
     assert signal.lost is not None and signal.lost.peer == "sim"
 
 
+def test_a_goal_its_peer_died_before_answering_goes_to_the_restart():
+    watch, signal = Watch(), GoalSignal(restart_budget_s=5.0)
+    peer = Peer(answer=lambda n: n >= 1)
+    later(0.1, watch.die, "executor", signal)
+    later(0.4, watch.back, "executor")
+    caller = PeerCall("executor", 5.0, watch, depends=("executor", "sim"))
+    answer = caller.call(signal, "action execute_grasp", lambda: True, peer.send,
+                         peer.abandon, resend=False, again_after_loss=True)
+    assert answer == "answer 1" and len(peer.sent) == 2 and signal.lost is None
+
+
 def test_a_call_to_a_restarting_peer_waits_within_the_goal_budget():
     watch, signal = Watch(), GoalSignal(restart_budget_s=5.0)
     watch.die("retrieval")                       # dead before the goal's first call
