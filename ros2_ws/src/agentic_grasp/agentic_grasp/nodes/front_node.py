@@ -38,6 +38,7 @@ from typing import Any, Optional
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from agentic_grasp.backends.dependencies import (DependencyTimeout, GoalCanceled, GoalSignal,
                                                  OrderedActionClient, PeerLost)
@@ -58,6 +59,8 @@ EXECUTOR_THREADS = 4
 #: How long a forwarded goal may run at most (s): a safety net far above any goal (the
 #: planner bounds every peer call itself), not a limit a goal should reach.
 RESULT_WAIT_S = 3600.0
+#: How long the end of a goal waits for the planner's "done" feedback to be relayed (s).
+DONE_GRACE_S = 1.0
 
 Result = GraspObject.Result
 
@@ -75,9 +78,18 @@ class FrontNode(Node):
         self.result_timeout_s = int(declare(
             self, "result_timeout_s", 30, "How long a finished goal's result is kept for "
                                           "late clients (s), as the planner's", (1, 3600)))
-        # one at a time: the planner's feedback is relayed in the order it was published
         self._planner = OrderedActionClient(self, GraspObject, PLANNER_ACTION,
-                                            callback_group=MutuallyExclusiveCallbackGroup())
+                                            callback_group=ReentrantCallbackGroup())
+        # Feedback is relayed from the planner's feedback topic, one message at a time (in
+        # the planner's order), not through the client's feedback callback: rclpy drops
+        # that callback when the result arrives, and the planner's last ("done") feedback
+        # may be taken after its result.
+        self._relay_to: Optional[Any] = None        # (goal id bytes, our goal handle)
+        self._relayed_done = threading.Event()
+        self.create_subscription(GraspObject.Impl.FeedbackMessage,
+                                 PLANNER_ACTION + "/_action/feedback", self._relay,
+                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE),
+                                 callback_group=MutuallyExclusiveCallbackGroup())
         self._lock = threading.Lock()
         self._signal: Optional[GoalSignal] = None
         self._forwarded: Optional[Any] = None      # the planner's ClientGoalHandle
@@ -114,6 +126,14 @@ class FrontNode(Node):
             forwarded.cancel_goal_async()       # the planner's answer ends the goal
         return CancelResponse.ACCEPT
 
+    def _relay(self, msg: Any) -> None:
+        with self._lock:
+            relay = self._relay_to
+        if relay is not None and bytes(msg.goal_id.uuid) == relay[0]:
+            relay[1].publish_feedback(msg.feedback)
+            if msg.feedback.stage == "done":
+                self._relayed_done.set()
+
     def _on_planner_lost(self, _peer: str) -> None:
         with self._lock:
             signals = [s for s in (self._signal, self._waiting) if s is not None]
@@ -130,16 +150,18 @@ class FrontNode(Node):
             return self._forward(goal_handle, signal)
         finally:
             with self._lock:
-                self._signal = self._forwarded = self._waiting = None
+                self._signal = self._forwarded = self._waiting = self._relay_to = None
 
     def _forward(self, goal_handle: Any, signal: GoalSignal) -> GraspObject.Result:
         goal_id = bytes(goal_handle.goal_id.uuid).hex()[:8]
         try:
+            with self._lock:
+                self._relay_to = (bytes(goal_handle.goal_id.uuid), goal_handle)
+                self._relayed_done.clear()
             handle = self._call.call(
                 signal, f"action {PLANNER_ACTION}", self._planner.server_is_ready,
-                lambda: self._planner.send_goal_async(
-                    goal_handle.request, goal_uuid=goal_handle.goal_id,
-                    feedback_callback=lambda fb: goal_handle.publish_feedback(fb.feedback)),
+                lambda: self._planner.send_goal_async(goal_handle.request,
+                                                      goal_uuid=goal_handle.goal_id),
                 _cancel_once_accepted, resend=False, again_after_loss=True)
             if not handle.accepted:
                 return self._end(goal_handle, False, Result(
@@ -177,6 +199,8 @@ class FrontNode(Node):
         from action_msgs.msg import GoalStatus as Status
 
         result = response.result
+        # the planner published "done" before it ended the goal: relay it first
+        self._relayed_done.wait(DONE_GRACE_S)
         if int(response.status) == Status.STATUS_SUCCEEDED:
             goal_handle.succeed()
         elif int(response.status) == Status.STATUS_CANCELED and goal_handle.is_cancel_requested:
