@@ -18,6 +18,7 @@ from agentic_grasp.conversions import grasp_to_msg, outcome_from_msg
 from agentic_grasp.core.arm import (ArmBackend, ArmError, ArmResult, CancelCheck,
                                     PhaseCallback)
 from agentic_grasp.core.types import GraspParameters, Phase
+from agentic_grasp.liveness import CONFIRM_S, LEASE_S
 from agentic_grasp_interfaces.action import ExecuteGrasp
 
 PEER = "executor"
@@ -28,6 +29,9 @@ DEPENDS = ("executor", "sim")
 #: How long a canceled ExecuteGrasp goal may take to report that it stopped (s): the
 #: executor checks between phases, so this is one phase at most.
 CANCEL_GRACE_S = 5.0
+#: How long an answer "the arm did not answer" waits for our own watch to report a lost sim
+#: (s): a death is known LEASE_S + CONFIRM_S (1.2 s) after it, by the executor as by us.
+LOSS_CONFIRM_S = LEASE_S + CONFIRM_S + 0.3
 
 
 class ExecutorArmBackend(ArmBackend):
@@ -108,9 +112,9 @@ class ExecutorArmBackend(ArmBackend):
                 return ArmResult(ArmError.CANCELED, "canceled; the executor did not confirm "
                                                     f"within {CANCEL_GRACE_S:.0f} s")
             wrapped = result_future.result()
-        return self._to_arm_result(wrapped.result)
+        return self._to_arm_result(wrapped.result, signal, since)
 
-    def _to_arm_result(self, result: Any) -> ArmResult:
+    def _to_arm_result(self, result: Any, signal: GoalSignal, since: tuple) -> ArmResult:
         try:
             error = ArmError(int(result.error_code))
         except ValueError:
@@ -119,6 +123,10 @@ class ExecutorArmBackend(ArmBackend):
         if has_outcome:
             self.last_outcome_msg = result.outcome
         if error == ArmError.BACKEND_UNAVAILABLE:
+            # the executor may notice its sim's death before our watch does: a peer lost
+            lost = self.caller.lost_within(signal, since, LOSS_CONFIRM_S)
+            if lost is not None:
+                raise lost
             raise DependencyTimeout(PEER, f"the executor's arm did not answer: "
                                           f"{result.message}")
         outcome = outcome_from_msg(result.outcome) if has_outcome else None

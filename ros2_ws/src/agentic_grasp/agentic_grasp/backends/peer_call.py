@@ -179,6 +179,22 @@ class PeerCall:
                                        self.timeout_s if timeout_s is None else timeout_s,
                                        False), what)
 
+    def lost_within(self, signal: GoalSignal, since: tuple, seconds: float) -> Optional[PeerLost]:
+        """PeerLost (recorded on ``signal``) when a peer of ``depends`` was lost after
+        ``since``, waiting up to ``seconds`` for the watch's verdict; else None. For an
+        answer that says a dependency is gone before our own watch says so (the executor
+        notices the sim's death first and answers BACKEND_UNAVAILABLE)."""
+        poll = threading.Event()
+        deadline = time.monotonic() + seconds
+        while True:
+            lost = self._lost_since(since)
+            if lost is not None:
+                return self._peer_lost(signal, lost)
+            left = deadline - time.monotonic()
+            if self.watch is None or left <= 0.0 or signal.cancelled:
+                return None
+            signal.wait_event(poll, min(DISCOVERY_POLL_S, left))
+
     def losses(self) -> tuple:
         """The loss counts of ``depends`` now (a baseline for :meth:`follow`)."""
         return self._losses()

@@ -195,3 +195,14 @@ def test_a_just_restarted_peer_is_asked_again_until_it_answers():
     caller = PeerCall("scene_graph", 2.0, watch, resend_s=0.1)
     assert call(caller, peer, GoalSignal()) == "answer 2"
     assert len(peer.sent) == 3 and peer.abandoned == 2      # the dropped copies
+
+
+def test_an_answer_that_a_dependency_died_waits_for_our_verdict():
+    # the executor notices its sim's death first; the call confirms it with its own watch
+    watch, signal = Watch(), GoalSignal()
+    caller = PeerCall("executor", 5.0, watch, depends=("executor", "sim"))
+    since = caller.losses()
+    later(0.2, watch.die, "sim")
+    lost = caller.lost_within(signal, since, 2.0)
+    assert lost is not None and lost.peer == "sim" and signal.lost is lost
+    assert caller.lost_within(GoalSignal(), caller.losses(), 0.2) is None
