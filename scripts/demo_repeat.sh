@@ -6,6 +6,10 @@
 # exit 0 when all runs agree, 1 otherwise. Each run's full output is kept in OUT (default a
 # temporary folder) as run-<i>.log, its attempt sequence as run-<i>.seq.
 #   scripts/demo_repeat.sh [N] [OUT]
+# The demo acquires every attempt into the user's knowledge base (bringup's default), so a
+# later run may retrieve what an earlier one learned and grasp differently: that is learning,
+# not noise. DEMO_FRESH_DATA=1 gives each run its own empty data folder (XDG_DATA_HOME under
+# OUT) to check the runs themselves repeat.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 N="${1:-10}"
@@ -14,7 +18,11 @@ mkdir -p "$OUT"
 same=0
 for i in $(seq 1 "$N"); do
   start=$(date +%s)
-  bash "$ROOT/scripts/demo.sh" > "$OUT/run-$i.log" 2>&1
+  if [ "${DEMO_FRESH_DATA:-0}" = 1 ]; then
+    XDG_DATA_HOME="$OUT/data-$i" bash "$ROOT/scripts/demo.sh" > "$OUT/run-$i.log" 2>&1
+  else
+    bash "$ROOT/scripts/demo.sh" > "$OUT/run-$i.log" 2>&1
+  fi
   rc=$?
   # the report's result and attempt lines; the total time is left out (wall time varies)
   grep -E '^(result: |  sub-goal )' "$OUT/run-$i.log" > "$OUT/run-$i.seq" || true
