@@ -48,6 +48,7 @@ setup(
             "perception_node = agentic_grasp.nodes.perception_node:main",
             "retrieval_node = agentic_grasp.nodes.retrieval_node:main",
             "planner_node = agentic_grasp.nodes.planner_node:main",
+            "front_node = agentic_grasp.nodes.front_node:main",
         ],
     },
 )

@@ -94,12 +94,12 @@ class GraphClient:
         (a fresh client's first request can be lost to DDS matching, see
         backends.dependencies.GOAL_RESEND_S). For calls that may be answered twice."""
         from agentic_grasp.backends import dependencies
+        from agentic_grasp.backends.peer_call import PeerCall, service_call
 
-        caller = dependencies.ServiceCaller(client, what.split("/")[0], timeout_s,
-                                            resend_s=dependencies.GOAL_RESEND_S)
-        caller.resend_if = lambda: True
+        caller = PeerCall(what.split("/")[0], timeout_s, resend_s=dependencies.GOAL_RESEND_S,
+                          resend_always=True)
         try:
-            return caller.call(request)
+            return service_call(caller, client, request)
         except dependencies.DependencyError as exc:
             raise GraphError(str(exc)) from None
 

@@ -51,6 +51,9 @@ NODES: List[NodeSpec] = [
                                   # out, the planner's own default (the host name) stands
                                   **({"acquisition.robot": a["robot"]} if a.get("robot")
                                      else {})}),
+    # The public grasp_object action: forwards to the planner's planner/grasp_object and
+    # outlives it, so a client's goal ends when the planner dies (nodes/front_node.py).
+    NodeSpec("grasp_front", "front_node", "agentic_grasp.nodes.front_node", "front.yaml"),
 ]
 
 #: Topics a recorded run keeps (ros2 bag record on a ROS 2 install).

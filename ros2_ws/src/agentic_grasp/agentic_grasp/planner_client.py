@@ -17,15 +17,16 @@ class PlannerClient:
     lost between sending and waiting, and a goal whose request or answer DDS lost is sent
     again under the same goal id (OrderedActionClient.send_goal_resending).
 
-    The planner's liveliness is watched (agentic_grasp.liveness): when its process dies while
-    a goal runs, :meth:`wait` raises about 1.2 s after the death (lease and verdict) instead
-    of waiting out its timeout; a plain rclpy client without this would wait for a result
-    that never comes (the action server vanishes from the graph only after DDS's 20 s
+    ``grasp_object`` is served by the front node, which ends the goal with ERROR_PEER_LOST
+    when the planner dies (a result, as any plain client gets). The front's own liveliness
+    is watched (agentic_grasp.liveness): when the process serving the action dies while a
+    goal runs, :meth:`wait` raises about 1.2 s after the death (lease and verdict) instead of
+    waiting out its timeout (the action server vanishes from the graph only after DDS's 20 s
     participant lease).
     """
 
     def __init__(self, graph: Any, action: str = "grasp_object",
-                 planner_node: str = "planner") -> None:
+                 planner_node: str = "grasp_front") -> None:
         from agentic_grasp.backends.dependencies import OrderedActionClient
         from agentic_grasp.liveness import PeerMonitor
         from agentic_grasp_interfaces.action import GraspObject
@@ -54,16 +55,18 @@ class PlannerClient:
 
     def send(self, instruction: str, configuration: str = "",
              on_feedback: Optional[Callable[[Any], None]] = None,
-             timeout_s: float = 10.0) -> Any:
+             timeout_s: float = 10.0, seed: Optional[int] = None) -> Any:
         """Send a goal; its ClientGoalHandle (check ``accepted``). GraphError when the planner
-        is not there or does not answer."""
+        is not there or does not answer. ``seed``: the goal's trial seed (None: the planner
+        node's own, GraspObject.action)."""
         from agentic_grasp.client import GraphError
 
         if not self.wait_for_server(timeout_s):
             raise GraphError(f"the planner's grasp_object action is not available within "
                              f"{timeout_s:.0f} s (is the planner node running?)")
         callback = (lambda fb: on_feedback(fb.feedback)) if on_feedback else None
-        goal = self._goal_type(instruction=instruction, configuration=configuration)
+        goal = self._goal_type(instruction=instruction, configuration=configuration,
+                               seed=-1 if seed is None else int(seed))
         self._losses_at_send = self.liveness.losses(self._planner)
         handle = self._action.send_goal_resending(goal, callback, timeout_s)
         if handle is None:
@@ -122,11 +125,12 @@ class PlannerClient:
 
     def grasp(self, instruction: str, configuration: str = "",
               on_feedback: Optional[Callable[[Any], None]] = None,
-              timeout_s: float = 300.0, server_timeout_s: float = 10.0) -> Any:
+              timeout_s: float = 300.0, server_timeout_s: float = 10.0,
+              seed: Optional[int] = None) -> Any:
         """Send and wait: the result, or GraphError (not available, rejected, timed out)."""
         from agentic_grasp.client import GraphError
 
-        handle = self.send(instruction, configuration, on_feedback, server_timeout_s)
+        handle = self.send(instruction, configuration, on_feedback, server_timeout_s, seed)
         if not handle.accepted:
             raise GraphError("grasp_object goal rejected: the planner is busy with another "
                              "goal (one at a time)")

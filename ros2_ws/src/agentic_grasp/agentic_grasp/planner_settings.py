@@ -69,8 +69,12 @@ class Timeouts:
                                          "perception node's own worst case with the VLM")
     retrieve_s: float = _described(5.0, "Timeout of one retrieve_strategies call (s)")
     constraints_s: float = _described(5.0, "Timeout of one infer_constraints call (s)")
-    execute_s: float = _described(30.0, "Timeout of one ExecuteGrasp goal, from sending it "
-                                        "to its result (s)")
+    execute_s: float = _described(30.0, "Timeout of one ExecuteGrasp goal: its acceptance, "
+                                        "then its result (s)")
+    restart_wait_s: float = _described(
+        20.0, "How long one goal may wait, in all, for peers that are restarting (s): a "
+              "respawn takes the 0.5-8 s delay of core/supervision.py plus 1.5-5 s to start "
+              "(retrieval embeds its knowledge base), so 20 s covers the second restart")
 
     def check(self) -> None:
         """ConfigError unless every timeout is a finite number > 0 (NodeSettings calls it)."""

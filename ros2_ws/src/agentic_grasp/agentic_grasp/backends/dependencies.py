@@ -1,21 +1,14 @@
-"""Calling the planner's peer nodes from inside an action callback: timeouts and cancel.
+"""What a goal's peer calls share: their errors, the goal's signal, an ordered action client.
 
-The planner node runs one GraspObject goal in an executor thread and, from there, calls the
-perception, retrieval and scene-graph services and the executor's ExecuteGrasp action. The
-responses are delivered by *other* threads of the node's MultiThreadedExecutor (the clients
-sit in a ReentrantCallbackGroup), so the goal's thread blocks on a ``threading.Event`` that
-the response sets; it never spins (spinning a node that is already in an executor is what
-ros2/rclpy#1313 warns against).
-
-Every wait is bounded: a peer that does not answer in time raises :class:`DependencyTimeout`
-naming the peer node, which ends the goal with ERROR_DEPENDENCY_TIMEOUT instead of hanging.
-Every wait is also cut short by a cancel of the goal (:class:`GoalSignal`), which raises
-:class:`GoalCanceled`. A peer that *dies* during the goal (agentic_grasp.liveness reports it
-within a lease) is recorded on the goal's signal (:meth:`GoalSignal.lose`), which wakes
-every wait like a cancel and makes it raise :class:`PeerLost` naming the peer, instead of
-waiting out the timeout.
-These exceptions travel through the planner core unchanged (it does
-not catch what its callbacks raise) up to the node, which ends the goal accordingly.
+The planner node runs one GraspObject goal in an executor thread and, from there, calls its
+peers through backends.peer_call.PeerCall (timeouts, cancel, lost and restarting peers).
+The errors it raises travel through the planner core unchanged (it does not catch what its
+callbacks raise) up to the node, which ends the goal accordingly:
+:class:`DependencyTimeout` (ERROR_DEPENDENCY_TIMEOUT, naming the peer), :class:`PeerLost`
+(ERROR_PEER_LOST), :class:`GoalCanceled`. :class:`GoalSignal` is one goal's cancel flag,
+its restart budget and the first peer loss it cannot go on after; it wakes every wait of the
+goal at once. :class:`OrderedActionClient` is an ActionClient whose requests may be sent
+from any thread (see there).
 """
 from __future__ import annotations
 
@@ -25,13 +18,8 @@ import uuid
 from typing import Any, Callable, Dict, List, Optional, Set
 
 from rclpy.action import ActionClient
-from rclpy.client import Client
 
 from agentic_grasp.futures import wait_done
-
-#: How often a wait for a peer to appear on the graph re-checks it (s). rclpy's own
-#: wait_for_service sleeps 0.25 s between checks and cannot be interrupted by a cancel.
-DISCOVERY_POLL_S = 0.05
 
 
 class DependencyError(RuntimeError):
@@ -63,11 +51,21 @@ class GoalSignal:
     goal handle's state.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, restart_budget_s: float = 0.0) -> None:
         self._lock = threading.Lock()
         self._cancelled = False
         self._lost: Optional[PeerLost] = None
         self._waiters: Set[threading.Event] = set()
+        #: How long, in all, this goal's calls may wait for restarting peers (s; PeerCall).
+        self.restart_budget_s = float(restart_budget_s)
+        self._restart_spent = 0.0
+
+    def restart_left(self) -> float:
+        """What is left of the goal's restart budget (s)."""
+        return self.restart_budget_s - self._restart_spent
+
+    def spend_restart(self, seconds: float) -> None:
+        self._restart_spent += max(0.0, float(seconds))
 
     @property
     def cancelled(self) -> bool:
@@ -78,11 +76,24 @@ class GoalSignal:
         """The first peer lost during this goal (None while every peer lives)."""
         return self._lost
 
-    def lose(self, peer: str, detail: str) -> None:
-        """A peer died: every wait ends now, and raises the returned PeerLost."""
+    def lose(self, peer: str, detail: str) -> PeerLost:
+        """The goal cannot go on without ``peer``: every wait ends now and raises PeerLost."""
+        return self.fail(PeerLost(peer, detail))
+
+    def fail(self, lost: PeerLost) -> PeerLost:
+        """Record ``lost`` as the goal's end (the first one stays) and wake every wait."""
         with self._lock:
             if self._lost is None:
-                self._lost = PeerLost(peer, detail)
+                self._lost = lost
+            waiters = list(self._waiters)
+        for event in waiters:
+            event.set()
+        return self._lost
+
+    def poke(self) -> None:
+        """Wake every wait without ending it (a peer died: each call checks its own peers,
+        PeerCall)."""
+        with self._lock:
             waiters = list(self._waiters)
         for event in waiters:
             event.set()
@@ -121,101 +132,14 @@ class GoalSignal:
         return "canceled" if self._cancelled else "timeout"
 
 
-def wait_for_peer(is_ready, signal: GoalSignal, timeout_s: float) -> str:
-    """Wait until ``is_ready()`` holds: "ready", "lost", "canceled" or "timeout" (``timeout_s``
-    total)."""
-    deadline = time.monotonic() + timeout_s
-    poll = threading.Event()            # never set: a cancel-aware sleep
-    while not is_ready():
-        if signal.lost is not None:
-            return "lost"
-        if signal.cancelled:
-            return "canceled"
-        left = deadline - time.monotonic()
-        if left <= 0.0:
-            return "timeout"
-        signal.wait_event(poll, min(DISCOVERY_POLL_S, left))
-    return "ready"
-
-
-#: After a peer restarted, an unanswered request is sent again this often (s): see
-#: ServiceCaller.resend_if.
-RESEND_S = 0.5
-
-
-class ServiceCaller:
-    """One service client of a peer node, called with a timeout and the goal's cancel.
-
-    ``resend_if`` (a callable, default None) handles a peer that has just been restarted:
-    DDS matches its endpoints one by one, and a server whose response writer is not yet
-    matched to this client's reader drops its answer ("failed to send response (timeout)"),
-    which left the first goal after a restart waiting out the whole timeout. While
-    ``resend_if()`` holds (the planner node: the peer came back within the last seconds), a
-    request unanswered after RESEND_S is sent again, until the timeout; the services called
-    this way are queries (perceive, retrieve_strategies, infer_constraints), so answering a
-    copy twice changes nothing. ``resend_s`` is that interval (GraphClient resends a fresh
-    client's lost first request at GOAL_RESEND_S).
-    """
-
-    def __init__(self, client: Client, peer: str, timeout_s: float,
-                 resend_s: float = RESEND_S) -> None:
-        if not timeout_s > 0.0:
-            raise ValueError(f"timeout for {peer} must be > 0 s, got {timeout_s}")
-        self.client = client
-        self.peer = peer
-        self.timeout_s = float(timeout_s)
-        self.resend_s = float(resend_s)
-        self.resend_if: Optional[Callable[[], bool]] = None
-
-    def call(self, request: Any, signal: Optional[GoalSignal] = None) -> Any:
-        """The response, or DependencyTimeout / GoalCanceled.
-
-        The timeout covers waiting for the service to appear and for the answer together.
-        """
-        signal = signal if signal is not None else GoalSignal()
-        signal.raise_if_lost()
-        started = time.monotonic()
-        name = self.client.srv_name
-        found = wait_for_peer(self.client.service_is_ready, signal, self.timeout_s)
-        if found == "lost":
-            signal.raise_if_lost()
-        if found == "canceled":
-            raise GoalCanceled(f"canceled while waiting for {name}")
-        if found == "timeout":
-            raise DependencyTimeout(self.peer, f"service {name} did not appear within "
-                                               f"{self.timeout_s:.1f} s (is the {self.peer} "
-                                               "node running?)")
-        future = self.client.call_async(request)
-        while True:
-            left = self.timeout_s - (time.monotonic() - started)
-            resend = self.resend_if is not None and self.resend_if()
-            state = signal.wait_future(future, min(left, self.resend_s) if resend else left)
-            if state != "timeout" or not resend or left <= self.resend_s:
-                break
-            self.client.remove_pending_request(future)
-            future = self.client.call_async(request)
-        if state == "done":
-            exc = future.exception()
-            if exc is not None:
-                raise DependencyError(self.peer, f"{name} failed: {exc}")
-            return future.result()
-        self.client.remove_pending_request(future)
-        if state == "lost":
-            signal.raise_if_lost()
-        if state == "canceled":
-            raise GoalCanceled(f"canceled while waiting for {name}")
-        raise DependencyTimeout(self.peer, f"{name} did not answer within "
-                                           f"{self.timeout_s:.1f} s")
-
-
 #: A goal request unanswered this long is sent again, with the same goal id (s), by
 #: OrderedActionClient.send_goal_resending. DDS matches the two sides of a connection on their
 #: own: a client that already sees the server (wait_for_server) may send before the server
 #: has matched the client, and the server's volatile reader then skips that request for good
 #: (CI: a fresh ``agentic-grasp grasp`` waited 30 s for an answer that could not come). The
 #: same goal id makes a copy harmless: rclpy's action server rejects a goal id it already
-#: tracks, so a goal never runs twice. Four times RESEND_S: a goal is not a query, and copies
-#: are only for a lost first one.
+#: tracks, so a goal never runs twice. Four times peer_call.RESEND_S: a goal is not a query,
+#: and copies are only for a lost first one.
 GOAL_RESEND_S = 2.0
 #: How long a rejected copy waits for the action's status to list the goal (s): the server
 #: publishes the status list (latched) as it accepts, before the goal runs.
@@ -310,6 +234,5 @@ class OrderedActionClient(ActionClient):
         await super().execute(taken_data)
 
 
-__all__ = ["DISCOVERY_POLL_S", "GOAL_RESEND_S", "DependencyError", "DependencyTimeout",
-           "GoalCanceled",
-           "GoalSignal", "PeerLost", "OrderedActionClient", "ServiceCaller", "wait_for_peer"]
+__all__ = ["GOAL_RESEND_S", "DependencyError", "DependencyTimeout", "GoalCanceled",
+           "GoalSignal", "PeerLost", "OrderedActionClient"]

@@ -7,13 +7,18 @@ import numpy as np
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 
-from agentic_grasp.backends.dependencies import GoalSignal, ServiceCaller
+from agentic_grasp.backends.dependencies import GoalSignal
+from agentic_grasp.backends.peer_call import PeerCall, service_call
 from agentic_grasp.backends.wrist_view import pose_to_msg
 from agentic_grasp.conversions import perception_result_from_msg, rgb_from_msg
 from agentic_grasp.core.perception import PerceptionResult
 from agentic_grasp_interfaces.srv import Perceive
 
 PEER = "perception"
+#: The nodes a perceive call needs: perception, and the simulator whose camera it perceives
+#: (a perception answer while the sim restarts is "no capture in time"). With arm:=moveit
+#: there is no sim node: never seen alive, it is never lost.
+DEPENDS = ("perception", "sim")
 
 
 class PerceptionAnswer(NamedTuple):
@@ -39,8 +44,8 @@ class PerceptionService:
     def __init__(self, node: Node, timeout_s: float, callback_group: CallbackGroup,
                  service: str = "perceive") -> None:
         client = node.create_client(Perceive, service, callback_group=callback_group)
-        self._caller = ServiceCaller(client, PEER, timeout_s)
-        self.caller = self._caller        # resend_if is set by the planner node
+        self._client = client
+        self.caller = PeerCall(PEER, timeout_s, depends=DEPENDS)  # watch: set by the planner
 
     def perceive(self, instruction: str, signal: Optional[GoalSignal] = None,
                  not_before: Any = None, goal_id: str = "",
@@ -55,7 +60,7 @@ class PerceptionService:
             request.camera_pose = pose_to_msg(camera.T_world_cam)
         if not_before is not None:
             request.not_before = not_before
-        response = self._caller.call(request, signal)
+        response = service_call(self.caller, self._client, request, signal)
         msg = response.result
         crop = None
         if response.target_crop.height > 0 and response.target_crop.header.frame_id \

@@ -7,7 +7,8 @@ import numpy as np
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 
-from agentic_grasp.backends.dependencies import GoalSignal, ServiceCaller
+from agentic_grasp.backends.dependencies import GoalSignal
+from agentic_grasp.backends.peer_call import PeerCall, service_call
 from agentic_grasp.conversions import affordance_to_msg, retrieval_result_from_msg, rgb_to_msg
 from agentic_grasp.core.retrieval.haa_rag import RetrievalResult
 from agentic_grasp.core.types import AffordanceDescriptor
@@ -28,8 +29,8 @@ class RetrievalService:
     def __init__(self, node: Node, timeout_s: float, callback_group: CallbackGroup,
                  service: str = "retrieve_strategies") -> None:
         client = node.create_client(RetrieveStrategies, service, callback_group=callback_group)
-        self._caller = ServiceCaller(client, PEER, timeout_s)
-        self.caller = self._caller        # resend_if is set by the planner node
+        self._client = client
+        self.caller = PeerCall(PEER, timeout_s)   # its liveness watch: set by the planner node
 
     def retrieve(self, category: str, affordance: AffordanceDescriptor,
                  embedding: Optional[np.ndarray] = None, crop: Optional[np.ndarray] = None,
@@ -48,5 +49,5 @@ class RetrievalService:
             request.visual_embedding = [float(v) for v in np.asarray(embedding).reshape(-1)]
         if crop is not None:
             request.target_crop = rgb_to_msg(np.asarray(crop, dtype=np.uint8))
-        response: Any = self._caller.call(request, signal)
+        response: Any = service_call(self.caller, self._client, request, signal)
         return retrieval_result_from_msg(response)

@@ -7,7 +7,8 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import Header
 
-from agentic_grasp.backends.dependencies import DependencyError, GoalSignal, ServiceCaller
+from agentic_grasp.backends.dependencies import DependencyError, GoalSignal
+from agentic_grasp.backends.peer_call import PeerCall, service_call
 from agentic_grasp.conversions import (constraint_set_from_msgs, relation_from_msg,
                                        scene_objects_from_msg, scene_to_msg)
 from agentic_grasp.core.constraints import ConstraintSet
@@ -34,8 +35,8 @@ class SceneGraphService:
                  service: str = "infer_constraints", frame_id: str = "world",
                  source: str = "") -> None:
         client = node.create_client(InferConstraints, service, callback_group=callback_group)
-        self._caller = ServiceCaller(client, PEER, timeout_s)
-        self.caller = self._caller        # resend_if is set by the planner node
+        self._client = client
+        self.caller = PeerCall(PEER, timeout_s)   # its liveness watch: set by the planner node
         self._node = node
         self._frame = frame_id
         self._source = source
@@ -45,7 +46,7 @@ class SceneGraphService:
         header = Header(stamp=self._node.get_clock().now().to_msg(), frame_id=self._frame)
         request = InferConstraints.Request(scene=scene_to_msg(objects, header, self._source),
                                            target_id=target_id)
-        response = self._caller.call(request, signal)
+        response = service_call(self.caller, self._client, request, signal)
         if not response.success:
             raise DependencyError(PEER, f"infer_constraints refused the scene: "
                                         f"{response.message}")

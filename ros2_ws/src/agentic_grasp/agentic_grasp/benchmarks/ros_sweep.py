@@ -162,7 +162,7 @@ def run_ros_sweep(configurations: Sequence[str], tasks: Sequence[str], trials: i
                                 wait_until_perceived(graph, perceive, loaded.object_ids)
                             start = time.perf_counter()
                             result = planner.grasp(spec.instruction, configuration,
-                                                   timeout_s=goal_timeout_s)
+                                                   timeout_s=goal_timeout_s, seed=tseed)
                             records.append(_record(spec, configuration, seed, trial, tseed,
                                                    result, truth, threshold,
                                                    time.perf_counter() - start, perception))

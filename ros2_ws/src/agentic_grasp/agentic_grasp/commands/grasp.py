@@ -98,7 +98,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "the planner node's")
     parser.add_argument("--task", default="",
                         help="load this task scene into the simulator first (e.g. sg_cup)")
-    parser.add_argument("--seed", type=int, default=0, help="trial seed of --task's scene")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="trial seed of --task's scene, and of the goal (the planner's "
+                             "level-3 generator, as the in-process benchmark seeds a trial); "
+                             "without --task the goal uses the planner node's seed")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds to wait for the result (the goal is canceled after)")
     parser.add_argument("--server-timeout", type=float, default=30.0,
@@ -132,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
             try:
                 result = planner.grasp(args.instruction, args.configuration, feedback,
                                        timeout_s=args.timeout,
-                                       server_timeout_s=args.server_timeout)
+                                       server_timeout_s=args.server_timeout,
+                                       seed=args.seed if args.task else None)
                 # Feedback and result travel separately: let the last lines arrive.
                 done.wait(FEEDBACK_GRACE_S)
             except KeyboardInterrupt:

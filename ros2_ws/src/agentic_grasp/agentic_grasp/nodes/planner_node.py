@@ -1,4 +1,5 @@
-"""Planner node: the public ``grasp_object`` action (GraspObject), paper Sec. IV.
+"""Planner node: GraspObject on ``planner/grasp_object``, paper Sec. IV. Clients use
+``grasp_object``: the front node (nodes/front_node.py) forwards it here, goal id unchanged.
 
 Per goal: instruction -> ReflectivePlanner.run_task (Algorithm 1 per sub-goal; the loop lives
 in agentic_grasp.core.planner) with its four peers reached over ROS:
@@ -32,10 +33,13 @@ Goal policy:
 - every peer call has a timeout (``timeouts.*``); a peer that does not answer ends the goal
   with ERROR_DEPENDENCY_TIMEOUT and a message naming the node that did not answer. An
   executor whose arm is unavailable ends it the same way (see ExecutorArmBackend);
-- a peer that *dies* during the goal (``PEERS``; agentic_grasp.liveness reports it about
-  1.2 s after) ends it at once with ERROR_PEER_LOST naming the peer, the running
-  ExecuteGrasp goal canceled; a goal that arrives while a lost peer is not back yet ends the
-  same way at once;
+- every peer call is one backends.peer_call.PeerCall, watched by liveness (``PEERS``;
+  agentic_grasp.liveness reports a death about 1.2 s after it): a peer that is restarting
+  (dead and not back, or back and not discovered yet) is waited for, out of the goal's
+  restart budget ``timeouts.restart_wait_s``; a query whose peer dies while it waits for
+  the answer is sent again once the peer is back; an executor or sim that dies during an
+  attempt ends the goal at once with ERROR_PEER_LOST naming the peer (the running
+  ExecuteGrasp goal canceled), as does a peer not back within the budget;
 - the result lists every attempt (AttemptRecord) and the ids grasped; a failed grasp is
   aborted with ERROR_GRASP_FAILED, perception errors with ERROR_PERCEPTION_FAILED, an
   instruction naming nothing perceived with ERROR_TARGET_NOT_FOUND, a cancel ends CANCELED
@@ -55,16 +59,15 @@ and ``planner/markers`` (MarkerArray, latched: the grasp about to be executed, m
 Episodic memory (Sec. IV-C) lives for the node's session, one per Table II configuration,
 kept across goals; ``memory_lifetime: goal`` empties it at every goal instead (benchmark
 trials); core.planner.memory.MemoryLifetime decides. The level-3 perturbation generator is
-reseeded with ``seed`` at every goal, so a goal's outcome does not depend on the goals before
-it, except through episodic memory.
+reseeded at every goal, from the goal's ``seed`` as the in-process benchmark seeds a trial
+([seed, 7919]), or with the ``seed`` parameter when the goal has none (-1), so a goal's
+outcome does not depend on the goals before it, except through episodic memory.
 
-Parameters (read at start-up; agentic_grasp.planner_settings): every key of both sections of
-config/planner.yaml, the core's PlannerConfig under dotted names such as
-``corrections.slip_force_scale`` and the node-level ``timeouts.*``, ``max_instruction_chars``,
-``result_timeout_s``, ``memory_lifetime``, ``world_frame``, ``perceive_retries``, ...
+Parameters (at start-up; planner_settings): both sections of config/planner.yaml, the core's
+PlannerConfig by dotted names (``corrections.slip_force_scale``) and ``timeouts.*`` etc.
 
-The node only wires: goal_session maps the planner's typed events to feedback, AttemptRecords,
-markers and the result; goal_peers binds the peers to a goal.
+The node only wires: goal_session maps events to feedback, records and result; goal_peers
+binds the peers to a goal.
 """
 from __future__ import annotations
 
@@ -86,6 +89,7 @@ from agentic_grasp.backends.perception_service import PerceptionService
 from agentic_grasp.backends.retrieval_service import RetrievalService
 from agentic_grasp.backends.scene_graph_service import SceneGraphService
 from agentic_grasp.core.planner import ReflectivePlanner, TaskOutcome, get_configuration
+from agentic_grasp.core.planner.configurations import trial_rng_seed
 from agentic_grasp.core.planner.memory import MemoryLifetime
 from agentic_grasp.core.types import GraspParameters
 from agentic_grasp.goal_peers import (BoundArm, BoundPerception, BoundRetriever,
@@ -102,15 +106,14 @@ from agentic_grasp_interfaces.action import GraspObject
 from agentic_grasp_interfaces.msg import AttemptRecord as AttemptRecordMsg, GoalLog
 
 NODE_NAME = "planner"
-ACTION = "grasp_object"
+ACTION = "planner/grasp_object"      # the front's grasp_object forwards here
 ATTEMPTS_TOPIC = "planner/attempts"
 MARKERS_TOPIC = "planner/markers"
-#: Threads of the node's executor: the goal's own thread, the peers' responses and feedback,
-#: the goal and cancel callbacks of a second client, with room to spare.
+#: Executor threads: the goal's, the peers' answers and feedback, a second client, spare.
 EXECUTOR_THREADS = 6
-#: Nodes a goal cannot go on without: the four the planner calls and the executor's simulated
-#: arm (never seen alive with arm:=moveit, so never reported lost there).
-PEERS = ("perception", "retrieval", "scene_graph", "executor", "sim")
+#: Nodes the planner's calls need (the executor's simulated arm is never seen alive with
+#: arm:=moveit), and the front node: its death cancels the goal it forwarded (no one waits).
+PEERS = ("perception", "retrieval", "scene_graph", "executor", "sim", "grasp_front")
 
 Result = GraspObject.Result
 
@@ -141,9 +144,8 @@ class PlannerNode(Node):
         self._busy = False
         self._signal: Optional[GoalSignal] = None
         self.peers = PeerMonitor(self, PEERS, on_lost=self._on_peer_lost)
-        for service in (self.perception, self.retrieval, self.scene_graph):
-            caller = service.caller       # resend to a just-restarted peer (ServiceCaller)
-            caller.resend_if = lambda peer=caller.peer: self.peers.back_within(peer, 10.0)
+        for port in (self.perception, self.retrieval, self.scene_graph, self.arm):
+            port.caller.watch = self.peers    # PeerCall: lost and restarting peers
         self._server = ActionServer(
             self, GraspObject, ACTION, execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=self._on_cancel,
@@ -163,7 +165,7 @@ class PlannerNode(Node):
                     "running (one goal at a time)")
                 return GoalResponse.REJECT
             self._busy = True
-            self._signal = GoalSignal()
+            self._signal = GoalSignal(self.settings.timeouts.restart_wait_s)
         return GoalResponse.ACCEPT
 
     def _on_cancel(self, _goal_handle) -> CancelResponse:
@@ -178,18 +180,18 @@ class PlannerNode(Node):
         with self._lock:
             signal = self._signal
         why = self.peers.describe_loss(peer)
-        if signal is None:                  # nothing to end (the graph may be stopping)
+        if signal is None:                  # nothing to wake (the graph may be stopping)
             return self.get_logger().warning(why)
-        self.get_logger().error(why + "; ending the running goal")
-        signal.lose(peer, why)
+        if peer == PEERS[-1]:               # the front: nobody waits for this goal's result
+            self.get_logger().error(why + "; canceling the goal it forwarded")
+            return signal.cancel()
+        self.get_logger().warning(why + "; the running goal waits for it if it needs it")
+        signal.poke()                       # a call waiting on that peer decides (PeerCall)
 
     def _execute(self, goal_handle) -> GraspObject.Result:
         try:
             with self._lock:
-                signal = self._signal or GoalSignal()
-            for peer in PEERS:
-                if self.peers.lost(peer):
-                    signal.lose(peer, self.peers.describe_loss(peer) + " and is not back yet")
+                signal = self._signal or GoalSignal(self.settings.timeouts.restart_wait_s)
             return self._run_goal(goal_handle, signal)
         finally:
             with self._lock:
@@ -243,7 +245,8 @@ class PlannerNode(Node):
         constraints = BoundSceneGraph(self.scene_graph, signal, session)
         planner = ReflectivePlanner(config, retriever, constraints, visual_query=visual,
                                     scene_graph_fn=constraints.graph)
-        planner.reseed(config.seed)
+        seed = int(goal_handle.request.seed)    # a trial seed, as in process; -1: the node's
+        planner.reseed(trial_rng_seed(seed) if seed >= 0 else config.seed)
         if self._acquirer is not None:          # one goal at a time: the context is this goal's
             self._acquirer.context = replace(self._acquirer.context, goal_id=goal_id,
                                              configuration=configuration)

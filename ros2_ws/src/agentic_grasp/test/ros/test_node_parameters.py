@@ -22,6 +22,7 @@ RECORD = Path(__file__).with_name("data") / "node_parameters.json"
 
 def _makers() -> Dict[str, Callable[..., Any]]:
     from agentic_grasp.nodes.executor_node import ExecutorNode
+    from agentic_grasp.nodes.front_node import FrontNode
     from agentic_grasp.nodes.perception_node import PerceptionNode
     from agentic_grasp.nodes.planner_node import PlannerNode
     from agentic_grasp.nodes.retrieval_node import RetrievalNode
@@ -29,7 +30,8 @@ def _makers() -> Dict[str, Callable[..., Any]]:
     from agentic_grasp.nodes.sim_node import SimNode
 
     return {"sim": SimNode, "executor": ExecutorNode, "scene_graph": SceneGraphNode,
-            "perception": PerceptionNode, "retrieval": RetrievalNode, "planner": PlannerNode}
+            "perception": PerceptionNode, "retrieval": RetrievalNode, "planner": PlannerNode,
+            "grasp_front": FrontNode}
 
 
 def declared(make: Callable[..., Any]) -> Dict[str, Dict[str, Any]]:

@@ -266,10 +266,6 @@ def test_first_attempt_fails_and_reflection_recovers(graph):
     assert len(graph.published(goal_id, 2)) == 2
 
 
-@pytest.mark.xfail(reason="KNOWN REGRESSION after merging issues 23 and 24 (README, "
-                   "known issues): the second cup goal retrieves again instead of recalling "
-                   "the first goal's grasp from episodic memory; not yet traced",
-                   strict=False)
 def test_episodic_memory_lives_for_the_session(graph):
     # The cup succeeded in the previous test: the same scene is now planned from memory.
     graph.load("sg_cup", 0)
@@ -350,25 +346,22 @@ def test_malformed_goals_are_accepted_and_aborted_with_the_reason(graph, instruc
     assert [fb.stage for fb in feedback] == ["done"] and reason in feedback[0].thought
 
 
-def test_a_dead_dependency_aborts_the_goal_and_the_graph_recovers(graph):
+def test_a_goal_waits_for_a_dead_dependency_to_come_back(graph):
+    # Since the one peer call (backends/peer_call.py): a node the goal needs no answer from
+    # while it dies is waited for at the next call, within timeouts.restart_wait_s.
     graph.load("lh_clear_table", 2)
     handle, run = graph.send("clear the table")
     assert handle.accepted
     assert run.executing.wait(20.0)
-    killed = time.monotonic()
     graph.launcher.kill_node("perception")
-    status, result = graph.planner.wait(handle, 30.0)
-    waited = time.monotonic() - killed
-    assert status == GoalStatus.STATUS_ABORTED
-    # Its liveliness ends within lease and verdict: no waiting out the perceive timeout.
-    assert result.error_code == Result.ERROR_PEER_LOST, result.message
-    assert "the perception node died" in result.message
-    assert waited < 2.0, waited
-    # The goal ends during the attempt that was moving when perception died (it no longer
-    # runs on to the next perceive): what finished before is kept, nothing is invented.
-    assert list(result.grasped_ids) in ([], ["cup_1"])
-
+    time.sleep(1.5)             # known dead (lease + verdict, 1.2 s); a supervisor respawns
     graph.launcher.restart_node("perception")
+    status, result = graph.planner.wait(handle, 90.0)
+    assert result.error_code not in (Result.ERROR_PEER_LOST, Result.ERROR_DEPENDENCY_TIMEOUT,
+                                     Result.ERROR_PERCEPTION_FAILED, Result.ERROR_INTERNAL), \
+        result.message
+    assert result.attempts
+
     assert graph.perceive.wait_for_service(timeout_sec=30.0)
     deadline = time.monotonic() + 30.0
     while True:                 # up once it answers with a usable result

@@ -6,8 +6,13 @@ with SIGKILL while the arm moves (the simulator's three phases take PHASE_DELAY_
 in all, longer than the liveliness lease and verdict, 1.2 s, so the death is noticed before
 the attempt ends and the kill lands mid-attempt), and the test checks that:
 
-- the in-flight goal ends within 2 s of the kill, naming the dead node (ERROR_PEER_LOST from
-  the planner; for the planner itself, the client's own liveliness watch);
+- a node the running attempt needs (executor, sim) or the planner itself: the in-flight goal
+  ends within 2 s of the kill with ERROR_PEER_LOST naming the dead node (from the planner; for
+  the planner, from the front node that forwarded the goal; for the front node, the client's
+  own liveliness watch);
+- a node the goal needs no answer from at that moment (perception, retrieval, scene_graph):
+  the goal goes on and succeeds (a later call to that node would wait for its restart,
+  backends/peer_call.py);
 - the supervisor restarted that node (alive again within BACK_WITHIN_S, a bound for loaded
   CI machines: a node process takes 1.5-4.6 s to start here, retrieval the longest as it
   embeds its knowledge base) and a goal succeeds within RECOVERY_S of it being back; the
@@ -38,7 +43,9 @@ TIMEOUTS = {"timeouts.perceive_s": 3.0, "timeouts.retrieve_s": 3.0,
             "timeouts.constraints_s": 3.0, "timeouts.execute_s": 10.0}
 TASK, SEED, INSTRUCTION, CONFIGURATION = "sg_cube", 0, "pick up the wood cube", \
     "no_episodic_memory"
-ORDER = ["perception", "retrieval", "scene_graph", "executor", "sim", "planner"]
+ORDER = ["perception", "retrieval", "scene_graph", "executor", "sim", "planner", "grasp_front"]
+#: Nodes whose death ends the goal in flight (the arm's, and the goal's own processes).
+ENDS_GOAL = {"executor", "sim", "planner"}
 
 
 class SupervisedGraph:
@@ -131,16 +138,20 @@ def test_a_node_killed_mid_goal_costs_one_goal(graph, victim):
     graph.launcher.kill_node(victim)
     killed = time.monotonic()
 
-    if victim == "planner":
-        with pytest.raises(PeerLostError, match="the planner node died"):
+    if victim == "grasp_front":
+        with pytest.raises(PeerLostError, match="the grasp_front node died"):
             graph.planner.wait(handle, timeout_s=30.0)
-    else:
+    elif victim in ENDS_GOAL:
         status, result = graph.planner.wait(handle, timeout_s=30.0)
         assert not result.success
         assert result.error_code == Result.ERROR_PEER_LOST, result.message
         assert f"the {victim} node died" in result.message
+    else:
+        status, result = graph.planner.wait(handle, timeout_s=30.0)
+        assert result.success, result.message
     ended = time.monotonic() - killed
-    assert ended <= END_WITHIN_S, f"in-flight goal ended {ended:.2f} s after the kill"
+    if victim in ENDS_GOAL or victim == "grasp_front":
+        assert ended <= END_WITHIN_S, f"in-flight goal ended {ended:.2f} s after the kill"
 
     message = ""
     while graph.liveness.losses(victim) == losses_before or not graph.liveness.alive(victim):

@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from agentic_grasp.core.config import nested, node_params
 from agentic_grasp.core.errors import ConfigError
@@ -330,7 +330,7 @@ class PlannerConfig:
     max_retries: int = _described(
         3, "Rmax: retries after the first attempt (up to Rmax + 1 attempts per sub-goal)")
     seed: int = _described(0, "Seed of the level-3 perturbation generator, reseeded at every "
-                              "goal")
+                              "goal that names no seed of its own (GraspObject.seed -1)")
     level_by: str = _described(
         "failed_attempt", "Attempt index that selects the correction level: failed_attempt "
         "(paper) or next_attempt")
@@ -452,8 +452,20 @@ class PlannerConfig:
         return replace(self, configuration=name)
 
 
+#: The second word of a trial's level-3 seed: a trial's generator is ``[seed, TRIAL_STREAM]``
+#: (an arbitrary prime that keeps the planner's stream apart from the simulator's, which is
+#: seeded with the bare trial seed), in process (episode.run_trial) and in the graph (a
+#: GraspObject goal's seed), so both draw the same perturbations for the same trial.
+TRIAL_STREAM = 7919
+
+
+def trial_rng_seed(seed: int) -> List[int]:
+    """The level-3 generator's seed of trial ``seed`` (ReflectivePlanner.reseed)."""
+    return [int(seed), TRIAL_STREAM]
+
+
 __all__ = ["CONFIGURATIONS", "Configuration", "PlannerConfig", "STUDY_CONFIGURATIONS",
-           "TABLE_II_ORDER",
+           "TABLE_II_ORDER", "TRIAL_STREAM", "trial_rng_seed",
            "VLM_TYPE_FOR_AFFORDANCE", "get_configuration", "DefaultGrasp", "Limits",
            "ClassificationConfig", "CorrectionConfig", "Level2Config", "Level3Config",
            "TimeModel"]

@@ -60,7 +60,8 @@ from agentic_grasp.core.arm import InProcessSimArm
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.perception import OracleBackend, OracleConfig, load_params
 from agentic_grasp.core.perception.backend import PerceptionResult
-from agentic_grasp.core.planner.configurations import PlannerConfig, get_configuration
+from agentic_grasp.core.planner.configurations import (PlannerConfig, get_configuration,
+                                                     trial_rng_seed)
 from agentic_grasp.core.planner.memory import EpisodicMemory, MemoryLifetime
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND
 from agentic_grasp.core.planner.outcomes import TaskOutcome
@@ -430,7 +431,7 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
                                 camera_position=eyes.camera.position,
                                 scene_graph_config=_scene_graph_config())
     planner.attempt_sink = attempt_sink      # experience acquisition (bench learning)
-    planner.reseed([int(seed), 7919])
+    planner.reseed(trial_rng_seed(seed))
     perceive = eyes.perceive
 
     if memory is None:

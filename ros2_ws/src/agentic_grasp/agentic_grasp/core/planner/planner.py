@@ -387,7 +387,12 @@ class ReflectivePlanner(InitialGrasp):
                 self._acquire(record, ctx.target, goal)
                 goal.success, goal.status, goal.grasp = True, STATUS_SUCCEEDED, grasp
                 if cfg.memory and memory is not None and memory.enabled:
-                    memory.store(target.category, base, ctx.target, attempts=r + 1,
+                    # M keeps the base (constraints re-apply to the next scene), except after
+                    # a next-best clearance candidate: the candidate is what was learned, and
+                    # the base would make the chooser pick the candidate that failed again
+                    kept = grasp if (last_correction is not None
+                                     and last_correction.ops.get("next_candidate")) else base
+                    memory.store(target.category, kept, ctx.target, attempts=r + 1,
                                  corrections=LearnedCorrections.from_attempts(goal.attempts),
                                  handle_yaw=self._handle_yaw, yaw_known=self._yaw_known)
                     goal.memory_stored = True
