@@ -396,8 +396,14 @@ def wrist_yaw_for_closing_axis(approach: Sequence[float], axis: Sequence[float])
     """
     a = _unit(approach, "approach")
     v = _unit(axis, "axis")
-    c0 = np.array(_default_closing_axis(a.tolist()))
-    return math.atan2(float(np.dot(np.cross(c0, a), v)), float(np.dot(c0, v)))
+    c0l = _default_closing_axis(a.tolist())
+    c0 = np.array(c0l)
+    # np.cross(c0, a) as numpy computes it (each product rounded, then the difference)
+    # without its broadcasting set-up: the candidate search calls this per tilted grasp
+    x, y, z = c0l
+    ax, ay, az = a.tolist()
+    cross = np.array([y * az - z * ay, z * ax - x * az, x * ay - y * ax])
+    return math.atan2(float(np.dot(cross, v)), float(np.dot(c0, v)))
 
 
 class PandaKinematics:
