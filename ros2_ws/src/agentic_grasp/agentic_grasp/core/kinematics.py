@@ -406,6 +406,14 @@ def wrist_yaw_for_closing_axis(approach: Sequence[float], axis: Sequence[float])
     return math.atan2(float(np.dot(cross, v)), float(np.dot(c0, v)))
 
 
+def tcp_rotation(approach: Sequence[float], wrist_yaw: float) -> np.ndarray:
+    """The rotation of :meth:`PandaKinematics.tcp_pose` (its axes do not depend on the
+    position), as a C-contiguous 3x3, without building the 4x4: the candidate search asks
+    for one per scored grasp. Same values bit for bit."""
+    f = _grasp_frame((0.0, 0.0, 0.0), _unit(approach, "approach").tolist(), float(wrist_yaw))
+    return np.array(f[:9]).reshape(3, 3).T.copy()
+
+
 class PandaKinematics:
     """FK / IK of the Panda arm to the Franka Hand TCP, honouring the joint limits.
 

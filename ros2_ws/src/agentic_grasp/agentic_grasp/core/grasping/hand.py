@@ -18,7 +18,7 @@ import numpy as np
 from agentic_grasp.core.geometry import yaw_matrix
 
 from agentic_grasp.core.grasping.config import HandConfig
-from agentic_grasp.core.kinematics import PandaKinematics
+from agentic_grasp.core.kinematics import tcp_rotation
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
 
@@ -88,7 +88,7 @@ class HandModel:
 
     @staticmethod
     def rotation(grasp: GraspParameters) -> np.ndarray:
-        return PandaKinematics.tcp_pose(grasp.position, grasp.approach, grasp.wrist_yaw)[:3, :3]
+        return tcp_rotation(grasp.approach, grasp.wrist_yaw)
 
     def boxes(self, grasp: GraspParameters, swept: bool = True,
               rotation: Optional[np.ndarray] = None) -> List[Box]:
