@@ -10,6 +10,7 @@ long sweep through Ray interrupted and resumed with the memory sampled as it run
     connect time and the workers' first-unit set-up are reported apart.
 
 ``python -m agentic_grasp.benchmarks.ray_sweep soak [--trials-total N] [--perception P]``
+``[--two-node]``
     N trials (units of 30) with ``--executor ray`` on a local cluster, stopped half-way as
     Ctrl-C stops it, then resumed with ``resume=True``; the driver's and the Ray workers' RSS
     is sampled every 5 % of the trials. Checks that every trial is there exactly once.
@@ -112,8 +113,21 @@ def _ray_worker_pids() -> List[int]:
     return out
 
 
-def soak(trials_total: int = 10_000, perception: str = "oracle", workers: int = 2
-         ) -> Dict[str, Any]:
+def soak(trials_total: int = 10_000, perception: str = "oracle", workers: int = 2,
+         two_node: bool = False) -> Dict[str, Any]:
+    """``two_node``: on a head + worker node started with ``ray start`` (1 CPU each, as the
+    executor tests use) instead of ``ray.init``'s local cluster, whose raylet can time out
+    waiting for its metrics agent on a heavily loaded machine."""
+    if two_node:
+        from agentic_grasp.testing.ray_cluster import LocalRayCluster
+
+        with LocalRayCluster() as cluster:
+            os.environ.update(cluster.driver_env())
+            return _soak(trials_total, perception, workers, cluster.address)
+    return _soak(trials_total, perception, workers, "")
+
+
+def _soak(trials_total: int, perception: str, workers: int, address: str) -> Dict[str, Any]:
     units = _units(-(-trials_total // 30), 30, perception)
     total = sum(len(u.trials) for u in units)
     samples: List[Dict[str, Any]] = []
@@ -134,7 +148,7 @@ def soak(trials_total: int = 10_000, perception: str = "oracle", workers: int = 
     t0 = time.perf_counter()
     try:
         run_units(units, workers=workers, progress=False, executor="ray", journal=path,
-                  on_records=lambda b: sample(b, total // 2))
+                  ray_address=address, on_records=lambda b: sample(b, total // 2))
     except KeyboardInterrupt:
         pass
     first = time.perf_counter() - t0
@@ -144,7 +158,7 @@ def soak(trials_total: int = 10_000, perception: str = "oracle", workers: int = 
     done[0] = kept
     t1 = time.perf_counter()
     result = run_units(units, workers=workers, progress=False, executor="ray", journal=path,
-                       resume=True, on_records=sample)
+                       ray_address=address, resume=True, on_records=sample)
     keys = {(r.configuration, r.task_id, r.seed, r.trial) for r in result.records}
     return {"trials": total, "units": len(units), "perception": perception,
             "interrupted_after_trials": kept, "first_wall_s": round(first, 1),
@@ -161,11 +175,13 @@ def main(argv: List[str] = None) -> int:
     parser.add_argument("--trials", type=int, default=30)
     parser.add_argument("--trials-total", type=int, default=10_000)
     parser.add_argument("--perception", default=None)
+    parser.add_argument("--two-node", action="store_true",
+                        help="soak: on a head + worker node started with ray start")
     args = parser.parse_args(argv)
     if args.what == "overhead":
         out = overhead(args.units, args.trials, args.perception or "vlm_sim")
     else:
-        out = soak(args.trials_total, args.perception or "oracle")
+        out = soak(args.trials_total, args.perception or "oracle", two_node=args.two_node)
     print(json.dumps(out, indent=2))
     return 0
 

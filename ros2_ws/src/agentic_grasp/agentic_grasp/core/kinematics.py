@@ -396,8 +396,22 @@ def wrist_yaw_for_closing_axis(approach: Sequence[float], axis: Sequence[float])
     """
     a = _unit(approach, "approach")
     v = _unit(axis, "axis")
-    c0 = np.array(_default_closing_axis(a.tolist()))
-    return math.atan2(float(np.dot(np.cross(c0, a), v)), float(np.dot(c0, v)))
+    c0l = _default_closing_axis(a.tolist())
+    c0 = np.array(c0l)
+    # np.cross(c0, a) as numpy computes it (each product rounded, then the difference)
+    # without its broadcasting set-up: the candidate search calls this per tilted grasp
+    x, y, z = c0l
+    ax, ay, az = a.tolist()
+    cross = np.array([y * az - z * ay, z * ax - x * az, x * ay - y * ax])
+    return math.atan2(float(np.dot(cross, v)), float(np.dot(c0, v)))
+
+
+def tcp_rotation(approach: Sequence[float], wrist_yaw: float) -> np.ndarray:
+    """The rotation of :meth:`PandaKinematics.tcp_pose` (its axes do not depend on the
+    position), as a C-contiguous 3x3, without building the 4x4: the candidate search asks
+    for one per scored grasp. Same values bit for bit."""
+    f = _grasp_frame((0.0, 0.0, 0.0), _unit(approach, "approach").tolist(), float(wrist_yaw))
+    return np.array(f[:9]).reshape(3, 3).T.copy()
 
 
 class PandaKinematics:

@@ -28,8 +28,8 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, fields
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import cv2
 import numpy as np
@@ -37,10 +37,9 @@ import numpy as np
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ValidationError
 from agentic_grasp.core.geometry import yaw_matrix
+from agentic_grasp.core.render_hits import hit_box, hit_cylinder, hit_hollow_cylinder, hit_sphere
+from agentic_grasp.core.render_parts import drawn_parts
 from agentic_grasp.core.types import ObjectInstance, Shape
-
-if TYPE_CHECKING:  # pragma: no cover
-    from agentic_grasp.core.sim.objects import Catalogue
 
 logger = logging.getLogger(__name__)
 
@@ -142,85 +141,6 @@ def _object_pose(obj: ObjectInstance, table: TableSpec) -> Tuple[np.ndarray, np.
     return R, centre
 
 
-@dataclass(frozen=True)
-class DrawnPart:
-    """One primitive of an object as drawn: local frame ``R`` (columns, in the object frame;
-    a cylinder's axis is local z), centre ``c`` in the object frame, half extents ``half``
-    in the local frame; ``wall`` > 0 makes a cylinder hollow, open towards local +z, with a
-    cavity floor ``floor`` above its bottom (the catalogue's PartSpec)."""
-
-    name: str
-    shape: Shape
-    R: np.ndarray
-    c: np.ndarray
-    half: np.ndarray
-    wall: float = 0.0
-    floor: float = 0.0
-
-
-#: Local frame of a cylinder part whose axis is object x / y / z, as in sim/collision.py
-#: (a cyclic permutation keeps it a rotation and puts the axis on local z).
-_AXIS_FRAMES = (np.array([[0.0, 0, 1], [1, 0, 0], [0, 1, 0]]),
-                np.array([[0.0, 1, 0], [0, 0, 1], [1, 0, 0]]),
-                np.eye(3))
-_PARTS: Dict[tuple, Tuple[DrawnPart, ...]] = {}
-
-
-def drawn_parts(obj: ObjectInstance, catalogue: Optional["Catalogue"] = None
-                ) -> Tuple[DrawnPart, ...]:
-    """The primitives drawn for ``obj``: its catalogue model's ``parts`` (what the contact
-    model meets, sim/collision.place_part), or its bounding primitive when the catalogue has
-    no entry for it. Cached per (name, shape, size)."""
-    key = (obj.name, str(obj.shape), tuple(np.round(np.asarray(obj.size, float), 9)),
-           id(catalogue))
-    parts = _PARTS.get(key)
-    if parts is not None:
-        return parts
-    from agentic_grasp.core.sim.objects import load_catalogue
-
-    out: List[DrawnPart] = []
-    try:
-        specs = (catalogue or load_catalogue()).model_for(obj).parts
-    except Exception:  # noqa: BLE001 - no catalogue: the bounding primitive
-        specs = ()
-    for p in specs:
-        frame = _AXIS_FRAMES[p.axis] if p.shape == Shape.CYLINDER else np.eye(3)
-        size = np.asarray(p.size, dtype=float)
-        half = np.full(3, size[0] / 2.0) if p.shape == Shape.SPHERE \
-            else np.abs(frame.T @ (size / 2.0))
-        out.append(DrawnPart(p.name, Shape(p.shape), frame,
-                             np.asarray(p.centre, dtype=float).copy(), half,
-                             float(p.wall_m) if p.shape == Shape.CYLINDER else 0.0,
-                             float(p.floor_m)))
-    if not out:
-        out.append(DrawnPart("body", obj.shape, np.eye(3), np.zeros(3), _half_extents(obj)))
-    out = [_closed_if_covered(p, out) for p in out]
-    if len(_PARTS) >= 256:
-        _PARTS.clear()
-    parts = _PARTS[key] = tuple(out)
-    return parts
-
-
-def _closed_if_covered(part: DrawnPart, parts: Sequence[DrawnPart]) -> DrawnPart:
-    """A hollow part whose open end carries another part of the object (a vase's body under
-    its neck: the shoulder closes it) is drawn closed; the catalogue's hollow body only says
-    where fingers can enter, and no finger reaches past the neck into the shoulder."""
-    if part.wall <= 0.0:
-        return part
-    axis = part.R[:, 2]
-    top = part.c + axis * part.half[2]
-    for other in parts:
-        if other is part:
-            continue
-        rel = other.c - top
-        along = float(rel @ axis)
-        beside = float(np.linalg.norm(rel - along * axis))
-        reach = float(np.abs(other.R.T @ axis) @ other.half)   # other's half extent on axis
-        if abs(along - reach) <= 1e-3 and beside <= float(part.half[0]) - part.wall:
-            return DrawnPart(part.name, part.shape, part.R, part.c, part.half)
-    return part
-
-
 def _object_rect(camera: Camera, obj: ObjectInstance, table: TableSpec,
                  clip: _Rect) -> Optional[_Rect]:
     """Union of the projected rectangles of the object's drawn parts (None: out of view)."""
@@ -231,12 +151,6 @@ def _object_rect(camera: Camera, obj: ObjectInstance, table: TableSpec,
         return None
     return (min(r[0] for r in rects), min(r[1] for r in rects),
             max(r[2] for r in rects), max(r[3] for r in rects))
-
-
-def _half_extents(obj: ObjectInstance) -> np.ndarray:
-    if obj.shape == Shape.SPHERE:
-        return np.full(3, obj.size[0] / 2.0)
-    return np.asarray(obj.size, dtype=float) / 2.0
 
 
 def _projected_rect(camera: Camera, R: np.ndarray, centre: np.ndarray,
@@ -259,116 +173,6 @@ def _projected_rect(camera: Camera, R: np.ndarray, centre: np.ndarray,
 
 def _shade(ndotl: np.ndarray) -> np.ndarray:
     return AMBIENT + (1.0 - AMBIENT) * np.maximum(ndotl, 0.0)
-
-
-def _hit_box(o: np.ndarray, d: np.ndarray, half: np.ndarray, light: np.ndarray
-             ) -> Tuple[np.ndarray, np.ndarray]:
-    """Slab test in the box frame: entry distance (inf on a miss) and the Lambert factor.
-
-    ``o`` is the ray origin and ``light`` the light direction, both in the box frame; ``d``
-    holds the (..., 3) ray directions.
-    """
-    t_in = t_out = None
-    ndotl = None
-    for k in range(3):
-        dk = d[..., k]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv = 1.0 / dk
-            t1 = (-half[k] - o[k]) * inv
-            t2 = (half[k] - o[k]) * inv
-        near, far = np.minimum(t1, t2), np.maximum(t1, t2)
-        face = np.where(dk > 0.0, -light[k], light[k])   # the entry face's normal . light
-        if t_in is None:
-            t_in, t_out, ndotl = near, far, face
-        else:
-            later = near > t_in
-            t_in = np.where(later, near, t_in)
-            ndotl = np.where(later, face, ndotl)
-            t_out = np.minimum(t_out, far)
-    hit = (t_in <= t_out) & (t_in > 0.0)
-    return np.where(hit, t_in, np.inf), ndotl
-
-
-def _hit_cylinder(o: np.ndarray, d: np.ndarray, half: np.ndarray, light: np.ndarray
-                  ) -> Tuple[np.ndarray, np.ndarray]:
-    """Elliptic cylinder (radii half[0], half[1], axis z, half height half[2])."""
-    rx, ry, hz = half
-    ox, oy, oz = o[0] / rx, o[1] / ry, o[2]
-    dx, dy, dz = d[..., 0] / rx, d[..., 1] / ry, d[..., 2]
-    a = dx * dx + dy * dy
-    b = ox * dx + oy * dy
-    c = ox * ox + oy * oy - 1.0
-    disc = b * b - a * c
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_side = (-b - np.sqrt(np.maximum(disc, 0.0))) / a
-        side_ok = (disc >= 0.0) & (a > 1e-15) & (t_side > 0.0) & \
-            (np.abs(oz + t_side * dz) <= hz)
-        t_cap = np.where(dz < 0.0, (hz - oz) / dz, (-hz - oz) / dz)   # the cap facing the ray
-    cx, cy = ox + t_cap * dx, oy + t_cap * dy
-    cap_ok = np.isfinite(t_cap) & (t_cap > 0.0) & (cx * cx + cy * cy <= 1.0)
-    t_side = np.where(side_ok, t_side, np.inf)
-    t_cap = np.where(cap_ok, t_cap, np.inf)
-    # Side normal: gradient of (x / rx)^2 + (y / ry)^2, i.e. (X / rx, Y / ry) / (rx, ry)
-    # in the scaled coordinates X = x / rx, Y = y / ry of the hit point.
-    sx, sy = (ox + t_side * dx) / rx, (oy + t_side * dy) / ry
-    with np.errstate(invalid="ignore"):
-        side_dot = (sx * light[0] + sy * light[1]) / np.sqrt(sx * sx + sy * sy)
-    cap_dot = np.where(dz < 0.0, light[2], -light[2])
-    use_cap = t_cap < t_side
-    return np.minimum(t_side, t_cap), np.where(use_cap, cap_dot, side_dot)
-
-
-def _hit_hollow_cylinder(o: np.ndarray, d: np.ndarray, half: np.ndarray, light: np.ndarray,
-                         wall: float, floor: float) -> Tuple[np.ndarray, np.ndarray]:
-    """A cylinder open towards +z with a ``wall`` thick side and a cavity floor ``floor``
-    above its bottom: outer side, bottom, the rim annulus, the inner wall (seen from inside)
-    and the cavity floor. The camera is outside the object, so the nearest of these hits is
-    the visible surface (a ray reaches the inner wall or the floor only through the opening,
-    or meets a nearer outer face first)."""
-    rx, ry, hz = half
-    ix, iy = max(rx - wall, 1e-6), max(ry - wall, 1e-6)
-    zf = -hz + min(floor, 2.0 * hz)
-    t_out, n_out = _hit_cylinder(o, d, half, light)
-    # The outer top cap is a hit only on the rim annulus (outside the inner ellipse).
-    dx, dy, dz = d[..., 0], d[..., 1], d[..., 2]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_top = (hz - o[2]) / dz
-        hx, hy = (o[0] + t_out * dx) / ix, (o[1] + t_out * dy) / iy
-    on_top = np.isfinite(t_out) & (np.abs(t_out - t_top) <= 1e-9) & (dz < 0.0)
-    t_out = np.where(on_top & (hx * hx + hy * hy < 1.0), np.inf, t_out)
-    # Inner wall: where the ray leaves the inner cylinder, between the floor and the rim.
-    sx, sy = o[0] / ix, o[1] / iy
-    ex, ey = dx / ix, dy / iy
-    a = ex * ex + ey * ey
-    b = sx * ex + sy * ey
-    c = sx * sx + sy * sy - 1.0
-    disc = b * b - a * c
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_in = (-b + np.sqrt(np.maximum(disc, 0.0))) / a
-        z_in = o[2] + t_in * dz
-        wall_ok = (disc >= 0.0) & (a > 1e-15) & (t_in > 0.0) & (z_in >= zf) & (z_in <= hz)
-        t_floor = (zf - o[2]) / dz
-        fx, fy = sx + t_floor * ex, sy + t_floor * ey
-    t_in = np.where(wall_ok, t_in, np.inf)
-    floor_ok = (dz < 0.0) & np.isfinite(t_floor) & (t_floor > 0.0) & (fx * fx + fy * fy <= 1.0)
-    t_floor = np.where(floor_ok, t_floor, np.inf)
-    with np.errstate(invalid="ignore"):
-        px, py = (sx + t_in * ex) / ix, (sy + t_in * ey) / iy
-        in_dot = -(px * light[0] + py * light[1]) / np.sqrt(px * px + py * py)
-    t = np.minimum(np.minimum(t_out, t_in), t_floor)
-    ndotl = np.where(t == t_out, n_out, np.where(t == t_in, in_dot, light[2]))
-    return t, ndotl
-
-
-def _hit_sphere(o: np.ndarray, d: np.ndarray, radius: float, light: np.ndarray
-                ) -> Tuple[np.ndarray, np.ndarray]:
-    b = d @ o
-    c = float(o @ o) - radius * radius
-    disc = b * b - c
-    t = -b - np.sqrt(np.maximum(disc, 0.0))
-    hit = (disc >= 0.0) & (t > 0.0)
-    ndotl = (float(o @ light) + t * (d @ light)) / radius
-    return np.where(hit, t, np.inf), ndotl
 
 
 class _Frame:
@@ -414,7 +218,7 @@ def _floor_and_table(camera: Camera, table: TableSpec, rays: _Rays, roi: _Rect) 
     rect = _projected_rect(camera, np.eye(3), centre, half, roi)
     if rect is not None:
         a0, b0, a1, b1 = rect
-        t, ndotl = _hit_box(origin - centre, rays.dirs[b0:b1, a0:a1], half, light)
+        t, ndotl = hit_box(origin - centre, rays.dirs[b0:b1, a0:a1], half, light)
         frame.merge(rect, t, ndotl, 2)
     return frame
 
@@ -462,14 +266,14 @@ def _cast(rays: _Rays, shape: Shape, R: np.ndarray, centre: np.ndarray, half: np
     a0, b0, a1, b1 = rect
     d_world = rays.dirs[b0:b1, a0:a1]
     if shape == Shape.SPHERE:
-        t, ndotl = _hit_sphere(origin - centre, d_world, float(half[0]), light)
+        t, ndotl = hit_sphere(origin - centre, d_world, float(half[0]), light)
     elif shape == Shape.BOX:
-        t, ndotl = _hit_box((origin - centre) @ R, d_world @ R, half, light @ R)
+        t, ndotl = hit_box((origin - centre) @ R, d_world @ R, half, light @ R)
     elif wall > 0.0:
-        t, ndotl = _hit_hollow_cylinder((origin - centre) @ R, d_world @ R, half, light @ R,
+        t, ndotl = hit_hollow_cylinder((origin - centre) @ R, d_world @ R, half, light @ R,
                                         wall, floor)
     else:
-        t, ndotl = _hit_cylinder((origin - centre) @ R, d_world @ R, half, light @ R)
+        t, ndotl = hit_cylinder((origin - centre) @ R, d_world @ R, half, light @ R)
     t.setflags(write=False)
     ndotl.setflags(write=False)
     _CAST_CACHE[key] = (t, ndotl)
@@ -530,7 +334,11 @@ def _finish(frame: _Frame, z_per_t: np.ndarray, objects: Sequence[ObjectInstance
     depth = depth.astype(np.float32)
     shade = frame.shade.astype(np.float32)
     shade[material == 0] = 1.0
-    rgb = (_palette(objects, table)[material] * shade[..., None] + 0.5).astype(np.uint8)
+    # (palette * shade + 0.5) in float32, in place: the same roundings, fewer temporaries
+    rgb = _palette(objects, table)[material]
+    rgb *= shade[..., None]
+    rgb += 0.5
+    rgb = rgb.astype(np.uint8)
     instance = material - 3
     instance[material == 2] = TABLE_ID
     instance[material < 2] = BACKGROUND_ID
@@ -591,6 +399,55 @@ def render_view(objects: Sequence[ObjectInstance], camera: Optional[Camera] = No
     camera, table = _check_camera_table(camera, table)
     if not math.isfinite(margin) or margin < 0.0 or min_margin_px < 0:
         raise ValidationError(f"margin must be >= 0, got {margin}, {min_margin_px}")
+    key = _view_key(objects, camera, table, margin, min_margin_px) \
+        if depth_noise_std == 0.0 else None
+    if key is not None:
+        cached = _VIEW_CACHE.get(key)
+        if cached is not None:
+            _VIEW_CACHE.move_to_end(key)
+            return RenderResult(*(a.copy() for a in cached))
+    result = _render_view(objects, camera, table, margin, min_margin_px, depth_noise_std, rng)
+    if key is not None:
+        _VIEW_CACHE[key] = tuple(a.copy() for a in (result.rgb, result.depth,
+                                                    result.instance))
+        if len(_VIEW_CACHE) > _VIEW_CACHE_SIZE:
+            _VIEW_CACHE.popitem(last=False)
+    return result
+
+
+#: Recent noise-free frames of render_view by everything they are drawn from (see
+#: _view_key): a trial perceives an unchanged world again after an attempt that moved
+#: nothing, and the configurations of a sweep see the same jittered scenes. 4.5 MB each.
+_VIEW_CACHE: "OrderedDict[tuple, Tuple[np.ndarray, np.ndarray, np.ndarray]]" = OrderedDict()
+_VIEW_CACHE_SIZE = 8
+
+
+def _view_key(objects: Sequence[ObjectInstance], camera: Camera, table: TableSpec,
+              margin: float, min_margin_px: int) -> Optional[tuple]:
+    """Everything a noise-free render_view frame is drawn from: the camera (as its rays are
+    keyed), the table, the margins and every field of every object (in order: the instance
+    ids are indices). None when a field is unhashable (no caching then)."""
+    objs = []
+    for o in objects:
+        objs.append((o.id, o.category, o.shape, np.asarray(o.position, float).tobytes(),
+                     np.asarray(o.size, float).tobytes(), float(o.yaw), o.material,
+                     o.fragility, o.mass, o.friction, o.state, o.affordance, o.name,
+                     tuple(o.color), bool(o.upright), bool(o.damaged)))
+    key = (camera.width, camera.height, camera.fx, camera.fy, camera.cx, camera.cy,
+           np.asarray(camera.T_world_cam, dtype=float).tobytes(),
+           tuple(getattr(table, f.name) for f in fields(table)), float(margin),
+           int(min_margin_px), tuple(objs))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _render_view(objects: Sequence[ObjectInstance], camera: Camera, table: TableSpec,
+                 margin: float, min_margin_px: int, depth_noise_std: float,
+                 rng: Optional[np.random.Generator]) -> RenderResult:
+    """render_view without its cache."""
     full = (0, 0, camera.width, camera.height)
     rects: List[List[int]] = []
     for obj in objects:

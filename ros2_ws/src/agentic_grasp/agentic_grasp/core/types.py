@@ -264,10 +264,22 @@ class GraspParameters:
             self.grasp_type = GraspType.parse(str(self.grasp_type))
 
     def copy(self, **changes) -> "GraspParameters":
-        # what dataclasses.replace does (the constructor with every field), without its
-        # field introspection
-        base = type(self)(self.position.copy(), self.approach.copy(), self.width, self.force,
-                          self.grasp_type, self.approach_height, self.speed, self.wrist_yaw)
+        # What the constructor with every field and then __post_init__ on the changes
+        # compute, without the constructor's own pass: its checks hold for this validated
+        # grasp, and of its arithmetic only the approach's renormalisation changes a value
+        # (kept, so an unchanged approach is divided by its norm twice, as before).
+        # Candidate search copies grasps by thousands.
+        base = object.__new__(type(self))
+        base.position = changes.pop("position", None)
+        if base.position is None:
+            base.position = self.position.copy()
+        base.approach = changes.pop("approach", None)
+        if base.approach is None:
+            a = self.approach.copy()
+            base.approach = a / math.sqrt(float(a.dot(a)))
+        base.width, base.force = self.width, self.force
+        base.grasp_type, base.approach_height = self.grasp_type, self.approach_height
+        base.speed, base.wrist_yaw = self.speed, self.wrist_yaw
         for key, value in changes.items():
             setattr(base, key, value)
         base.__post_init__()

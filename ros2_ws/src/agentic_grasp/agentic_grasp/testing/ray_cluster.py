@@ -40,7 +40,8 @@ class LocalRayCluster:
     """``with LocalRayCluster() as cluster:`` -> ``cluster.address`` for ``ray.init``."""
 
     def __init__(self, worker_cpus: int = 1, head_cpus: int = 1,
-                 start_timeout_s: float = 90.0) -> None:
+                 start_timeout_s: float = 90.0,
+                 extra_env: Optional[Dict[str, str]] = None) -> None:
         self.head_cpus, self.worker_cpus = int(head_cpus), int(worker_cpus)
         self.timeout = float(start_timeout_s)
         self.port = _free_port()
@@ -57,7 +58,7 @@ class LocalRayCluster:
                         RAY_health_check_period_ms="500",
                         RAY_health_check_timeout_ms="1000",
                         RAY_health_check_failure_threshold="3",
-                        RAY_USAGE_STATS_ENABLED="0")
+                        RAY_USAGE_STATS_ENABLED="0", **(extra_env or {}))
 
     def _start(self, args: List[str], log: str) -> subprocess.Popen:
         out = open(os.path.join(self.temp_dir, log), "wb")
@@ -111,36 +112,39 @@ class LocalRayCluster:
         except OSError:
             return ""
 
-    def worker_node_tasks(self, min_cpu_s: float = 0.5) -> List[int]:
-        """Pids of the worker node's Ray task workers that have run at least ``min_cpu_s``
-        of CPU (a unit is or was running there): they are in its process group."""
+    def on_worker_node(self, pid: int) -> bool:
+        """True when process ``pid`` descends from the worker node's ``ray start`` process
+        (the raylet's task workers are its children; they may lead process groups of their
+        own, so the parent chain is read, not the group)."""
         if self.worker is None:
-            return []
-        tick = os.sysconf("SC_CLK_TCK")
-        out = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
+            return False
+        pid = int(pid)
+        for _ in range(64):
+            if pid == self.worker.pid:
+                return True
+            if pid <= 1:
+                return False
             try:
-                if os.getpgid(int(entry.name)) != self.worker.pid:
-                    continue
-                cmd = (entry / "cmdline").read_bytes()
-                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except (OSError, ProcessLookupError):
-                continue
-            # a Ray task worker (its command line, or its title "ray::<task>"; not the
-            # node's dashboard or runtime-env agents)
-            worker = b"default_worker" in cmd or cmd.startswith((b"ray::_ray_task",
-                                                                  b"ray::IDLE"))
-            if worker and \
-                    (int(stat[11]) + int(stat[12])) / tick >= min_cpu_s:
-                out.append(int(entry.name))
-        return out
+                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                return False
+            pid = int(stat[1])                  # the parent
+        return False
 
     def kill_worker(self) -> None:
-        """SIGKILL the worker node: its raylet, object store and workers, no clean-up."""
-        if self.worker is not None:
-            _kill_group(self.worker, signal.SIGKILL)
+        """SIGKILL the worker node: its raylet, object store and workers, no clean-up (its
+        process group, and every process descending from it that left the group)."""
+        if self.worker is None:
+            return
+        strays = [int(e.name) for e in Path("/proc").iterdir()
+                  if e.name.isdigit() and int(e.name) != self.worker.pid
+                  and self.on_worker_node(int(e.name))]
+        _kill_group(self.worker, signal.SIGKILL)
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def stop(self) -> None:
         """Stop both nodes (SIGTERM, then SIGKILL what is left) and remove the temp dir."""

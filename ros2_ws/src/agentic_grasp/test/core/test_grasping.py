@@ -205,3 +205,24 @@ def test_each_attempt_records_its_candidate_and_clearance():
     assert evaluate(g, target, [far], cfg, HAND).feasible
     hit = evaluate(g, target, [under], cfg, HAND, label="x")
     assert not hit.feasible and hit.clearance_m < 0.0 and "v" in hit.nearest
+
+
+def test_swept_arrays_are_the_per_grasp_boxes_bit_for_bit():
+    """The candidate search's batched hand (issue 26) must not move a record by one bit."""
+    hand = HandModel(GraspSynthesisConfig().hand)
+    rng = np.random.default_rng(7)
+    grasps = []
+    for _ in range(300):
+        a = rng.normal(size=3)
+        a[2] = -abs(a[2]) - 0.3
+        grasps.append(GraspParameters(rng.normal(size=3) * 0.3, a,
+                                      width=float(rng.uniform(0.0, 0.1)),
+                                      approach_height=float(rng.uniform(0.02, 0.2)),
+                                      wrist_yaw=float(rng.uniform(-3.0, 3.0))))
+    rotations = [hand.rotation(g) for g in grasps]
+    centres, halves, rots, lowest = hand.swept_arrays(grasps, rotations)
+    for i, g in enumerate(grasps):
+        for k, box in enumerate(hand.boxes(g, rotation=rotations[i])):
+            assert np.array_equal(box.c, centres[i, k]) and np.array_equal(box.h, halves[i, k])
+            assert np.array_equal(box.R, rots[i])
+        assert hand.lowest_point(g, rotation=rotations[i]) == lowest[i]

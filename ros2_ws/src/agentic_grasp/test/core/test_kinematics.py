@@ -272,3 +272,12 @@ def test_invalid_inputs_raise_validation_error(kin):
         kin.tcp_pose([0.5, 0, 0], [0, 0, 0], 0.0)
     with pytest.raises(ValidationError):
         kin.solve_grasp([0.5, 0, 0], [0, 0, -1], float("inf"))
+
+
+def test_tcp_rotation_is_the_tcp_pose_rotation_bit_for_bit():
+    from agentic_grasp.core.kinematics import PandaKinematics, tcp_rotation
+
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        p, a, yaw = rng.normal(size=3), rng.normal(size=3), float(rng.normal() * 3.0)
+        assert np.array_equal(PandaKinematics.tcp_pose(p, a, yaw)[:3, :3], tcp_rotation(a, yaw))

@@ -232,3 +232,29 @@ def test_custom_table_and_lighting(camera):
     assert result.instance[240, 320] == TABLE_ID and top[1] > 150
     with pytest.raises(ValidationError):
         TableSpec(x_min=0.5, x_max=0.4)
+
+
+def test_render_view_frame_cache_is_exact_and_keyed_on_every_object_field(scene, camera):
+    """A cached frame (issue 26) equals a fresh render, is the caller's own copy, and a moved
+    object or a changed colour is not served from the cache."""
+    from agentic_grasp.core import render
+
+    render._VIEW_CACHE.clear()
+    first = render.render_view(scene, camera)
+    again = render.render_view(scene, camera)                 # from the cache
+    render._VIEW_CACHE.clear()
+    fresh = render.render_view(scene, camera)
+    for a, b, c in ((first.rgb, again.rgb, fresh.rgb), (first.depth, again.depth, fresh.depth),
+                    (first.instance, again.instance, fresh.instance)):
+        assert np.array_equal(a, b) and np.array_equal(b, c)
+    again.depth[:] = 0.0                                      # a copy: the cache is intact
+    assert np.array_equal(render.render_view(scene, camera).depth, fresh.depth)
+    moved = [o.copy() for o in scene]
+    moved[0].position = moved[0].position + np.array([0.01, 0.0, 0.0])
+    render._VIEW_CACHE.clear()
+    want = render.render_view(moved, camera)
+    render.render_view(scene, camera)
+    assert np.array_equal(render.render_view(moved, camera).depth, want.depth)
+    recoloured = [o.copy() for o in scene]
+    recoloured[1].color = (10, 10, 10)
+    assert not np.array_equal(render.render_view(recoloured, camera).rgb, fresh.rgb)

@@ -179,26 +179,28 @@ def test_ray_interrupted_sweep_resumes(tmp_path, reference):
     _same(resumed.records, reference)
 
 
-@pytest.mark.xfail(reason="KNOWN: on a quiet machine the test never sees a unit running on "
-                   "the worker node before the sweep ends, so the kill never happens (passed "
-                   "on the loaded machine it was written on); README, known issues",
-                   strict=False)
 def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
     """A head and a worker node (separate ``ray start`` processes, 1 CPU each) and a driver
-    process (``bench --executor ray --ray-address``); the worker node is SIGKILLed while it
-    runs a unit; the records file must equal the local pool's, trial for trial."""
+    process (``bench --executor ray --ray-address``, its Ray tasks held at their start:
+    agentic_grasp.testing.ray_hold). One unit is let run to the records file; then, while a
+    held task occupies the head's CPU, Ray runs the next one on the worker node, and the
+    worker node is SIGKILLed with that task running there. The records file must equal the
+    local pool's, trial for trial. No sleep decides anything: the test waits on markers."""
     _ray()
     import subprocess
 
     from agentic_grasp.core.evaluation.records import read_records
     from agentic_grasp.testing.ray_cluster import LocalRayCluster
+    from agentic_grasp.testing.ray_hold import HOLD_ENV, held_tasks, release
 
     units = _units(trials=5, seeds=(0, 1))            # 12 units of 5 trials
     local = run_units(units, workers=1, progress=False).records
     out = tmp_path / "bench"
     journal = out / "records.jsonl"
-    with LocalRayCluster() as cluster:
-        cmd = [sys.executable, "-m", "agentic_grasp.commands.bench_paper", "--only", "table2",
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    with LocalRayCluster(extra_env={HOLD_ENV: str(hold)}) as cluster:
+        cmd = [sys.executable, "-m", "agentic_grasp.testing.ray_hold", "--only", "table2",
                "--configurations", ",".join(CONFS), "--tasks", ",".join(TASKS),
                "--trials", "5", "--seeds", "0,1", "--no-figures", "--no-progress",
                "--no-oracle-comparison", "--executor", "ray", "--ray-address",
@@ -206,21 +208,32 @@ def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
         driver = subprocess.Popen(cmd, env=dict(os.environ, **cluster.driver_env()),
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
-            killed_at = None
+            first = killed_at = None
+            nodes_seen = set()
             deadline = time.monotonic() + 600.0
             while driver.poll() is None and time.monotonic() < deadline:
+                started = held_tasks(hold)
+                for pid in started.values():
+                    nodes_seen.add("worker" if cluster.on_worker_node(pid) else "head")
+                if first is None and started:
+                    first = min(started)              # one unit runs to the records file
+                    release(hold, first)
                 done = len(journal.read_text().splitlines()) if journal.exists() else 0
-                busy = cluster.worker_node_tasks()
-                if killed_at is None and done >= 5 and busy:
-                    cluster.kill_worker()             # mid-unit: a task of it is running
-                    killed_at = done
-                time.sleep(0.2)
+                if killed_at is None and done >= 5:
+                    on_worker = [n for n, pid in started.items()
+                                 if n != first and cluster.on_worker_node(pid)]
+                    if on_worker:                     # held there: it is running there
+                        cluster.kill_worker()
+                        killed_at = done
+                        release(hold)                 # every task from now on runs
+                time.sleep(0.02)
             output = driver.communicate(timeout=max(1.0, deadline - time.monotonic()))[0]
         finally:
             if driver.poll() is None:
                 driver.kill()
         assert driver.returncode == 0, output[-3000:]
-        assert killed_at is not None and killed_at < 60, "the worker node died mid-sweep"
+        assert killed_at == 5, f"the worker node died mid-sweep ({killed_at} records before)"
+        assert nodes_seen == {"head", "worker"}
         deadline = time.monotonic() + 30.0
         while cluster.alive_nodes() != 1 and time.monotonic() < deadline:
             time.sleep(0.5)

@@ -25,7 +25,7 @@ from agentic_grasp.core.grasping.along import along_shifts, finger_body_gap, par
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.grasping.fit import extent_at
 from agentic_grasp.core.geometry import yaw_matrix
-from agentic_grasp.core.grasping.hand import Box, HandModel, gap_matrix, object_box
+from agentic_grasp.core.grasping.hand import Box, HandModel, gap_arrays, object_box
 from agentic_grasp.core.kinematics import closing_axis, wrist_yaw_for_closing_axis
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
@@ -94,12 +94,14 @@ def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Seque
     """Sweep each grasp's hand against the neighbours, the table and the target (unsorted)."""
     centre = np.asarray(target.position, dtype=float)
     sx, sy = float(target.size[0]), float(target.size[1])
-    # one TCP rotation per grasp serves its swept boxes, lowest point and finger points
+    # one TCP rotation per grasp serves its swept boxes, lowest point and finger points;
+    # the boxes of all grasps are built as arrays at once (HandModel.swept_arrays)
     rotations = [hand.rotation(g) for g in grasps]
-    hand_boxes = [hand.boxes(g, rotation=R) for g, R in zip(grasps, rotations)]
-    flat = [b for boxes in hand_boxes for b in boxes]
-    nb = len(hand_boxes[0])
-    gaps = gap_matrix(flat, list(neighbours)).reshape(len(grasps), nb, -1) \
+    centres, halves, rots, lowest = hand.swept_arrays(grasps, rotations)
+    nb = centres.shape[1]
+    Ac, Ah = centres.reshape(-1, 3), halves.reshape(-1, 3)
+    AR = np.repeat(rots, nb, axis=0)
+    gaps = gap_arrays(Ac, AR, Ah, *_box_arrays(neighbours)).reshape(len(grasps), nb, -1) \
         if neighbours else np.full((len(grasps), nb, 1), np.inf)
     if neighbours:
         # Boxes sharing a name bound one round neighbour (its box and the box turned 45 deg,
@@ -110,8 +112,8 @@ def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Seque
             gaps = np.stack([gaps[:, :, [j for j, n in enumerate(nb_names) if n == u]]
                              .max(axis=2) for u in unique], axis=2)
             neighbours = [neighbours[nb_names.index(u)] for u in unique]
-    tgt = gap_matrix(flat, [object_box(target)]).reshape(len(grasps), nb)
-    names = [b.name for b in hand_boxes[0]]
+    tgt = gap_arrays(Ac, AR, Ah, *_box_arrays([object_box(target)])).reshape(len(grasps), nb)
+    names = [name for name, _, _ in hand.local_boxes(0.0)]
     cands: List[Candidate] = []
     half_in = min(sx, sy) / 2.0 - cfg.filled_rim_wall_m
     local = yaw_matrix(float(target.yaw)).T @ (base.position - centre)
@@ -124,19 +126,22 @@ def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Seque
     if outside and round_body:
         body_gaps = [min(finger_body_gap(_finger_samples(hand.boxes(g, swept=False)), target),
                          finger_body_gap(_between_fingers(hand, g), target)) for g in grasps]
+    nearest_k = np.argmin(gaps.reshape(len(grasps), -1), axis=1).tolist()
+    palm_wrist = tgt[:, [j for j, n in enumerate(names) if n in ("palm", "wrist")]].min(axis=1)
+    finger_tgt = tgt[:, [j for j, n in enumerate(names) if n == "finger"]].min(axis=1)
+    n_nb = gaps.shape[2]
     for i, g in enumerate(grasps):
-        flat_g = gaps[i]
-        k = np.unravel_index(int(np.argmin(flat_g)), flat_g.shape)
-        clear = float(flat_g[k])
+        k = divmod(nearest_k[i], n_nb)
+        clear = float(gaps[i][k])
         nearest = "" if not neighbours else f"{names[k[0]]} vs {neighbours[k[1]].name}"
-        table = hand.lowest_point(g, rotation=rotations[i])
-        t_gap = float(min(tgt[i][j] for j, n in enumerate(names) if n in ("palm", "wrist")))
+        table = float(lowest[i])
+        t_gap = float(palm_wrist[i])
         feasible = table >= 0.0 and t_gap > 0.0 and clear > 0.0
         if outside:     # a part outside the body (a handle): the fingers must clear the body
             if round_body:
                 f_gap = body_gaps[i]
             else:
-                f_gap = float(min(tgt[i][j] for j, n in enumerate(names) if n == "finger"))
+                f_gap = float(finger_tgt[i])
             if f_gap <= FINGER_BODY_MARGIN_M:
                 feasible = False
                 nearest = (nearest + "; " if nearest else "") + "finger meets the body"
@@ -165,6 +170,11 @@ def roll_dirs(grasp: GraspParameters, away_dirs: Sequence[np.ndarray]) -> List[n
         if n > 1e-9 and abs(float(h @ axis)) / n >= math.cos(ROLL_CONE_RAD):
             out.append(u)
     return out
+
+
+def _box_arrays(boxes: Sequence[Box]) -> tuple:
+    """Centres, rotations and half extents of ``boxes`` as the arrays gap_arrays takes."""
+    return tuple(np.array([getattr(b, k) for b in boxes]) for k in ("c", "R", "h"))
 
 
 def _finger_samples(boxes: Sequence[Box]) -> np.ndarray:

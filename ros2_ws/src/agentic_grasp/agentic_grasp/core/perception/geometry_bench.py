@@ -32,7 +32,8 @@ from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.geometry import yaw_matrix
 from agentic_grasp.core.perception.depth import DepthConfig, estimate_geometry
 from agentic_grasp.core.render import _object_pose, render_scene  # noqa: PLC2701 (truth)
-from agentic_grasp.core.render import TableSpec, drawn_parts
+from agentic_grasp.core.render import TableSpec
+from agentic_grasp.core.render_parts import drawn_parts
 from agentic_grasp.core.sim.objects import Catalogue, ObjectModel, load_catalogue
 from agentic_grasp.core.types import ObjectInstance, Shape
 
