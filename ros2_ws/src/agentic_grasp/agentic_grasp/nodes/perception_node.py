@@ -16,7 +16,9 @@ Topics (relative names; remap them for another camera):
   oracle and vlm_sim backends also ``sim/ground_truth`` (SceneGraph, latched): the oracle
   answers from it, vlm_sim renders the frame's object-id mask from it (the stand-in for a
   VLM's implicit segmentation; it reads labels, never poses, from the message), the truth
-  of the capture used (same stamp);
+  of the capture used (same stamp); ``camera/capture_current`` (CaptureCurrent: the
+  simulator's word that its last capture still shows the world, sent instead of the same
+  frames again; perception_inputs);
 - out: ``camera/capture_request`` (builtin_interfaces/Time: "a capture at or after this,
   please"; the simulator answers it, a real camera streams anyway), ``perception/result``
   (PerceptionResult, latched: the last answer, naming its capture: stamp and world
@@ -79,6 +81,7 @@ from agentic_grasp.perception_inputs import (Capture, FrameStore, Truth, camera_
 from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare, warn_undeclared
 from agentic_grasp.perception_params import declare_backend_params, declare_capture_wait
+from agentic_grasp_interfaces.msg import CaptureCurrent
 from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
 from agentic_grasp_interfaces.msg import SceneGraph as SceneGraphMsg
 from agentic_grasp_interfaces.srv import Perceive
@@ -91,6 +94,7 @@ TRUTH_TOPIC = "sim/ground_truth"
 RESULT_TOPIC = "perception/result"
 CROP_TOPIC = "perception/target_crop"
 CAPTURE_REQUEST_TOPIC = "camera/capture_request"
+CAPTURE_CURRENT_TOPIC = "camera/capture_current"
 SERVICE = "perceive"
 
 #: Parameter namespaces of this node; an override under them that is not declared is a typo.
@@ -154,6 +158,8 @@ class PerceptionNode(Node):
             self.create_subscription(CameraInfo, INFO_TOPIC, self._on_info,
                                      qos.LATCHED, callback_group=sensors),
         ]
+        self.create_subscription(CaptureCurrent, CAPTURE_CURRENT_TOPIC, self._on_current,
+                                 qos.STATE, callback_group=sensors)
         self._topics = tuple(sub.topic_name for sub in self._subs)
         self.truth_topic = ""                    # non-empty: captures need their truth
         if self.backend.name in ("oracle", "vlm_sim"):
@@ -179,6 +185,10 @@ class PerceptionNode(Node):
             self.get_logger().warning("camera_info has non-zero distortion, which perception "
                                       "ignores; feed it rectified images (image_proc)")
         self.frames.set_info(msg)
+
+    def _on_current(self, msg: CaptureCurrent) -> None:
+        self.frames.add_current(stamp_ns(msg.capture_stamp), stamp_ns(msg.current_at),
+                                int(msg.world_version))
 
     def _on_truth(self, msg: SceneGraphMsg) -> None:
         # An invalid truth makes its capture unusable: the oracle never answers from another.
