@@ -71,11 +71,16 @@ def _inprocess(n: int) -> Dict[str, float]:
     return summarize([run_trial(TASK, "full", i % 5).wall_s for i in range(n)])
 
 
-def run(n: int = 50, warmup: int = 5, settle_s: float = 0.15) -> Dict[str, Any]:
+def run(n: int = 50, warmup: int = 5, settle_s: float = 0.15,
+        extra_params: Optional[Dict[str, Dict[str, Any]]] = None) -> Dict[str, Any]:
     """p50/p90/p99 of the whole-graph trial, the bare action round trip and the in-process
-    trial; also the trial success rate (every trial should succeed on sg_banana)."""
+    trial; also the trial success rate (every trial should succeed on sg_banana).
+    ``extra_params``: node parameters to try, e.g. {"executor": {"sim.whole_attempt": True}}."""
+    params: Dict[str, Dict[str, Any]] = {"planner": {"memory_lifetime": "goal"}}
+    for node, values in (extra_params or {}).items():
+        params[node] = {**params.get(node, {}), **values}
     launcher = Launcher({"acquired": "none", "perception": "oracle"}, log_prefix=True,
-                        extra_params={"planner": {"memory_lifetime": "goal"}})
+                        extra_params=params)
     launcher.start()
     bare = subprocess.Popen([sys.executable, "-m",
                              "agentic_grasp.benchmarks.bare_action_server"],

@@ -17,8 +17,7 @@ Topics (relative names; remap them for another camera):
   answers from it, vlm_sim renders the frame's object-id mask from it (the stand-in for a
   VLM's implicit segmentation; it reads labels, never poses, from the message), the truth
   of the capture used (same stamp); ``camera/capture_current`` (CaptureCurrent: the
-  simulator's word that its last capture still shows the world, sent instead of the same
-  frames again; perception_inputs);
+  simulator's word that a capture still shows the world; perception_inputs);
 - out: ``camera/capture_request`` (builtin_interfaces/Time: "a capture at or after this,
   please"; the simulator answers it, a real camera streams anyway), ``perception/result``
   (PerceptionResult, latched: the last answer, naming its capture: stamp and world
@@ -158,8 +157,9 @@ class PerceptionNode(Node):
             self.create_subscription(CameraInfo, INFO_TOPIC, self._on_info,
                                      qos.LATCHED, callback_group=sensors),
         ]
-        self.create_subscription(CaptureCurrent, CAPTURE_CURRENT_TOPIC, self._on_current,
-                                 qos.STATE, callback_group=sensors)
+        self.create_subscription(CaptureCurrent, CAPTURE_CURRENT_TOPIC, lambda m: (
+            self.frames.add_current(stamp_ns(m.capture_stamp), stamp_ns(m.current_at),
+                                    int(m.world_version))), qos.STATE, callback_group=sensors)
         self._topics = tuple(sub.topic_name for sub in self._subs)
         self.truth_topic = ""                    # non-empty: captures need their truth
         if self.backend.name in ("oracle", "vlm_sim"):
@@ -185,10 +185,6 @@ class PerceptionNode(Node):
             self.get_logger().warning("camera_info has non-zero distortion, which perception "
                                       "ignores; feed it rectified images (image_proc)")
         self.frames.set_info(msg)
-
-    def _on_current(self, msg: CaptureCurrent) -> None:
-        self.frames.add_current(stamp_ns(msg.capture_stamp), stamp_ns(msg.current_at),
-                                int(msg.world_version))
 
     def _on_truth(self, msg: SceneGraphMsg) -> None:
         # An invalid truth makes its capture unusable: the oracle never answers from another.
