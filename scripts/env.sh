@@ -11,6 +11,9 @@ fi
 export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
 export ROS_AUTOMATIC_DISCOVERY_RANGE="${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}"
 export AGENTIC_GRASP_DATA="${AGENTIC_GRASP_DATA:-$_ag_root}"
+# A 16 MB shared-memory segment, so camera captures (2 MB) are not dropped and repaired seconds
+# later (config/fastdds_localhost.xml says why). Set it empty to run Fast DDS's defaults.
+export FASTRTPS_DEFAULT_PROFILES_FILE="${FASTRTPS_DEFAULT_PROFILES_FILE-$_ag_root/config/fastdds_localhost.xml}"
 if [ "${1:-}" != "--no-workspace" ] && [ -f "$_ag_root/ros2_ws/install/setup.sh" ]; then
   # colcon's setup.sh reads COLCON_CURRENT_PREFIX; set -u safe.
   set +u

@@ -58,6 +58,9 @@ class Launcher:
         self._only = set(only) if only else None
         self._log_prefix = log_prefix
         self._env = {**os.environ, **(env or {})}
+        # Nodes started without scripts/env.sh get its Fast DDS profile too (large captures).
+        self._env.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE",
+                             str(paths.config_dir() / "fastdds_localhost.xml"))
         self._threads: List[threading.Thread] = []
         self._specs: Dict[str, NodeSpec] = {}
         self._history: Dict[str, CrashHistory] = {}

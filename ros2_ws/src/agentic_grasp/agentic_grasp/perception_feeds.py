@@ -4,7 +4,10 @@ The node keeps a feed per camera (the fixed scene camera under ``camera/``, the 
 under ``wrist_camera/``) and answers a Perceive request from the one it names, so a capture
 of one camera is never perceived as the other's. Each feed pairs its own colour, depth,
 camera_info and (for vlm_sim and the oracle) ground truth by stamp (perception_inputs), and
-asks its own camera for a capture at or after a time on ``<prefix>/capture_request``.
+asks its own camera for a capture at or after a time on ``<prefix>/capture_request``. A
+camera whose world has not changed since its last capture may answer on
+``<prefix>/capture_current`` (CaptureCurrent) that the capture still shows the world, which
+then counts as taken at that instant (FrameStore.add_current).
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from agentic_grasp.conversions import scene_objects_from_msg
 from agentic_grasp.core.errors import ValidationError
 from agentic_grasp.core.types import ObjectInstance
 from agentic_grasp.perception_inputs import Capture, FrameStore, Truth, ns_to_time, stamp_ns
+from agentic_grasp_interfaces.msg import CaptureCurrent
 from agentic_grasp_interfaces.msg import SceneGraph as SceneGraphMsg
 
 
@@ -47,6 +51,9 @@ class CameraFeed:
             truth = node.create_subscription(SceneGraphMsg, truth_topic, self._on_truth,
                                              qos.LATCHED, callback_group=group)
             self.truth_topic = truth.topic_name
+        subs.append(node.create_subscription(
+            CaptureCurrent, f"{prefix}/capture_current", self._on_current, qos.STATE,
+            callback_group=group))
         self._subs = subs
         self._pub_request = node.create_publisher(Time, f"{prefix}/capture_request", qos.STATE)
 
@@ -56,6 +63,10 @@ class CameraFeed:
             self._warn(f"{self.topics[2]} has non-zero distortion, which perception ignores; "
                        "feed it rectified images (image_proc)")
         self.frames.set_info(msg)
+
+    def _on_current(self, msg: CaptureCurrent) -> None:
+        self.frames.add_current(stamp_ns(msg.capture_stamp), stamp_ns(msg.current_at),
+                                int(msg.world_version))
 
     def _on_truth(self, msg: SceneGraphMsg) -> None:
         # An invalid truth makes its capture unusable: the oracle never answers from another.

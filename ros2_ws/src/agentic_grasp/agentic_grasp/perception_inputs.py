@@ -8,6 +8,12 @@ by stamp (within ``max_skew_s``), ground truth to the colour image's stamp (with
 skew), so a depth image or a truth from another instant is never read with the colour image.
 Re-sent messages keep their stamp, so a repeat replaces nothing newer.
 
+A camera that knows the world has not changed since a capture (the simulator: it is the world)
+may say so instead of rendering and sending the same frames again (CaptureCurrent: that
+capture, its world version, and an instant up to which it still shows the world). Such a
+capture then counts as taken at that instant for ``not_before``; the answer still names its
+real stamp. A real camera never says it, so every answer there waits for a new frame.
+
 :meth:`FrameStore.wait_capture` gives the newest complete capture taken at or after a
 not-before time, waiting (bounded) for one and asking the camera for it meanwhile (the
 simulator captures on request: ``camera/capture_request``); it never returns an older one.
@@ -19,7 +25,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -103,6 +109,9 @@ class FrameStore:
         self._depth: Deque[Image] = deque(maxlen=history)
         self._truth: Deque[Truth] = deque(maxlen=history)
         self._info: Optional[CameraInfo] = None
+        #: capture stamp -> (instant up to which it still shows the world, its world version)
+        self._current: Dict[int, Tuple[int, int]] = {}
+        self._history = history
         self._cond = threading.Condition()
 
     def add_rgb(self, msg: Image) -> None:
@@ -124,6 +133,16 @@ class FrameStore:
     def add_truth(self, truth: Truth) -> None:
         with self._cond:
             _add(self._truth, truth, truth.stamp_ns, lambda t: t.stamp_ns)
+            self._cond.notify_all()
+
+    def add_current(self, capture_ns: int, current_at_ns: int, world_version: int) -> None:
+        """The camera says the capture at ``capture_ns`` (world ``world_version``) still
+        showed the world at ``current_at_ns``."""
+        with self._cond:
+            at, _ = self._current.get(capture_ns, (capture_ns, world_version))
+            self._current[capture_ns] = (max(at, current_at_ns), world_version)
+            while len(self._current) > 2 * self._history:     # the oldest captures go
+                del self._current[min(self._current)]
             self._cond.notify_all()
 
     @property
@@ -148,14 +167,20 @@ class FrameStore:
         skew_ns = int(self.max_skew_s * 1e9)
         with self._cond:
             rgbs, depths, info = list(self._rgb), list(self._depth), self._info
-            truths = list(self._truth)
+            truths, current = list(self._truth), dict(self._current)
         if not rgbs:
             return None, f"no camera frame yet on {rgb_topic}"
         if not depths:
             return None, f"no depth image yet on {depth_topic}"
         if info is None:
             return None, f"no camera_info yet on {info_topic}"
-        fresh = [m for m in rgbs if stamp_ns(m.header.stamp) >= not_before_ns]
+
+        def shows_world_at(rgb: Image) -> int:
+            """The latest instant the capture is known to show the world at."""
+            ns = stamp_ns(rgb.header.stamp)
+            return max(ns, current.get(ns, (ns, 0))[0])
+
+        fresh = [m for m in rgbs if shows_world_at(m) >= not_before_ns]
         if not fresh:
             return None, (f"no camera frame taken at or after {not_before_ns * 1e-9:.3f} s on "
                           f"{rgb_topic} (newest {_seconds(rgbs[-1].header.stamp):.3f} s)")
@@ -183,6 +208,11 @@ class FrameStore:
                     continue
                 if truth.objects is None:
                     return None, truth.problem or f"ground truth on {truth_topic} is invalid"
+                if t_rgb < not_before_ns and truth.world_version != current[t_rgb][1]:
+                    why = why or (f"the capture at {t_rgb * 1e-9:.3f} s was declared current "
+                                  f"for world version {current[t_rgb][1]}, its ground truth "
+                                  f"shows {truth.world_version}")
+                    continue
             return Capture(rgb, depth, info, truth), ""
         return None, why
 

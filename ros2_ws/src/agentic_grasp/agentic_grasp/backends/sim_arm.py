@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
-from typing import Optional
+from typing import Callable, Optional
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -18,6 +19,21 @@ from agentic_grasp.futures import wait_done
 from agentic_grasp.liveness import PeerMonitor
 from agentic_grasp_interfaces.srv import SimArmPhase, SimMoveCamera, WristCamera
 
+def _plain_wait(event: threading.Event, timeout_s: float) -> None:
+    event.wait(timeout_s)
+
+
+def _polling(on_cancel: Callable[[], bool], every_s: float = 0.02):
+    """A wait that calls ``on_cancel`` every ``every_s`` until the event or the time is up."""
+    def wait(event: threading.Event, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not event.wait(max(0.0, min(every_s, deadline - time.monotonic()))):
+            on_cancel()
+            if time.monotonic() >= deadline:
+                return
+    return wait
+
+
 _PHASE_CODES = {Phase.APPROACH: SimArmPhase.Request.APPROACH,
                 Phase.CLOSE: SimArmPhase.Request.CLOSE, Phase.LIFT: SimArmPhase.Request.LIFT}
 
@@ -25,6 +41,9 @@ _PHASE_CODES = {Phase.APPROACH: SimArmPhase.Request.APPROACH,
 class SimArmBackend(ArmBackend):
     """APPROACH, CLOSE, LIFT as one service call each, so feedback is per phase and a cancel
     stops the arm before the next phase (ABORT opens the gripper, nothing more moves).
+    ``whole_attempt``: one ATTEMPT call runs the three (two request/response hops fewer); a
+    cancel during it sends ABORT, which skips the phases not yet run, and the feedback of
+    the phases after APPROACH is sent when the call returns, not as they start.
 
     Runs inside the executor's action callback under a MultiThreadedExecutor with a reentrant
     group: responses arrive on another executor thread while this one waits on an event.
@@ -35,9 +54,11 @@ class SimArmBackend(ArmBackend):
 
     name = "sim"
 
-    def __init__(self, node: Node, service: str = "/sim/arm", timeout_s: float = 5.0) -> None:
+    def __init__(self, node: Node, service: str = "/sim/arm", timeout_s: float = 5.0,
+                 whole_attempt: bool = False) -> None:
         self._node = node
         self._timeout = timeout_s
+        self._whole = whole_attempt
         group = ReentrantCallbackGroup()
         self._client = node.create_client(SimArmPhase, service, callback_group=group)
         self._abort = node.create_client(SimArmPhase, service + "_abort", callback_group=group)
@@ -58,8 +79,11 @@ class SimArmBackend(ArmBackend):
         for event in waits:
             event.set()
 
-    def _call(self, request, client=None):
-        """The response, None on timeout, or "lost" when the simulator died meanwhile."""
+    def _call(self, request, client=None, timeout_s: float = 0.0,
+              on_cancel: Optional[Callable[[], bool]] = None):
+        """The response, None on timeout, or "lost" when the simulator died meanwhile.
+        ``client``: the sim service (default ``sim/arm``); ``on_cancel``: polled while
+        waiting; it sends ABORT once and says whether it did."""
         client = client or self._client
         if self._monitor.lost(self.peer):
             return "lost"
@@ -69,7 +93,8 @@ class SimArmBackend(ArmBackend):
             self._waits.add(done)
         try:
             future = client.call_async(request)
-            wait_done(future, self._timeout, event=done)   # _on_lost sets it too
+            wait_done(future, timeout_s or self._timeout, event=done,   # _on_lost sets it too
+                      wait=_polling(on_cancel) if on_cancel else _plain_wait)
         finally:
             with self._waits_lock:
                 self._waits.discard(done)
@@ -88,6 +113,8 @@ class SimArmBackend(ArmBackend):
             return ArmResult(ArmError.BACKEND_UNAVAILABLE,
                              f"simulator arm service not available within {self._timeout:.1f} s")
         attempt_id = uuid.uuid4().hex
+        if self._whole:
+            return self._execute_whole(attempt_id, target_id, grasp, on_phase, is_cancelled)
         last = None
         for index, phase in enumerate(PHASES, start=1):
             if is_cancelled():
@@ -116,6 +143,43 @@ class SimArmBackend(ArmBackend):
                 break
         return ArmResult(ArmError.NONE, last.message if last else "",
                          outcome_from_msg(last.outcome) if last else None)
+
+    def _execute_whole(self, attempt_id: str, target_id: str, grasp: GraspParameters,
+                       on_phase, is_cancelled) -> ArmResult:
+        """The attempt as one ATTEMPT call (class docstring)."""
+        if is_cancelled():
+            return ArmResult(ArmError.CANCELED, f"cancelled before {PHASES[0].value}")
+        on_phase(PHASES[0], 1, len(PHASES))
+        sent = []
+
+        def abort_once() -> bool:
+            if not sent and is_cancelled():
+                self._send_abort(attempt_id)
+                sent.append(True)
+            return bool(sent)
+
+        response = self._call(SimArmPhase.Request(
+            phase=SimArmPhase.Request.ATTEMPT, attempt_id=attempt_id, target_id=target_id,
+            grasp=grasp_to_msg(grasp)), timeout_s=self._timeout * len(PHASES),
+            on_cancel=abort_once)
+        if response == "lost":
+            return ArmResult(ArmError.BACKEND_UNAVAILABLE,
+                             f"{self._monitor.describe_loss(self.peer)} during the attempt")
+        if response is None:
+            self._send_abort(attempt_id)
+            return ArmResult(ArmError.BACKEND_UNAVAILABLE,
+                             f"simulator did not answer the attempt within "
+                             f"{self._timeout * len(PHASES):.1f} s")
+        ran = min(int(response.phases_run), len(PHASES))     # phases that ran
+        for index in range(2, ran + 1):
+            on_phase(PHASES[index - 1], index, len(PHASES))
+        if response.ok and response.error_code == int(ArmError.CANCELED) and ran < len(PHASES):
+            return ArmResult(ArmError.CANCELED, f"cancelled before {PHASES[ran].value}",
+                             outcome_from_msg(response.outcome) if ran else None)
+        if not response.ok:
+            return ArmResult(ArmError(response.error_code or ArmError.BACKEND_FAILURE),
+                             response.message)
+        return ArmResult(ArmError.NONE, response.message, outcome_from_msg(response.outcome))
 
     # ---- the wrist camera (backends/sim_wrist.py serves it on the sim node) ----------------
     def _ready(self, client) -> bool:

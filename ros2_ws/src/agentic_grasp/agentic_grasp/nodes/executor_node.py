@@ -32,7 +32,11 @@ def make_backend(node: Node, kind: str) -> ArmBackend:
         return SimArmBackend(node, declare(node, "sim.arm_service", "/sim/arm",
                                            "Service of the simulator's arm (SimArmPhase)"),
                              declare(node, "sim.timeout_s", 5.0,
-                                     "Timeout of each simulator phase call (s)"))
+                                     "Timeout of each simulator phase call (s)"),
+                             declare(node, "sim.whole_attempt", False,
+                                     "One sim/arm call per attempt (ATTEMPT) instead of one "
+                                     "per phase: two hops fewer, phase feedback after the "
+                                     "fact (backends/sim_arm.py)"))
     if kind == "moveit":
         from agentic_grasp.backends.moveit_arm import MoveItArmBackend  # needs moveit_py
 

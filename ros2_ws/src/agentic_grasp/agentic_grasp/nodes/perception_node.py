@@ -16,7 +16,8 @@ Topics (relative names; remap them for another camera):
   oracle and vlm_sim backends also ``sim/ground_truth`` (SceneGraph, latched): the oracle
   answers from it, vlm_sim renders the frame's object-id mask from it (the stand-in for a
   VLM's implicit segmentation; it reads labels, never poses, from the message), the truth
-  of the capture used (same stamp);
+  of the capture used (same stamp); ``camera/capture_current`` (CaptureCurrent: the
+  simulator's word that a capture still shows the world; perception_inputs);
 - out: ``camera/capture_request`` (builtin_interfaces/Time: "a capture at or after this,
   please"; the simulator answers it, a real camera streams anyway), ``perception/result``
   (PerceptionResult, latched: the last answer, naming its capture: stamp and world

@@ -13,7 +13,12 @@ both camera_info and the ground truth (SceneGraph.world_version) of one capture 
 stamp; re-sending them keeps it, like a camera driver's stamps. A scene load is captured at
 once, an arm phase once the arm is quiet, and a request on ``camera/capture_request``
 (builtin_interfaces/Time t: "I need a capture taken at or after t") at once when the last
-capture is older than t or shows an older world; otherwise that capture is sent again.
+capture shows an older world. When it shows this world, nothing is rendered: a capture at or
+after t is sent again, and an older one is declared still current on ``camera/capture_current``
+(CaptureCurrent: that capture, the world version, and an instant at or after t up to which the
+world has not changed; no arm phase is under way). The render (tens of ms of CPU) and the
+2 MB over DDS are then off the path of every perceive that follows a scene load or an
+earlier perceive; the frames would be identical anyway (the noise below).
 ``camera_rate_hz`` > 0 also re-sends it periodically: off by default, since 2 MB re-sent at
 2 Hz lengthened the perceive tail on the loaded machine. Depth noise is drawn from the trial
 seed and the number of world changes since the load, so the same scene, seed and attempts
@@ -25,9 +30,11 @@ opens), like a robot whose controller stops on losing its commanding node.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 import threading
 import time
+from typing import Iterator
 
 import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -51,11 +58,13 @@ from agentic_grasp.core.types import Phase
 from agentic_grasp.liveness import PeerMonitor
 from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare, declare_config
-from agentic_grasp_interfaces.msg import SceneGraph
+from agentic_grasp_interfaces.msg import CaptureCurrent, SceneGraph
 from agentic_grasp_interfaces.srv import LoadScene, SimArmPhase
 
 #: Topic on which a consumer asks for a capture taken at or after a time.
 CAPTURE_REQUEST_TOPIC = "camera/capture_request"
+#: Topic on which the simulator says that its last capture still shows the world.
+CAPTURE_CURRENT_TOPIC = "camera/capture_current"
 JOINT_NAMES = [f"fer_joint{i}" for i in range(1, 8)] + ["fer_finger_joint1", "fer_finger_joint2"]
 _PHASES = {SimArmPhase.Request.APPROACH: Phase.APPROACH, SimArmPhase.Request.CLOSE: Phase.CLOSE,
            SimArmPhase.Request.LIFT: Phase.LIFT}
@@ -104,6 +113,8 @@ class SimNode(Node):
         self._arm_quiet_at = 0.0
         self._rendered_version = -1
         self._captured_ns = -1               # stamp of the last capture (ns)
+        self._moving = 0                     # arm phases under way (the world may change)
+        self._asked_ns = -1                  # the last capture request's time
         self._capture_lock = threading.Lock()  # captures (load, timer, request) in stamp order
 
         self.pub_rgb = self.create_publisher(Image, "camera/color/image_raw", qos.LATCHED)
@@ -113,6 +124,8 @@ class SimNode(Node):
                                                     qos.LATCHED)
         self.pub_truth = self.create_publisher(SceneGraph, "sim/ground_truth", qos.LATCHED)
         self.pub_joints = self.create_publisher(JointState, "joint_states", qos.STATE)
+        self.pub_current = self.create_publisher(CaptureCurrent, CAPTURE_CURRENT_TOPIC,
+                                                 qos.STATE)
 
         services = MutuallyExclusiveCallbackGroup()
         self.create_service(LoadScene, "sim/load_scene", self._on_load_scene,
@@ -169,9 +182,11 @@ class SimNode(Node):
         rng = None
         if self.depth_noise > 0:             # the same scene state draws the same noise
             rng = np.random.default_rng([seed, changes])
-        self._frame = capture_messages(objects, self.camera, now.to_msg(), self.world_frame,
-                                       version, seed, self.depth_noise, rng)
-        self._rendered_version, self._captured_ns = version, now.nanoseconds
+        messages = capture_messages(objects, self.camera, now.to_msg(), self.world_frame, version,
+                                    seed, self.depth_noise, rng)
+        with self._lock:        # read together by _on_capture_request
+            self._frame = messages
+            self._rendered_version, self._captured_ns = version, now.nanoseconds
         self._republish()
 
     def _render_if_dirty(self) -> None:
@@ -183,16 +198,27 @@ class SimNode(Node):
         self._capture()
 
     def _on_capture_request(self, msg: Time) -> None:
-        """Capture now unless the last capture is at or after ``msg`` and shows this world;
-        then send that one again (its stamp kept). A requester that asks again has not got
-        it: on the loaded machine DDS loses a fragment of these 1-2 MB samples now and then,
-        and a reliable writer repairs it only at its next heartbeat (seconds), while a re-sent
-        sample supersedes the lost one at once."""
-        if self._rendered_version == self._version and \
-                self._captured_ns >= RclpyTime.from_msg(msg).nanoseconds:
-            self._republish()
+        """Capture now unless the last capture shows this world: then send it again when it
+        was taken at or after ``msg``, else declare it still current (no render, no frames).
+        A requester that asks again has not got it: on the loaded machine DDS loses a fragment
+        of these 1-2 MB samples now and then, and a reliable writer repairs it only at its next
+        heartbeat (seconds), while a re-sent sample supersedes the lost one at once."""
+        with self._lock:        # the version, the capture and the instant together
+            current = self._moving == 0 and self._rendered_version == self._version \
+                and self._frame is not None
+            now, version, captured_ns = self.get_clock().now(), self._version, self._captured_ns
+            stamp = self._frame[0].header.stamp if current else None
+        wanted = RclpyTime.from_msg(msg).nanoseconds
+        asked_again, self._asked_ns = wanted == self._asked_ns, wanted
+        if not current:
+            self._capture()
             return
-        self._capture()
+        if captured_ns >= wanted or asked_again:            # asked again: frames lost?
+            self._republish()
+        if captured_ns < wanted and self.context.ok():
+            self.pub_current.publish(CaptureCurrent(capture_stamp=stamp,
+                                                    current_at=now.to_msg(),
+                                                    world_version=version))
 
     def _republish(self) -> None:
         """Send the last capture (again), stamps unchanged: a stamp is capture time."""
@@ -233,12 +259,25 @@ class SimNode(Node):
         self._capture()              # before answering: no one sees the old scene after it
         return response
 
+    @contextmanager
+    def _arm_moving(self) -> Iterator[None]:
+        """Around anything that may move the world: while it runs, and until its new version
+        is counted, no capture is declared still current (_on_capture_request)."""
+        with self._lock:
+            self._moving += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._moving -= 1
+
     def _on_commander_lost(self, peer: str) -> None:
-        attempt_id = self.arm.abort_open()
-        if attempt_id:
-            self.get_logger().warning(f"{peer} vanished during attempt {attempt_id}: aborted "
-                                      "(arm stopped, gripper opened)")
-            self._world_changed()
+        with self._arm_moving():
+            attempt_id = self.arm.abort_open()
+            if attempt_id:
+                self.get_logger().warning(f"{peer} vanished during attempt {attempt_id}: "
+                                          "aborted (arm stopped, gripper opened)")
+                self._world_changed()
 
     def _on_abort(self, request, response):
         """ABORT, also served on sim/arm_abort in its own callback group so it lands while a
@@ -249,15 +288,34 @@ class SimNode(Node):
         return response
 
     def _on_arm(self, request, response):
-        """One motion phase (APPROACH starts the attempt); each takes ``phase_delay_s``.
+        """One motion phase (APPROACH starts the attempt), or ATTEMPT: the three in one call;
+        each phase takes ``phase_delay_s``.
 
         Per-phase calls give the executor true phase feedback and a point to stop between
-        phases. A single whole-attempt call measured no faster here: the cost is rclpy's
-        executor overhead on both sides, not the number of DDS messages.
+        phases; ATTEMPT saves two request/response hops, and an ABORT on sim/arm_abort still
+        skips the phases not yet run (README, "ROS overhead", has both measured).
         """
         self._arm_quiet_at = time.monotonic() + 0.25
         if request.phase == SimArmPhase.Request.ABORT:
             return self._on_abort(request, response)
+        with self._arm_moving():
+            if request.phase != SimArmPhase.Request.ATTEMPT:
+                response.phases_run = 1
+                return self._phase(request, response)
+            for count, code in enumerate(_PHASES, start=1):
+                last = response.outcome            # an aborted phase reports none
+                response = self._phase(SimArmPhase.Request(
+                    phase=code, attempt_id=request.attempt_id, target_id=request.target_id,
+                    grasp=request.grasp), SimArmPhase.Response())
+                response.phases_run = count
+                if response.error_code == int(ArmError.CANCELED):
+                    response.outcome, response.phases_run = last, count - 1
+                request.attempt_id = response.attempt_id
+                if not response.ok or response.finished:
+                    break
+            return response
+
+    def _phase(self, request, response):
         if request.phase not in _PHASES:
             response.ok, response.error_code = False, int(ArmError.INVALID_PARAMETERS)
             response.message = f"unknown phase code {request.phase}"

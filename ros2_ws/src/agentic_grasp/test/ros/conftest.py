@@ -52,3 +52,14 @@ def sim_graph():
     yield graph
     codes = graph.close()
     assert all(code in (0, -2, 130) for code in codes.values()), codes
+
+
+@pytest.fixture(scope="module")
+def whole_attempt_graph():
+    """As sim_graph, with the executor's ``sim.whole_attempt``: one ATTEMPT call per grasp."""
+    graph = Graph({"arm": "sim"}, overrides={"sim": {"phase_delay_s": 0.15},
+                                             "executor": {"sim.whole_attempt": True}})
+    graph.client.load_scene("sg_banana", 0, timeout_s=30.0)
+    yield graph
+    codes = graph.close()
+    assert all(code in (0, -2, 130) for code in codes.values()), codes

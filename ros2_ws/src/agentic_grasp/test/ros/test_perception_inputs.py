@@ -91,3 +91,34 @@ def test_wait_capture_is_bounded():
     elapsed = time.monotonic() - started
     assert capture is None and 0.3 <= elapsed < 1.0
     assert why.endswith("(newest 10.000 s) (waited 0.30 s)")
+
+
+def test_a_capture_declared_current_counts_for_not_before_and_keeps_its_stamp():
+    store = _store(10, truth_secs=(10,))                     # world version 1 at 10 s
+    assert store.find(TOPICS, 15 * S, truth_topic="truth")[0] is None
+    store.add_current(10 * S, 14 * S, 1)                     # still current at 14 s: no
+    assert store.find(TOPICS, 15 * S, truth_topic="truth")[0] is None
+    store.add_current(10 * S, 16 * S, 1)                     # at 16 s: yes
+    capture, why = store.find(TOPICS, 15 * S, truth_topic="truth")
+    assert why == "" and capture.stamp_ns == 10 * S and capture.world_version == 1
+    store.add_current(10 * S, 12 * S, 1)                     # a late, older word: kept 16 s
+    assert store.find(TOPICS, 15 * S, truth_topic="truth")[0] is not None
+
+
+def test_a_current_word_for_another_world_version_is_not_taken():
+    store = _store(10, truth_secs=(10,))                     # the truth shows version 1
+    store.add_current(10 * S, 16 * S, 2)
+    capture, why = store.find(TOPICS, 15 * S, truth_topic="truth")
+    assert capture is None and why == ("the capture at 10.000 s was declared current for "
+                                       "world version 2, its ground truth shows 1")
+
+
+def test_wait_capture_takes_a_capture_declared_current_on_request():
+    store = _store(10, truth_secs=(10,))
+
+    def request(not_before_ns: int) -> None:                 # the simulator's answer
+        threading.Timer(0.02, store.add_current, (10 * S, not_before_ns + 1, 1)).start()
+
+    capture, why = store.wait_capture(TOPICS, 15 * S, 2.0, truth_topic="truth",
+                                      request=request)
+    assert why == "" and capture.stamp_ns == 10 * S
