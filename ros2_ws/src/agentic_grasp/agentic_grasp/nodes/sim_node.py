@@ -30,11 +30,9 @@ opens), like a robot whose controller stops on losing its commanding node.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
 import threading
 import time
-from typing import Iterator
 
 import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -45,16 +43,14 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
 
 from agentic_grasp import qos
+from agentic_grasp.backends.sim_arm_service import SimArmServices
 from agentic_grasp.backends.sim_wrist import WristCameraStation, capture_messages
-from agentic_grasp.conversions import grasp_from_msg, outcome_to_msg
-from agentic_grasp.core.arm import ArmError
 from agentic_grasp.core.arm_session import SimArmSession
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core import paths
 from agentic_grasp.core.sim.objects import load_catalogue
 from agentic_grasp.core.sim.simulator import PhysicsParams, QualityParams, Simulator
 from agentic_grasp.core.sim.view import WristCameraMount
-from agentic_grasp.core.types import Phase
 from agentic_grasp.liveness import PeerMonitor
 from agentic_grasp.nodes.runner import spin_node
 from agentic_grasp.params import declare, declare_config
@@ -66,11 +62,9 @@ CAPTURE_REQUEST_TOPIC = "camera/capture_request"
 #: Topic on which the simulator says that its last capture still shows the world.
 CAPTURE_CURRENT_TOPIC = "camera/capture_current"
 JOINT_NAMES = [f"fer_joint{i}" for i in range(1, 8)] + ["fer_finger_joint1", "fer_finger_joint2"]
-_PHASES = {SimArmPhase.Request.APPROACH: Phase.APPROACH, SimArmPhase.Request.CLOSE: Phase.CLOSE,
-           SimArmPhase.Request.LIFT: Phase.LIFT}
 
 
-class SimNode(Node):
+class SimNode(SimArmServices, Node):
     """Owns one Simulator; every state change is followed by a fresh render and ground truth."""
 
     def __init__(self) -> None:
@@ -257,90 +251,6 @@ class SimNode(Node):
         response.task_id, response.instruction = spec.task_id, spec.instruction
         response.target_ids, response.object_ids = list(spec.targets), ids
         self._capture()              # before answering: no one sees the old scene after it
-        return response
-
-    @contextmanager
-    def _arm_moving(self) -> Iterator[None]:
-        """Around anything that may move the world: while it runs, and until its new version
-        is counted, no capture is declared still current (_on_capture_request)."""
-        with self._lock:
-            self._moving += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._moving -= 1
-
-    def _on_commander_lost(self, peer: str) -> None:
-        with self._arm_moving():
-            attempt_id = self.arm.abort_open()
-            if attempt_id:
-                self.get_logger().warning(f"{peer} vanished during attempt {attempt_id}: "
-                                          "aborted (arm stopped, gripper opened)")
-                self._world_changed()
-
-    def _on_abort(self, request, response):
-        """ABORT, also served on sim/arm_abort in its own callback group so it lands while a
-        phase is still moving; the next phase of that attempt is then skipped."""
-        self.arm.request_abort(request.attempt_id)
-        response.ok, response.finished, response.message = True, True, "aborted"
-        response.attempt_id = request.attempt_id
-        return response
-
-    def _on_arm(self, request, response):
-        """One motion phase (APPROACH starts the attempt), or ATTEMPT: the three in one call;
-        each phase takes ``phase_delay_s``.
-
-        Per-phase calls give the executor true phase feedback and a point to stop between
-        phases; ATTEMPT saves two request/response hops, and an ABORT on sim/arm_abort still
-        skips the phases not yet run (README, "ROS overhead", has both measured).
-        """
-        self._arm_quiet_at = time.monotonic() + 0.25
-        if request.phase == SimArmPhase.Request.ABORT:
-            return self._on_abort(request, response)
-        with self._arm_moving():
-            if request.phase != SimArmPhase.Request.ATTEMPT:
-                response.phases_run = 1
-                return self._phase(request, response)
-            for count, code in enumerate(_PHASES, start=1):
-                last = response.outcome            # an aborted phase reports none
-                response = self._phase(SimArmPhase.Request(
-                    phase=code, attempt_id=request.attempt_id, target_id=request.target_id,
-                    grasp=request.grasp), SimArmPhase.Response())
-                response.phases_run = count
-                if response.error_code == int(ArmError.CANCELED):
-                    response.outcome, response.phases_run = last, count - 1
-                request.attempt_id = response.attempt_id
-                if not response.ok or response.finished:
-                    break
-            return response
-
-    def _phase(self, request, response):
-        if request.phase not in _PHASES:
-            response.ok, response.error_code = False, int(ArmError.INVALID_PARAMETERS)
-            response.message = f"unknown phase code {request.phase}"
-            return response
-        phase = _PHASES[request.phase]
-        step = self.arm.step(request.attempt_id, phase, request.target_id,
-                             lambda: grasp_from_msg(request.grasp))
-        response.attempt_id = step.attempt_id
-        if step.error is not None:
-            response.ok, response.error_code = False, int(step.error.error)
-            response.message = step.error.message
-            return response
-        if step.aborted:
-            response.ok, response.finished = True, True
-            response.message = f"aborted before {phase.value}"
-            response.error_code = int(ArmError.CANCELED)
-            return response
-        if self.phase_delay > 0.0:
-            time.sleep(self.phase_delay)
-        response.outcome = outcome_to_msg(step.outcome)
-        response.ok, response.error_code = True, int(ArmError.NONE)
-        response.finished = step.finished
-        response.message = f"{phase.value if not step.finished else 'attempt'} done"
-        if step.finished or phase != Phase.APPROACH:
-            self._world_changed()
         return response
 
 
