@@ -1,6 +1,6 @@
 """Bring up the agentic_grasp node graph: ros2 launch agentic_grasp bringup.launch.py.
 
-The node list, parameter files and per-argument overrides come from agentic_grasp.graph, the
+The node list, parameter files and per-argument overrides come from agentic_grasp.ros.graph, the
 same table ``agentic-grasp bringup`` uses on machines without ros2 launch, so both start the
 same graph from the same configuration.
 
@@ -27,8 +27,8 @@ from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 
 from agentic_grasp.core.supervision import DEFAULT_POLICY
-from agentic_grasp.graph import (DEFAULT_ARGS, RECORD_ACTION_TOPICS, RECORD_TOPICS,
-                                 selected_nodes)
+from agentic_grasp.ros.graph import (DEFAULT_ARGS, RECORD_ACTION_TOPICS, RECORD_TOPICS,
+                                     selected_nodes)
 
 
 def _nodes(context, *_args, **_kwargs):

@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentic_grasp.recording.reader import BagError, bag_info
+    from agentic_grasp.ros.recording.reader import BagError, bag_info
 
     try:
         info = bag_info(args.bag)

@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _bench_sim(args) -> dict:
-    from agentic_grasp.benchmarks.timing import line
+    from agentic_grasp.core.benchmarks.timing import line
     from agentic_grasp.core.sim.simulator import bench_attempt
 
     inproc = bench_attempt(n=args.n or 500)
@@ -68,7 +68,7 @@ def _bench_sim(args) -> dict:
               f"success {inproc['success_rate']:.0%}")
     if args.inprocess_only:
         return out
-    from agentic_grasp.benchmarks.executor_bench import run
+    from agentic_grasp.ros.benchmarks.executor_bench import run
 
     ros = run(n=args.n or 100)
     out.update(ros)
@@ -81,7 +81,7 @@ def _bench_sim(args) -> dict:
 
 
 def _bench_graph(args) -> dict:
-    from agentic_grasp.benchmarks.planner_bench import report, run
+    from agentic_grasp.ros.benchmarks.planner_bench import report, run
 
     result = run(n=args.n or 50)
     if not args.json:
@@ -90,7 +90,7 @@ def _bench_graph(args) -> dict:
 
 
 def _bench_retrieval(args) -> dict:
-    from agentic_grasp.benchmarks.retrieval_scale import format_scale_table, run_scale_bench
+    from agentic_grasp.core.benchmarks.retrieval_scale import format_scale_table, run_scale_bench
 
     rows = run_scale_bench(queries=args.n or 200)
     if not args.json:
@@ -99,7 +99,7 @@ def _bench_retrieval(args) -> dict:
 
 
 def _bench_scene_graph(args) -> dict:
-    from agentic_grasp.benchmarks.scene_graph import main, run_bench
+    from agentic_grasp.core.benchmarks.scene_graph import main, run_bench
 
     if not args.json:
         main(["--repeats", str(args.n or 200)])
@@ -108,7 +108,7 @@ def _bench_scene_graph(args) -> dict:
 
 
 def _bench_perception(args) -> dict:
-    from agentic_grasp.benchmarks.perception_client import run_client_bench
+    from agentic_grasp.core.benchmarks.perception_client import run_client_bench
 
     result = run_client_bench(n=args.n or 200)
     if not args.json:
@@ -117,7 +117,7 @@ def _bench_perception(args) -> dict:
 
 
 def _bench_soak(args) -> dict:
-    from agentic_grasp.benchmarks.soak import format_checkpoint, report, run
+    from agentic_grasp.ros.benchmarks.soak import format_checkpoint, report, run
 
     result = run(n=args.n or 1000, every=args.every, perception=args.soak_perception,
                  on_checkpoint=None if args.json else lambda p: print(format_checkpoint(p),

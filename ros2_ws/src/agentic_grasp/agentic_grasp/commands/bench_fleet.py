@@ -5,11 +5,11 @@ Three parts, each printed beside its baseline from the same run:
 1. learning (core/evaluation/fleet.py): each robot's curve with the fleet store beside the
    same robot alone on the same seeds (``--fleet-goals`` goals per object, default 10);
 2. commit-to-served delay: one robot commits, two others' retrievers serve it (p50 / p99);
-3. scale (benchmarks/fleet_scale.py): start-up and per-request latency with
+3. scale (core/benchmarks/fleet_scale.py): start-up and per-request latency with
    ``--scale-records`` fleet records (default 2 x 10^4; 10^6 for the issue's number),
    postgres store beside the file store.
 
-The run starts its own throw-away PostgreSQL server (agentic_grasp/testing/pg_server.py;
+The run starts its own throw-away PostgreSQL server (agentic_grasp/core/testing/pg_server.py;
 ``scripts/setup.sh --with-postgres`` installs the binaries): it never writes to the database
 of $AGENTIC_GRASP_PG_DSN. Reuses ``--perception``, ``--out``, ``--learn-seed``,
 ``--no-progress`` and ``--json``.
@@ -50,7 +50,7 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_fleet_bench(args: argparse.Namespace) -> dict:
-    from agentic_grasp.testing.pg_server import PgServer
+    from agentic_grasp.core.testing.pg_server import PgServer
 
     parts = {p.strip() for p in args.fleet_parts.split(",") if p.strip()}
     out_dir = Path(args.out) if args.out else Path("results") / "fleet"
@@ -72,7 +72,7 @@ def run_fleet_bench(args: argparse.Namespace) -> dict:
             print(format_fleet(res), flush=True)
             result["learning"] = res.to_dict()
         if "delay" in parts:
-            from agentic_grasp.benchmarks.fleet_scale import run_delay
+            from agentic_grasp.core.benchmarks.fleet_scale import run_delay
 
             d = run_delay(server.create_database("fleet_delay"), out_dir, args.delay_records)
             print(f"commit-to-served delay over {d['records']} records x 2 robots: p50 "
@@ -84,7 +84,7 @@ def run_fleet_bench(args: argparse.Namespace) -> dict:
                   f"{d['loadavg_1min_before_after'][1]} on {d['cpus']} CPUs", flush=True)
             result["delay"] = d
         if "scale" in parts:
-            from agentic_grasp.benchmarks.fleet_scale import format_scale, run_scale
+            from agentic_grasp.core.benchmarks.fleet_scale import format_scale, run_scale
 
             s = run_scale(server.create_database("fleet_scale"), out_dir, args.scale_records,
                           args.scale_file_records)

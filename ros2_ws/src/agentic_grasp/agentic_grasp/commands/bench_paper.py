@@ -229,7 +229,7 @@ def run_paper(args: argparse.Namespace) -> int:
 def _ros_refusal(args: argparse.Namespace, cfg) -> str:
     """Why ``--ros`` cannot honour the options given ("" when it can): every option of the
     in-process benchmark is run the same way through the graph or refused, never ignored."""
-    from agentic_grasp.benchmarks.ros_sweep import check_ros_options
+    from agentic_grasp.ros.benchmarks.ros_sweep import check_ros_options
 
     asked = set(_split(args.only) or [])
     if asked - {"table2"}:
@@ -249,7 +249,7 @@ def _run_ros(args: argparse.Namespace, cfg, as_json: bool, start: float) -> int:
     """Table II (and what derives from it) from trials run through the ROS graph, then the
     same trials in process (``--workers`` applies there) and their agreement, trial by
     trial (core/evaluation/agreement.py)."""
-    from agentic_grasp.benchmarks.ros_sweep import run_ros_sweep
+    from agentic_grasp.ros.benchmarks.ros_sweep import run_ros_sweep
     from agentic_grasp.core.evaluation.agreement import agreement, format_agreement
     from agentic_grasp.core.evaluation.records import write_json, write_records
     from agentic_grasp.core.evaluation.report import tabulate

@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentic_grasp.client import GraphClient, GraphError
+    from agentic_grasp.ros.client import GraphClient, GraphError
     from agentic_grasp.core.arm import ArmError
     from agentic_grasp.core.heuristic import heuristic_grasp
 

@@ -16,8 +16,8 @@ from typing import Any, Dict, List
 
 # The planner's client lives below commands/ so that benchmarks/ can use it too
 # (wait_until_perceived: re-exported for the tests that use it from here).
-from agentic_grasp.planner_client import (PlannerClient, _wait_for_oracle, load_scene,
-                                          wait_until_perceived)  # noqa: F401
+from agentic_grasp.ros.planner_client import (PlannerClient, _wait_for_oracle, load_scene,
+                                              wait_until_perceived)  # noqa: F401
 
 GRASP_FAILED_EXIT = 1
 ERROR_EXIT = 2
@@ -111,7 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentic_grasp.client import GraphClient, GraphError
+    from agentic_grasp.ros.client import GraphClient, GraphError
 
     with GraphClient("agentic_grasp_grasp") as graph:
         planner = PlannerClient(graph)

@@ -1,7 +1,7 @@
 """``agentic-grasp replay BAG``: a recorded run's observations through today's planner.
 
 A regression check of a planner change against recorded sessions: see
-agentic_grasp.recording.replay. Each goal runs under the configuration of its goal log
+agentic_grasp.ros.recording.replay. Each goal runs under the configuration of its goal log
 (``--configuration`` overrides it for every goal: "what would no_scene_graph have done on
 this session") and its recorded result is printed beside the replayed one.
 
@@ -32,8 +32,8 @@ def _result(r) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from agentic_grasp.core.errors import ConfigError
-    from agentic_grasp.recording.reader import BagError
-    from agentic_grasp.recording.replay import replay_bag
+    from agentic_grasp.ros.recording.reader import BagError
+    from agentic_grasp.ros.recording.replay import replay_bag
 
     try:
         report = replay_bag(args.bag, args.configuration or None)

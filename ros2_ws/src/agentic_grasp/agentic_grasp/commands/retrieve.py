@@ -150,7 +150,7 @@ def retrieve_local(args: argparse.Namespace, query: Dict[str, Any],
 
 def strategy_from_msg(msg: Any) -> Dict[str, Any]:
     """One RetrievedStrategy message as the JSON strategy (same keys as --local)."""
-    from agentic_grasp.conversions import grasp_from_msg
+    from agentic_grasp.ros.conversions import grasp_from_msg
 
     exp = msg.experience
     return {
@@ -173,7 +173,7 @@ def retrieve_service(args: argparse.Namespace, query: Dict[str, Any],
     import rclpy
     from rclpy.node import Node
 
-    from agentic_grasp.conversions import rgb_to_msg
+    from agentic_grasp.ros.conversions import rgb_to_msg
     from agentic_grasp_interfaces.msg import AffordanceDescriptor
     from agentic_grasp_interfaces.srv import RetrieveStrategies
 

@@ -1,5 +1,5 @@
 """``agentic-grasp show``: pictures of what the robot saw and decided (one PNG per attempt
-and a contact sheet per goal; see agentic_grasp.recording.show).
+and a contact sheet per goal; see agentic_grasp.ros.recording.show).
 
 ``show BAG --out DIR`` renders a recording; ``show --live --out DIR`` attaches to the running
 graph, waits for the next goal to end and renders it.
@@ -27,15 +27,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentic_grasp.recording.reader import BagError
-    from agentic_grasp.recording.show import write_pictures
+    from agentic_grasp.ros.recording.reader import BagError
+    from agentic_grasp.ros.recording.show import write_pictures
 
     if args.live == bool(args.bag):
         print("show: give a BAG, or --live (not both)", file=sys.stderr)
         return 2
     bag = args.bag
     if args.live:
-        from agentic_grasp.recording.live import record_next_goal
+        from agentic_grasp.ros.recording.live import record_next_goal
 
         try:
             bag, goal_id = record_next_goal(args.out, args.timeout)

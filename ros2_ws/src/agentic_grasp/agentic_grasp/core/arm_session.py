@@ -8,7 +8,7 @@ commander aborts the open attempt the same way. The bin policy: when an attempt 
 success, the simulated robot drops what it lifted into the bin beside the table, so the
 next perception sees the table without it.
 
-This module holds that protocol for the sim node (nodes/sim_node.py), which only converts
+This module holds that protocol for the sim node (ros/nodes/sim_node.py), which only converts
 messages; it imports no rclpy and is tested with plain pytest.
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ Frames and units, everywhere in core:
   rotated by ``yaw`` about world z.
 - Forces in newtons, masses in kilograms, speeds in metres per second, angles in radians.
 
-Nothing here imports ROS; the ROS message conversion lives in ``agentic_grasp.conversions``.
+Nothing here imports ROS; the ROS message conversion lives in ``agentic_grasp.ros.conversions``.
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from agentic_grasp.core.retrieval.pg_store import (Filter, PostgresStore, StoreC
                                                    connect)
 from agentic_grasp.core.retrieval.store import FileStore, FleetSource, FleetStore
 from agentic_grasp.core.types import AffordanceDescriptor
-from agentic_grasp.testing.pg_server import PgServer
+from agentic_grasp.core.testing.pg_server import PgServer
 
 from test_acquisition import _authored, attempt, goal, thermos  # noqa: E402
 

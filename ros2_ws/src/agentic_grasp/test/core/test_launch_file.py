@@ -3,7 +3,7 @@ import argparse
 import ast
 
 from agentic_grasp.core import paths
-from agentic_grasp.graph import DEFAULT_ARGS, NODES, RECORD_ACTION_TOPICS, RECORD_TOPICS
+from agentic_grasp.ros.graph import DEFAULT_ARGS, NODES, RECORD_ACTION_TOPICS, RECORD_TOPICS
 
 
 def _launch_tree():
@@ -25,7 +25,7 @@ def test_every_bringup_flag_is_a_described_launch_argument():
 
 def test_launch_file_reads_the_shared_node_table():
     imports = [n for n in ast.walk(_launch_tree()) if isinstance(n, ast.ImportFrom)]
-    assert any(n.module == "agentic_grasp.graph" for n in imports)
+    assert any(n.module == "agentic_grasp.ros.graph" for n in imports)
 
 
 def test_every_node_has_a_params_file_and_console_script():

@@ -1,7 +1,7 @@
 """MoveIt backend translation: poses, gripper goals, planning scene, outcomes, cancel, config.
 
 moveit_py cannot be installed here; everything the backend computes lives in
-agentic_grasp.backends.moveit_translation and is checked against the project's own kinematics
+agentic_grasp.ros.backends.moveit_translation and is checked against the project's own kinematics
 (independent FK) and failure taxonomy (the planner's ClassifyFailure).
 """
 import dataclasses
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from agentic_grasp.backends import moveit_translation as mt
+from agentic_grasp.ros.backends import moveit_translation as mt
 from agentic_grasp.core import paths
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.config import node_params
@@ -489,14 +489,14 @@ def test_camera_extrinsics_file_matches_the_simulated_camera():
 @pytest.mark.skipif(importlib.util.find_spec("moveit") is not None,
                     reason="moveit_py is installed: the import succeeds")
 def test_moveit_backend_import_names_moveit_py_when_missing():
-    proc = subprocess.run([sys.executable, "-c", "import agentic_grasp.backends.moveit_arm"],
+    proc = subprocess.run([sys.executable, "-c", "import agentic_grasp.ros.backends.moveit_arm"],
                           capture_output=True, text=True, timeout=60,
                           cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert proc.returncode != 0
     assert "ImportError" in proc.stderr and "moveit_py" in proc.stderr
     # The package itself and the translation module import without MoveIt.
-    proc = subprocess.run([sys.executable, "-c", "import agentic_grasp.backends, "
-                           "agentic_grasp.backends.moveit_translation"],
+    proc = subprocess.run([sys.executable, "-c", "import agentic_grasp.ros.backends, "
+                           "agentic_grasp.ros.backends.moveit_translation"],
                           capture_output=True, text=True, timeout=60,
                           cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert proc.returncode == 0, proc.stderr

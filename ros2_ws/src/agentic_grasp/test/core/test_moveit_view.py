@@ -1,4 +1,4 @@
-"""The MoveIt wrist-camera view (backends/moveit_view.py) without MoveIt: the camera-frame
+"""The MoveIt wrist-camera view (ros/backends/moveit_view.py) without MoveIt: the camera-frame
 pose goal, the camera reached, the error mapping, and the view motion against stand-ins of
 the backend's planning calls."""
 import math
@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from agentic_grasp.backends import moveit_translation as mt
-from agentic_grasp.backends.moveit_view import (MoveItViewMixin, MoveItWristCamera,
-                                                reached_camera, view_error, view_link_pose)
+from agentic_grasp.ros.backends import moveit_translation as mt
+from agentic_grasp.ros.backends.moveit_view import (MoveItViewMixin, MoveItWristCamera,
+                                                    reached_camera, view_error, view_link_pose)
 from agentic_grasp.core.arm import ArmError
 from agentic_grasp.core.camera import look_at
 from agentic_grasp.core.errors import ConfigError

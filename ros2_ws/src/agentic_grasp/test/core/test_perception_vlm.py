@@ -12,11 +12,11 @@ import pytest
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.perception import schema
-from agentic_grasp.benchmarks.perception_client import BENCH_SCENE, synthetic_frame
+from agentic_grasp.core.benchmarks.perception_client import BENCH_SCENE, synthetic_frame
 from agentic_grasp.core.perception.vlm_client import (ChatTransport, VlmBackend, VlmConfig,
                                                       encode_image)
 from agentic_grasp.core.types import AffordanceType
-from agentic_grasp.testing.fake_vlm_server import FakeVlmServer, ScriptedReply
+from agentic_grasp.core.testing.fake_vlm_server import FakeVlmServer, ScriptedReply
 
 INSTRUCTION = "pick up the ceramic cup"
 CUP_CENTRE = np.array(BENCH_SCENE[0][0])

@@ -3,7 +3,7 @@
 The "recorded session" is made by running the core planner in process on one perceived cup
 with a scripted arm (first attempt slips, second succeeds) and writing what the graph would
 have published: every perception answer on /perception/result and every attempt on
-/planner/attempts, as CDR through the typestore of agentic_grasp.recording. Replaying it
+/planner/attempts, as CDR through the typestore of agentic_grasp.ros.recording. Replaying it
 under the same configuration must agree on every attempt; another initial-grasp source
 diverges at attempt 0 with the grasp diff; the report is the same on every run.
 """
@@ -23,8 +23,8 @@ from agentic_grasp.core.planner import (EpisodicMemory, PlannerConfig,  # noqa: 
 from agentic_grasp.core.planner.planner import scene_graph_constraints  # noqa: E402
 from agentic_grasp.core.scene_graph import SceneGraphConfig  # noqa: E402
 from agentic_grasp.core.types import AttemptOutcome, Phase, PhysicalEvent  # noqa: E402
-from agentic_grasp.recording import replay  # noqa: E402
-from agentic_grasp.recording.typestore import connection_args, typestore  # noqa: E402
+from agentic_grasp.ros.recording import replay  # noqa: E402
+from agentic_grasp.ros.recording.typestore import connection_args, typestore  # noqa: E402
 
 PERCEPTION = "agentic_grasp_interfaces/msg/PerceptionResult"
 ATTEMPT = "agentic_grasp_interfaces/msg/AttemptRecord"
@@ -327,7 +327,7 @@ def _cut(path, fraction):
 
 
 def test_a_bag_cut_mid_file_reads_up_to_the_cut(tmp_path, session):
-    from agentic_grasp.recording.reader import bag_info
+    from agentic_grasp.ros.recording.reader import bag_info
 
     path = write_session(tmp_path / "mcap", session, StoragePlugin.MCAP, "full", frames=2)
     whole = bag_info(path)
@@ -373,7 +373,7 @@ def test_a_bag_of_the_older_outcome_layout_still_reads(tmp_path, session):
 
     from rosbags.typesys import Stores, get_typestore
 
-    from agentic_grasp.recording.typestore import interface_types, interfaces_dir
+    from agentic_grasp.ros.recording.typestore import interface_types, interfaces_dir
 
     old_root = tmp_path / "interfaces"
     shutil.copytree(interfaces_dir(), old_root)
@@ -387,7 +387,7 @@ def test_a_bag_of_the_older_outcome_layout_still_reads(tmp_path, session):
     path = write_session(tmp_path / "old", session, StoragePlugin.SQLITE3, "full", store=old)
     report = replay.replay_bag(path)
     assert report["agrees"] and report["warnings"] == [], report["warnings"]
-    from agentic_grasp.recording.reader import by_topic
+    from agentic_grasp.ros.recording.reader import by_topic
 
     rec = by_topic(path, ["/planner/attempts"])["/planner/attempts"][0][1]
     assert not hasattr(rec.outcome, "event_details") and list(rec.outcome.events) == \
@@ -412,7 +412,7 @@ def test_show_draws_one_picture_per_attempt_and_a_sheet(tmp_path, session, capsy
 
 def test_show_draws_the_grasp_where_it_projects():
     """The closing axis of a top-down grasp at the image centre's world point lands there."""
-    from agentic_grasp.recording import show
+    from agentic_grasp.ros.recording import show
 
     cam = Camera()
     centre = cam.backproject(cam.cx, cam.cy, 1.0)
@@ -431,7 +431,7 @@ def test_goals_that_ended_before_the_recording_are_told_apart():
     recording (feedback, or anything sent after the first message) is."""
     from types import SimpleNamespace as NS
 
-    from agentic_grasp.recording.reader import goals_before
+    from agentic_grasp.ros.recording.reader import goals_before
 
     def t(ns):
         return NS(sec=ns // 10**9, nanosec=ns % 10**9)

@@ -8,8 +8,8 @@ from agentic_grasp.core.retrieval.evaluation import (PAPER_TABLE_IV, evaluate_re
                                                      relevance_problems)
 from agentic_grasp.core.retrieval.haa_rag import HAARAG, RetrievalConfig
 from agentic_grasp.core.retrieval.knowledge_base import KnowledgeBase
-from agentic_grasp.benchmarks.retrieval_scale import (format_scale_table, run_scale_bench,
-                                                      synthetic_index, synthetic_taxonomy)
+from agentic_grasp.core.benchmarks.retrieval_scale import (format_scale_table, run_scale_bench,
+                                                           synthetic_index, synthetic_taxonomy)
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
 
 TABLE_I = ["ceramic cup", "apple", "plastic bottle", "banana", "ceramic bowl", "wood cube",

@@ -11,7 +11,7 @@ from agentic_grasp.core.config import node_params
 from agentic_grasp.core.errors import ConfigError, UnknownTargetError, ValidationError
 from agentic_grasp.core.scene_graph import (
     CONVERSE, RELATION_TYPES, SceneGraphConfig, build_scene_graph)
-from agentic_grasp.benchmarks.scene_graph import random_scene, run_bench
+from agentic_grasp.core.benchmarks.scene_graph import random_scene, run_bench
 from agentic_grasp.core.types import ObjectInstance
 
 

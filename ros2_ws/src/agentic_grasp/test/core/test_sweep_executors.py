@@ -182,7 +182,7 @@ def test_ray_interrupted_sweep_resumes(tmp_path, reference):
 def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
     """A head and a worker node (separate ``ray start`` processes, 1 CPU each) and a driver
     process (``bench --executor ray --ray-address``, its Ray tasks held at their start:
-    agentic_grasp.testing.ray_hold). One unit is let run to the records file; then, while a
+    agentic_grasp.core.testing.ray_hold). One unit is let run to the records file; then, while a
     held task occupies the head's CPU, Ray runs the next one on the worker node, and the
     worker node is SIGKILLed with that task running there. The records file must equal the
     local pool's, trial for trial. No sleep decides anything: the test waits on markers."""
@@ -190,8 +190,8 @@ def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
     import subprocess
 
     from agentic_grasp.core.evaluation.records import read_records
-    from agentic_grasp.testing.ray_cluster import LocalRayCluster
-    from agentic_grasp.testing.ray_hold import HOLD_ENV, held_tasks, release
+    from agentic_grasp.core.testing.ray_cluster import LocalRayCluster
+    from agentic_grasp.core.testing.ray_hold import HOLD_ENV, held_tasks, release
 
     units = _units(trials=5, seeds=(0, 1))            # 12 units of 5 trials
     local = run_units(units, workers=1, progress=False).records
@@ -200,7 +200,7 @@ def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
     hold = tmp_path / "hold"
     hold.mkdir()
     with LocalRayCluster(extra_env={HOLD_ENV: str(hold)}) as cluster:
-        cmd = [sys.executable, "-m", "agentic_grasp.testing.ray_hold", "--only", "table2",
+        cmd = [sys.executable, "-m", "agentic_grasp.core.testing.ray_hold", "--only", "table2",
                "--configurations", ",".join(CONFS), "--tasks", ",".join(TASKS),
                "--trials", "5", "--seeds", "0,1", "--no-figures", "--no-progress",
                "--no-oracle-comparison", "--executor", "ray", "--ray-address",

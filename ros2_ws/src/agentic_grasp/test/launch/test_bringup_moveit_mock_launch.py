@@ -65,7 +65,7 @@ class TestBringupMoveItMock(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        from agentic_grasp.client import GraphClient
+        from agentic_grasp.ros.client import GraphClient
 
         cls.client = GraphClient("moveit_mock_launch_test")
 

@@ -36,7 +36,7 @@ class TestBringupSim(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        from agentic_grasp.client import GraphClient
+        from agentic_grasp.ros.client import GraphClient
 
         cls.client = GraphClient("bringup_launch_test")
 

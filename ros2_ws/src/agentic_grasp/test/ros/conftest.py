@@ -30,8 +30,8 @@ class Graph:
     """A launcher of node processes plus a client; restartable node by node."""
 
     def __init__(self, args, overrides=None):
-        from agentic_grasp.client import GraphClient
-        from agentic_grasp.launcher import Launcher
+        from agentic_grasp.ros.client import GraphClient
+        from agentic_grasp.ros.launcher import Launcher
 
         # acquisition off unless a test asks for it: tests must not learn from each other
         self.launcher = Launcher({"acquired": "none", **args}, extra_params=overrides or {})

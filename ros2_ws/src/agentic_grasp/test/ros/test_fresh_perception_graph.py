@@ -13,7 +13,7 @@ import threading
 import numpy as np
 import pytest
 
-from agentic_grasp.conversions import from_xyz
+from agentic_grasp.ros.conversions import from_xyz
 from agentic_grasp.core.heuristic import heuristic_grasp
 from agentic_grasp.core.sim.simulator import Simulator
 from agentic_grasp_interfaces.srv import Perceive
@@ -33,8 +33,8 @@ ROUNDS = [(task, k) for k in range(2) for task in SCENES]
 
 @pytest.fixture(scope="module")
 def graph():
-    from agentic_grasp.client import GraphClient
-    from agentic_grasp.launcher import Launcher
+    from agentic_grasp.ros.client import GraphClient
+    from agentic_grasp.ros.launcher import Launcher
 
     launcher = Launcher({"acquired": "none", "perception": "vlm_sim"},
                         only=["sim", "perception", "executor"])

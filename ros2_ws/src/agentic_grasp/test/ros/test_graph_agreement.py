@@ -19,7 +19,7 @@ TASKS_PER_RUN = 12
 
 
 def _both(perception: str):
-    from agentic_grasp.benchmarks.ros_sweep import run_ros_sweep
+    from agentic_grasp.ros.benchmarks.ros_sweep import run_ros_sweep
     from agentic_grasp.core.evaluation.sweep import run_sweep
     from agentic_grasp.core.sim import list_tasks
 
@@ -45,7 +45,7 @@ def test_graph_and_in_process_runs_agree_trial_by_trial(perception):
 
 
 def test_bench_ros_refuses_what_the_graph_cannot_run():
-    from agentic_grasp.benchmarks.ros_sweep import check_ros_options, run_ros_sweep
+    from agentic_grasp.ros.benchmarks.ros_sweep import check_ros_options, run_ros_sweep
 
     assert check_ros_options("vlm_sim", "camera", "trial") == ""
     assert check_ros_options("vlm_sim_perfect", "none", "trial") == ""

@@ -22,7 +22,7 @@ PEER = "liveness_peer"
 PEER_SCRIPT = f"""
 import rclpy
 from rclpy.executors import ExternalShutdownException
-from agentic_grasp.liveness import announce
+from agentic_grasp.ros.liveness import announce
 rclpy.init()
 node = rclpy.create_node({PEER!r})
 announce(node)
@@ -44,7 +44,7 @@ class Watch:
         import rclpy
         from rclpy.executors import MultiThreadedExecutor
 
-        from agentic_grasp.liveness import PeerMonitor
+        from agentic_grasp.ros.liveness import PeerMonitor
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
@@ -101,7 +101,7 @@ def peer(ros_domain):
 
 
 def test_a_stall_shorter_than_the_verdict_is_a_lapse_not_a_death(watch, peer):
-    from agentic_grasp.liveness import CONFIRM_S, LEASE_S
+    from agentic_grasp.ros.liveness import CONFIRM_S, LEASE_S
 
     p = peer()
     watch.wait(lambda: watch.monitor.alive(PEER), START_S, "the peer never came up")
@@ -120,7 +120,7 @@ def test_a_stall_shorter_than_the_verdict_is_a_lapse_not_a_death(watch, peer):
 
 
 def test_sigkill_is_a_death_within_lease_and_verdict(watch, peer):
-    from agentic_grasp.liveness import CONFIRM_S, LEASE_S
+    from agentic_grasp.ros.liveness import CONFIRM_S, LEASE_S
 
     p = peer()
     watch.wait(lambda: watch.monitor.alive(PEER), START_S, "the peer never came up")
@@ -140,7 +140,7 @@ def test_sigkill_is_a_death_within_lease_and_verdict(watch, peer):
 
 
 def test_an_orderly_shutdown_is_a_death_at_once(watch, peer):
-    from agentic_grasp.liveness import CONFIRM_S
+    from agentic_grasp.ros.liveness import CONFIRM_S
 
     p = peer()
     watch.wait(lambda: watch.monitor.alive(PEER), START_S, "the peer never came up")

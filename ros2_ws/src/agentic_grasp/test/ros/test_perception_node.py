@@ -24,8 +24,8 @@ from sensor_msgs.msg import CameraInfo, Image
 from builtin_interfaces.msg import Time
 from std_msgs.msg import Header
 
-from agentic_grasp import qos
-from agentic_grasp.conversions import depth_from_msg, from_xyz, object_to_msg, rgb_from_msg
+from agentic_grasp.ros import qos
+from agentic_grasp.ros.conversions import depth_from_msg, from_xyz, object_to_msg, rgb_from_msg
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.paths import config_file
@@ -33,9 +33,9 @@ from agentic_grasp.core.perception import BACKENDS, create_backend, load_params
 from agentic_grasp.core.render import object_bbox, render_scene
 from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, ObjectInstance,
                                       Shape)
-from agentic_grasp.conversions import camera_info_to_msg, image_to_msg
-from agentic_grasp.nodes.perception_node import PerceptionNode
-from agentic_grasp.testing.fake_vlm_server import FakeVlmServer, ScriptedReply
+from agentic_grasp.ros.conversions import camera_info_to_msg, image_to_msg
+from agentic_grasp.ros.nodes.perception_node import PerceptionNode
+from agentic_grasp.core.testing.fake_vlm_server import FakeVlmServer, ScriptedReply
 from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
 from agentic_grasp_interfaces.msg import SceneGraph
 from agentic_grasp_interfaces.srv import Perceive
@@ -602,7 +602,7 @@ def test_an_unknown_backend_stops_the_node_at_start():
 
 
 def test_the_planner_takes_the_crop_of_the_last_perception_answer_only():
-    from agentic_grasp.goal_peers import TargetCrops
+    from agentic_grasp.ros.goal_peers import TargetCrops
 
     crops = TargetCrops()
     crop = np.full((64, 64, 3), 7, dtype=np.uint8)

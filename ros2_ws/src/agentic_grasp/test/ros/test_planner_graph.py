@@ -61,9 +61,9 @@ class PlannerGraph:
     """
 
     def __init__(self) -> None:
-        from agentic_grasp import qos
-        from agentic_grasp.client import GraphClient
-        from agentic_grasp.launcher import Launcher
+        from agentic_grasp.ros import qos
+        from agentic_grasp.ros.client import GraphClient
+        from agentic_grasp.ros.launcher import Launcher
 
         # acquisition on (bringup's default) into the session's temporary data dir: the
         # acquisition test below reads it; other modules' graphs run with it off.
@@ -96,7 +96,7 @@ class PlannerGraph:
         node.create_subscription(AttemptRecord, "planner/attempts", self._on_attempt,
                                  qos.RELIABLE_STREAM)
         node.create_subscription(MarkerArray, "planner/markers", self._on_markers, qos.LATCHED)
-        from agentic_grasp import goal_log
+        from agentic_grasp.ros import goal_log
 
         node.create_subscription(GoalLog, goal_log.TOPIC, self._on_goal_log, goal_log.QOS)
         node.create_subscription(GraspObject.Impl.FeedbackMessage,
@@ -347,7 +347,7 @@ def test_malformed_goals_are_accepted_and_aborted_with_the_reason(graph, instruc
 
 
 def test_a_goal_waits_for_a_dead_dependency_to_come_back(graph):
-    # Since the one peer call (backends/peer_call.py): a node the goal needs no answer from
+    # Since the one peer call (ros/backends/peer_call.py): a node the goal needs no answer from
     # while it dies is waited for at the next call, within timeouts.restart_wait_s.
     graph.load("lh_clear_table", 2)
     handle, run = graph.send("clear the table")

@@ -16,16 +16,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))  # the pla
 from test_planner_fakes import (FixedRetriever, ScriptedArm, experience,  # noqa: E402
                                 make_object, ok, perception_of, slip)
 
-from agentic_grasp.conversions import attempt_record_to_msg, recorded_grasp  # noqa: E402
+from agentic_grasp.ros.conversions import attempt_record_to_msg, recorded_grasp  # noqa: E402
 from agentic_grasp.core.errors import ConfigError  # noqa: E402
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig  # noqa: E402
 from agentic_grasp.core.planner import EpisodicMemory, PlannerConfig  # noqa: E402
 from agentic_grasp.core.planner import ReflectivePlanner  # noqa: E402
 from agentic_grasp.core.planner.outcomes import AttemptRecord  # noqa: E402
 from agentic_grasp.core.types import GraspParameters, Phase  # noqa: E402
-from agentic_grasp.goal_session import GoalSession  # noqa: E402
-from agentic_grasp.markers.grasp import grasp_markers  # noqa: E402
-from agentic_grasp.planner_settings import NodeSettings, Timeouts  # noqa: E402
+from agentic_grasp.ros.goal_session import GoalSession  # noqa: E402
+from agentic_grasp.ros.markers.grasp import grasp_markers  # noqa: E402
+from agentic_grasp.ros.planner_settings import NodeSettings, Timeouts  # noqa: E402
 from agentic_grasp_interfaces.msg import FailureDiagnosis, GraspOutcome  # noqa: E402
 
 GRASP = {"position": [0.0, 0.0, 0.01], "width": 0.03, "force": 15.0, "grasp_type": "pinch"}
@@ -164,7 +164,7 @@ def test_a_target_beyond_the_hand_ends_with_its_own_error_code():
     """A 9 cm apple is refused at planning: zero attempts, ERROR_BEYOND_HAND_LIMITS and a
     message naming the width and the limit (core/grasping/limits.py)."""
     from agentic_grasp.core.types import Shape
-    from agentic_grasp.goal_session import task_error
+    from agentic_grasp.ros.goal_session import task_error
     from agentic_grasp_interfaces.action import GraspObject
 
     apple = make_object("apple_1", "apple", xy=(0.5, 0.0), size=(0.09, 0.09, 0.09),
@@ -235,7 +235,7 @@ def test_session_records_every_uncover_view_like_an_attempt():
 def test_without_a_wrist_camera_the_goal_ends_target_not_found():
     """An arm without a wrist camera (arm:=moveit unless wrist_camera.enabled): the planner
     says so and ends with ERROR_TARGET_NOT_FOUND, never grasping the landmark."""
-    from agentic_grasp.goal_session import Result, task_error
+    from agentic_grasp.ros.goal_session import Result, task_error
 
     box = make_object("box_1", "box", xy=(0.58, 0.0), size=(0.12, 0.20, 0.14))
     planner = ReflectivePlanner(

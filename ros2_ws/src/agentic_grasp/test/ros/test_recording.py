@@ -24,7 +24,7 @@ from action_msgs.msg import GoalStatus
 
 from agentic_grasp.commands import grasp as grasp_cli
 from agentic_grasp.commands.grasp import PlannerClient
-from agentic_grasp.graph import RECORD_TOPICS
+from agentic_grasp.ros.graph import RECORD_TOPICS
 from agentic_grasp_interfaces.srv import Perceive
 
 TYPES = {
@@ -43,8 +43,8 @@ TYPES = {
 def recorded(tmp_path_factory):
     """(bag folder, goal id, result, live show's (exit code, output, folder)) of one
     recorded cup goal."""
-    from agentic_grasp.client import GraphClient
-    from agentic_grasp.launcher import Launcher
+    from agentic_grasp.ros.client import GraphClient
+    from agentic_grasp.ros.launcher import Launcher
 
     bag = tmp_path_factory.mktemp("bags") / "run1"
     live_out = tmp_path_factory.mktemp("live")
@@ -88,7 +88,7 @@ def recorded(tmp_path_factory):
         # reached this client before stopping, so the recorder has had them as well.
         from sensor_msgs.msg import Image
 
-        from agentic_grasp import qos
+        from agentic_grasp.ros import qos
 
         frames = []
         fresh = threading.Event()
@@ -123,7 +123,7 @@ def _record_late(path, goal_id, timeout_s: float = 30.0):
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
-    from agentic_grasp.recording.recorder import BagRecorder
+    from agentic_grasp.ros.recording.recorder import BagRecorder
 
     context = rclpy.Context()
     rclpy.init(context=context)
@@ -143,7 +143,7 @@ def _record_late(path, goal_id, timeout_s: float = 30.0):
 
 
 def test_bag_holds_every_topic_readable_by_rosbags(recorded):
-    from agentic_grasp.recording.reader import bag_info, by_topic
+    from agentic_grasp.ros.recording.reader import bag_info, by_topic
 
     bag, goal_id, result, _, _ = recorded
     assert (bag / "metadata.yaml").is_file()
@@ -224,7 +224,7 @@ def test_a_third_party_mcap_reader_decodes_every_topic(recorded):
 
 
 def test_show_draws_the_recorded_and_the_live_goal(recorded, tmp_path):
-    from agentic_grasp.recording.show import write_pictures
+    from agentic_grasp.ros.recording.show import write_pictures
 
     bag, goal_id, result, (live_code, live_output, live_out), _ = recorded
     report = write_pictures(bag, tmp_path)
@@ -237,7 +237,7 @@ def test_show_draws_the_recorded_and_the_live_goal(recorded, tmp_path):
 
 
 def test_replay_of_the_recording(recorded):
-    from agentic_grasp.recording.replay import replay_bag
+    from agentic_grasp.ros.recording.replay import replay_bag
 
     bag, goal_id, _, _, _ = recorded
     logged = replay_bag(bag)
@@ -266,9 +266,9 @@ def test_a_recorder_started_after_a_goal_gets_its_attempts_but_no_recorded_goal(
     """The attempt records are kept for late subscribers (qos.EVENT_HISTORY): a recorder that
     starts after the goal still receives them, with the goal's log. The goal had ended before
     that recording began, so neither replay nor show takes it for a recorded goal."""
-    from agentic_grasp.recording.reader import by_topic
-    from agentic_grasp.recording.replay import read_session
-    from agentic_grasp.recording.show import goal_views
+    from agentic_grasp.ros.recording.reader import by_topic
+    from agentic_grasp.ros.recording.replay import read_session
+    from agentic_grasp.ros.recording.show import goal_views
 
     _, goal_id, result, _, late = recorded
     msgs = by_topic(late, ["/planner/attempts", "/planner/goal_log"])
@@ -281,10 +281,10 @@ def test_a_recorder_started_after_a_goal_gets_its_attempts_but_no_recorded_goal(
 
 
 def test_sigint_stopped_recorder_leaves_a_readable_bag(tmp_path):
-    from agentic_grasp.recording.reader import bag_info
+    from agentic_grasp.ros.recording.reader import bag_info
 
     bag = tmp_path / "sigint"
-    proc = subprocess.Popen([sys.executable, "-m", "agentic_grasp.recording.recorder",
+    proc = subprocess.Popen([sys.executable, "-m", "agentic_grasp.ros.recording.recorder",
                              "--ros-args", "-p", f"output:={bag}"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=os.environ.copy())

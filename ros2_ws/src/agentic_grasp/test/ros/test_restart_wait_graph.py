@@ -37,10 +37,10 @@ PLAIN_END_S = 3.0
 
 class Graph:
     def __init__(self) -> None:
-        from agentic_grasp.client import GraphClient
+        from agentic_grasp.ros.client import GraphClient
         from agentic_grasp.commands.grasp import PlannerClient
-        from agentic_grasp.launcher import Launcher
-        from agentic_grasp.liveness import PeerMonitor
+        from agentic_grasp.ros.launcher import Launcher
+        from agentic_grasp.ros.liveness import PeerMonitor
         from agentic_grasp_interfaces.srv import Perceive
 
         self.launcher = Launcher(
@@ -65,7 +65,7 @@ class Graph:
             raise
 
     def ready(self) -> bool:
-        from agentic_grasp.client import GraphError
+        from agentic_grasp.ros.client import GraphError
 
         try:
             self.load()

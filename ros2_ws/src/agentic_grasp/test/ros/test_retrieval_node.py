@@ -21,7 +21,7 @@ import pytest
 from rclpy.parameter import Parameter
 
 from agentic_grasp.commands import retrieve as retrieve_command
-from agentic_grasp.conversions import rgb_to_msg
+from agentic_grasp.ros.conversions import rgb_to_msg
 from agentic_grasp.core import paths
 from agentic_grasp.core.config import node_params
 from agentic_grasp.core.errors import ConfigError
@@ -29,9 +29,9 @@ from agentic_grasp.core.render import render_object_crop
 from agentic_grasp.core.retrieval import (HAARAG, DescriptorEmbedder, RetrievalConfig,
                                           build_retriever)
 from agentic_grasp.core.sim.objects import load_catalogue
-from agentic_grasp.testing.node_harness import NodeHarness, wait_future
-from agentic_grasp.nodes.retrieval_node import RetrievalNode, flatten
-from agentic_grasp.params import field_descriptions, overrides as parameter_overrides
+from agentic_grasp.ros.testing.node_harness import NodeHarness, wait_future
+from agentic_grasp.ros.nodes.retrieval_node import RetrievalNode, flatten
+from agentic_grasp.ros.params import field_descriptions, overrides as parameter_overrides
 from agentic_grasp_interfaces.msg import AffordanceDescriptor as AffordanceMsg
 from agentic_grasp_interfaces.srv import RetrieveStrategies
 
@@ -212,7 +212,7 @@ def test_the_service_answers_what_the_planner_gets_in_process(harness, core):
     """One code path (issue 22): the perceived size reaches the fallback's size term, and a
     strategy keeps the object it was recorded on and its fit record, so the planner fits it
     to the perceived object through ROS exactly as in process."""
-    from agentic_grasp.conversions import retrieval_result_from_msg
+    from agentic_grasp.ros.conversions import retrieval_result_from_msg
 
     size = [0.03, 0.03, 0.2]
     for category in ("teleporter", "screwdriver"):          # fallback and a known category
@@ -390,7 +390,7 @@ def test_corrupt_kb_stops_the_node_naming_file_entry_and_field(corrupt_kb):
 def test_main_exits_non_zero_on_a_corrupt_kb(corrupt_kb):
     folder, file, line = corrupt_kb
     proc = subprocess.run(
-        [sys.executable, "-m", "agentic_grasp.nodes.retrieval_node", "--ros-args",
+        [sys.executable, "-m", "agentic_grasp.ros.nodes.retrieval_node", "--ros-args",
          "-p", f"knowledge_base_path:={folder}"],
         capture_output=True, text=True, timeout=60)
     output = proc.stdout + proc.stderr

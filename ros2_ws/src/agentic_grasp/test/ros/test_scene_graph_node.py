@@ -25,7 +25,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from visualization_msgs.msg import Marker, MarkerArray
 
-from agentic_grasp.conversions import (
+from agentic_grasp.ros.conversions import (
     constraint_set_from_msgs, object_to_msg, relation_from_msg)
 from agentic_grasp.core.config import load_yaml
 from agentic_grasp.core.constraints import apply_constraints, infer_constraints
@@ -33,9 +33,9 @@ from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.paths import config_file
 from agentic_grasp.core.scene_graph import SceneGraphConfig, build_scene_graph
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, ObjectState, Shape
-from agentic_grasp.nodes import scene_graph_node
-from agentic_grasp.nodes.scene_graph_node import SceneGraphNode
-from agentic_grasp.testing.node_harness import TIMEOUT_S, NodeHarness, wait_future
+from agentic_grasp.ros.nodes import scene_graph_node
+from agentic_grasp.ros.nodes.scene_graph_node import SceneGraphNode
+from agentic_grasp.ros.testing.node_harness import TIMEOUT_S, NodeHarness, wait_future
 from agentic_grasp_interfaces.msg import SceneGraph as SceneGraphMsg
 from agentic_grasp_interfaces.srv import InferConstraints
 

@@ -7,8 +7,8 @@ import threading
 import numpy as np
 import pytest
 
-from agentic_grasp.client import GraphError
-from agentic_grasp.conversions import grasp_to_msg
+from agentic_grasp.ros.client import GraphError
+from agentic_grasp.ros.conversions import grasp_to_msg
 from agentic_grasp.core.arm import ArmError
 from agentic_grasp.core.heuristic import heuristic_grasp
 from agentic_grasp_interfaces.action import ExecuteGrasp
@@ -81,7 +81,7 @@ def test_cancel_stops_the_attempt_and_keeps_the_object(sim_graph):
     client.load_scene("sg_banana", 2)
     banana = _truth(sim_graph)["banana_1"]
     goal = ExecuteGrasp.Goal(target_id="banana_1", grasp=grasp_to_msg(heuristic_grasp(banana)))
-    from agentic_grasp.backends.dependencies import OrderedActionClient as ActionClient
+    from agentic_grasp.ros.backends.dependencies import OrderedActionClient as ActionClient
 
     action = ActionClient(client.node, ExecuteGrasp, "execute_grasp")
     try:
@@ -108,7 +108,7 @@ def test_second_goal_while_busy_is_rejected(sim_graph):
     client.load_scene("sg_banana", 3)
     banana = _truth(sim_graph)["banana_1"]
     goal = ExecuteGrasp.Goal(target_id="banana_1", grasp=grasp_to_msg(heuristic_grasp(banana)))
-    from agentic_grasp.backends.dependencies import OrderedActionClient as ActionClient
+    from agentic_grasp.ros.backends.dependencies import OrderedActionClient as ActionClient
 
     action = ActionClient(client.node, ExecuteGrasp, "execute_grasp")
     try:
@@ -189,7 +189,7 @@ def test_one_call_per_attempt_grasps_alike_and_still_cancels(whole_attempt_graph
 
     client.load_scene("sg_banana", 2)                         # a cancel during the call
     banana = _truth(whole_attempt_graph)["banana_1"]
-    from agentic_grasp.backends.dependencies import OrderedActionClient as ActionClient
+    from agentic_grasp.ros.backends.dependencies import OrderedActionClient as ActionClient
 
     action = ActionClient(client.node, ExecuteGrasp, "execute_grasp")
     try:

@@ -12,7 +12,7 @@ the attempt ends and the kill lands mid-attempt), and the test checks that:
   own liveliness watch);
 - a node the goal needs no answer from at that moment (perception, retrieval, scene_graph):
   the goal goes on and succeeds (a later call to that node would wait for its restart,
-  backends/peer_call.py);
+  ros/backends/peer_call.py);
 - the supervisor restarted that node (alive again within BACK_WITHIN_S, a bound for loaded
   CI machines: a node process takes 1.5-4.6 s to start here, retrieval the longest as it
   embeds its knowledge base) and a goal succeeds within RECOVERY_S of it being back; the
@@ -50,10 +50,10 @@ ENDS_GOAL = {"executor", "sim", "planner"}
 
 class SupervisedGraph:
     def __init__(self) -> None:
-        from agentic_grasp.client import GraphClient
+        from agentic_grasp.ros.client import GraphClient
         from agentic_grasp.commands.grasp import PlannerClient
-        from agentic_grasp.launcher import Launcher
-        from agentic_grasp.liveness import PeerMonitor
+        from agentic_grasp.ros.launcher import Launcher
+        from agentic_grasp.ros.liveness import PeerMonitor
         from agentic_grasp_interfaces.srv import Perceive
 
         # oracle, asked for: the test waits until perception lists exactly the scene's objects
@@ -77,7 +77,7 @@ class SupervisedGraph:
 
     def try_goal(self, timeout_s: float):
         """(succeeded, message): load the scene, wait for perception, one goal."""
-        from agentic_grasp.client import GraphError
+        from agentic_grasp.ros.client import GraphError
         from agentic_grasp.commands import grasp as grasp_cli
 
         t0 = time.monotonic()
@@ -120,7 +120,7 @@ def _load_and_wait(graph):
 
 @pytest.mark.parametrize("victim", ORDER)
 def test_a_node_killed_mid_goal_costs_one_goal(graph, victim):
-    from agentic_grasp.client import PeerLostError
+    from agentic_grasp.ros.client import PeerLostError
 
     _load_and_wait(graph)
     before = graph.pids()

@@ -23,8 +23,8 @@ class _Graph:
     """Every node as a process (vlm_sim, acquisition off) and a client."""
 
     def __init__(self) -> None:
-        from agentic_grasp.client import GraphClient
-        from agentic_grasp.launcher import Launcher
+        from agentic_grasp.ros.client import GraphClient
+        from agentic_grasp.ros.launcher import Launcher
 
         # the planner as bench --ros runs it (benchmarks/ros_sweep.graph_params)
         self.launcher = Launcher({"arm": "sim", "perception": "vlm_sim", "acquired": "none"},
@@ -86,8 +86,8 @@ def test_hidden_ball_is_found_by_a_wrist_view_and_grasped(graph):
     from agentic_grasp.core.evaluation.sweep import trial_seed
     from agentic_grasp.core.planner.episode import run_trial
     from agentic_grasp.core.sim import load_task
-    from agentic_grasp.goal_session import is_view_record
-    from agentic_grasp.planner_client import PlannerClient, load_scene
+    from agentic_grasp.ros.goal_session import is_view_record
+    from agentic_grasp.ros.planner_client import PlannerClient, load_scene
 
     spec = load_task(TASK)
     seed = trial_seed(0, TASK, 0)
@@ -115,7 +115,7 @@ def test_hidden_ball_is_found_by_a_wrist_view_and_grasped(graph):
 
 
 def test_bad_view_requests_get_clear_errors_and_the_graph_runs_on(graph):
-    from agentic_grasp.backends.wrist_view import pose_to_msg
+    from agentic_grasp.ros.backends.wrist_view import pose_to_msg
     from agentic_grasp_interfaces.srv import Perceive
 
     graph.client.load_scene(TASK, 0, timeout_s=30.0)

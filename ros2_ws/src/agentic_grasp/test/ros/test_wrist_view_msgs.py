@@ -1,12 +1,12 @@
-"""The wrist view's messages (backends/wrist_view.py): poses, the camera model, view results."""
+"""The wrist view's messages (ros/backends/wrist_view.py): poses, the camera model, view results."""
 import math
 
 import numpy as np
 import pytest
 
-from agentic_grasp.backends.wrist_view import (fill_view_result, fill_wrist_camera,
-                                               pose_from_msg, pose_to_msg, view_result_from_msg,
-                                               wrist_camera_from_response)
+from agentic_grasp.ros.backends.wrist_view import (fill_view_result, fill_wrist_camera,
+                                                   pose_from_msg, pose_to_msg, view_result_from_msg,
+                                                   wrist_camera_from_response)
 from agentic_grasp.core.arm import ArmError, ViewResult, WristCameraInfo
 from agentic_grasp.core.camera import look_at
 from agentic_grasp.core.errors import ValidationError

@@ -306,12 +306,12 @@ class TimeModel:
 
 
 def _described(default: Any, description: str) -> Any:
-    """A field with its parameter description (agentic_grasp.params reads the metadata)."""
+    """A field with its parameter description (agentic_grasp.ros.params reads the metadata)."""
     return field(default=default, metadata={"description": description})
 
 
 def _section_field(cls: type, description: str) -> Any:
-    """A nested section; its description heads its leaves' (agentic_grasp.params)."""
+    """A nested section; its description heads its leaves' (agentic_grasp.ros.params)."""
     return field(default_factory=cls, metadata={"description": description})
 
 

@@ -11,7 +11,7 @@ Public API::
         append_experience, experience_from_attempt,             # experience acquisition
         evaluate_retrieval, format_table)                       # Table IV
 
-(Latency and memory at scale: :mod:`agentic_grasp.benchmarks.retrieval_scale`.)
+(Latency and memory at scale: :mod:`agentic_grasp.core.benchmarks.retrieval_scale`.)
 
 Typical use::
 

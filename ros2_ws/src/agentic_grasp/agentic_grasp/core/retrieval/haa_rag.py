@@ -65,7 +65,7 @@ class RetrievalConfig:
     """Constants of HAA-RAG, read from config/retrieval.yaml (no defaults in code)."""
 
     # Field metadata: the ROS parameter's text and, where config/retrieval.yaml groups the
-    # field under another key, its dotted parameter name (agentic_grasp.params).
+    # field under another key, its dotted parameter name (agentic_grasp.ros.params).
     k1: int = field(metadata={"description": "Level 1: candidates kept after the category "
                                              "match"})
     k: int = field(metadata={"description": "Strategies returned for a request with k = 0 "

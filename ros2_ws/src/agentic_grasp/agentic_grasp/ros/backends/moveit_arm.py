@@ -1,0 +1,705 @@
+"""Arm backend for a real (or mock-hardware) Franka arm: MoveIt 2 through moveit_py, plus the
+Franka Hand through franka_ros2's franka_gripper actions (or a GripperCommand controller).
+
+Selected by the executor's ``arm_backend: moveit``; imported only then, so the simulator path
+never needs MoveIt. The poses, goals, scene objects and the outcome mapping come from
+:mod:`agentic_grasp.ros.backends.moveit_translation` (unit-tested without MoveIt); this module
+only talks to the robot:
+
+APPROACH  open the fingers (Move), plan to the pre-grasp pose (OMPL via the ``transit`` plan
+          request), descend in a straight line (Pilz LIN, or move_group's
+          /compute_cartesian_path);
+CLOSE     Grasp (width from the perceived target, epsilon, speed, force), read the finger width;
+LIFT      lift-off segment, width check (slip), rest of the lift, width check (drop).
+
+A cancel stops the trajectory (TrajectoryExecutionManager.stop_execution) and cancels a
+running gripper goal; the fingers are opened only when nothing can be in the hand.
+
+Checked against the upstream sources (moveit2 2.12.4, franka_ros2 v3.4.0); the line
+references are in moveit_translation.py and config/moveit/*.yaml:
+- Pilz Cartesian limits come from this package (franka_fr3_moveit_config has none, and
+  MoveItConfigsBuilder.to_moveit_configs() fails without them once Pilz is enabled);
+- every plan starts from the current state with its velocities zeroed (Pilz rejects any
+  start velocity >= 1e-8 rad/s), passed with ``set_start_state(robot_state=...)``;
+- with ``cartesian_method: service`` the scene also goes to move_group
+  (/apply_planning_scene), whose /compute_cartesian_path checks its own scene;
+- a MoveItPy start-up failure (no complete joint state in time) is reported and retried
+  instead of ending the executor;
+- ``close()`` (called by the executor node's destroy_node) shuts MoveItPy down and deletes
+  it while the process is still intact (moveit2#3721: a segfault while deleting MoveItCpp).
+
+APIs used (names as documented upstream; see docker/ros/README.md for the sources):
+``moveit.planning.MoveItPy(node_name, config_dict)``, ``.get_planning_component``,
+``.get_planning_scene_monitor``, ``.get_trajectory_execution_manager``, ``.execute``;
+``PlanningComponent.set_start_state(robot_state) / set_goal_state(pose_stamped_msg,
+pose_link) / plan(single_plan_parameters)``; ``PlanRequestParameters(moveit_py, namespace)``;
+``PlanningSceneMonitor.read_write() -> scene.apply_collision_object``;
+``moveit.core.robot_trajectory.RobotTrajectory.set_robot_trajectory_msg``;
+``moveit_configs_utils.MoveItConfigsBuilder``; ``moveit_msgs/srv/GetCartesianPath``;
+``franka_msgs/action/{Grasp, Move, Homing}``; ``control_msgs/action/GripperCommand``.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import threading
+import time
+from dataclasses import fields
+from typing import Callable, List, Optional, Sequence, Tuple
+
+from ament_index_python.packages import get_package_share_directory
+from geometry_msgs.msg import Pose as PoseMsg, PoseStamped
+from rclpy.action import ActionClient
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+
+from agentic_grasp.ros import qos
+from agentic_grasp.ros.backends.moveit_translation import (
+    COLLISION_ADD, MOVEIT_CONFIG_PARTS, PSM_START_FAILURE, SOLID_BOX, SOLID_CYLINDER, SOLID_SPHERE,
+    AttemptObservation, CollisionObjectSpec, JointStatesMissing, MoveItBackendConfig, Pose,
+    cancel_plan,
+    cartesian_limits_from_yaml, combine_moveit_params, dropoff_pose, finger_width,
+    gripper_grasp_goal, gripper_open_goal, is_system_error, is_transient_start_failure,
+    moveit_error_name,
+    outcome_from_observation, plan_grasp_motion, resolve_path, rest_start_velocities,
+    scene_collision_objects, scene_diff, start_with_retries)
+from agentic_grasp.ros.backends.moveit_view import MoveItViewMixin, MoveItWristCamera
+from agentic_grasp.ros.conversions import object_from_msg
+from agentic_grasp.core.arm import PHASES, ArmBackend, ArmError, ArmResult
+from agentic_grasp.core.config import load_yaml
+from agentic_grasp.core.errors import ConfigError, ValidationError
+from agentic_grasp.core.paths import config_dir
+from agentic_grasp.core.sim.params import QualityParams
+from agentic_grasp.core.types import GraspParameters, ObjectInstance, Phase
+from agentic_grasp.ros.futures import wait_done
+from agentic_grasp.ros.params import declare_config
+from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
+
+try:  # MoveIt 2's Python bindings: ros-jazzy-moveit-py and ros-jazzy-moveit-configs-utils
+    from moveit.core.robot_trajectory import RobotTrajectory
+    from moveit.planning import MoveItPy, PlanRequestParameters
+    from moveit_configs_utils import MoveItConfigsBuilder
+    from moveit_msgs.msg import CollisionObject
+    from moveit_msgs.srv import ApplyPlanningScene, GetCartesianPath
+    from shape_msgs.msg import SolidPrimitive
+except ImportError as exc:  # pragma: no cover - exercised where MoveIt is absent
+    raise ImportError(
+        "arm_backend 'moveit' needs MoveIt 2's Python API moveit_py (apt: ros-jazzy-moveit-py, "
+        "ros-jazzy-moveit-configs-utils, ros-jazzy-moveit-msgs); it is installed in the ROS "
+        "image built from docker/ros/Dockerfile. Without it use arm_backend 'sim'. "
+        f"(import failed: {exc})") from exc
+
+_SHAPE_TYPES = {SOLID_BOX: SolidPrimitive.BOX, SOLID_CYLINDER: SolidPrimitive.CYLINDER,
+                SOLID_SPHERE: SolidPrimitive.SPHERE}
+_POLL_S = 0.02
+
+
+class _Canceled(Exception):
+    """The goal was canceled while a step ran; the step already stopped the robot."""
+
+
+def _pose_msg(pose: Pose) -> PoseMsg:
+    msg = PoseMsg()
+    msg.position.x, msg.position.y, msg.position.z = pose.position
+    (msg.orientation.x, msg.orientation.y, msg.orientation.z,
+     msg.orientation.w) = pose.orientation
+    return msg
+
+
+def _collision_msg(spec: CollisionObjectSpec, operation: int) -> CollisionObject:
+    obj = CollisionObject()
+    obj.header.frame_id = spec.frame_id
+    obj.id = spec.id
+    obj.operation = operation
+    if operation == CollisionObject.ADD:
+        obj.primitives = [SolidPrimitive(type=_SHAPE_TYPES[spec.primitive_type],
+                                         dimensions=list(spec.dimensions))]
+        obj.primitive_poses = [_pose_msg(spec.pose)]
+        obj.pose = _pose_msg(Pose((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
+    return obj
+
+
+def _wait(future, timeout_s: float, is_cancelled: Callable[[], bool]) -> Tuple[str, object]:
+    """Wait for an rclpy future from a callback thread: ("done", result), ("timeout", None)
+    or ("canceled", None). The node's executor completes the future on another thread."""
+    deadline = time.monotonic() + timeout_s
+    ended = ["done"]
+
+    def poll(done: threading.Event, _timeout_s: float) -> None:
+        while not done.wait(_POLL_S):
+            if is_cancelled():
+                ended[0] = "canceled"
+                return
+            if time.monotonic() > deadline:
+                ended[0] = "timeout"
+                return
+
+    wait_done(future, timeout_s, wait=poll)
+    return (ended[0], None) if ended[0] != "done" else ("done", future.result())
+
+
+class _Gripper:
+    """The Franka Hand through franka_gripper's actions, or a GripperCommand controller."""
+
+    def __init__(self, node: Node, cfg: MoveItBackendConfig, group) -> None:
+        self._cfg = cfg
+        self._active_goal = None
+        if cfg.gripper_interface == "franka":
+            try:
+                from franka_msgs.action import Grasp, Homing, Move
+            except ImportError as exc:
+                raise ImportError("moveit.gripper_interface 'franka' needs franka_msgs "
+                                  "(franka_ros2, built in docker/ros/Dockerfile)") from exc
+            self._types = {"grasp": Grasp, "move": Move, "homing": Homing}
+            ns = cfg.gripper_action_ns.rstrip("/")
+            self._clients = {k: ActionClient(node, t, f"{ns}/{k}", callback_group=group)
+                             for k, t in self._types.items()}
+        else:
+            from control_msgs.action import GripperCommand
+            self._types = {"command": GripperCommand}
+            self._clients = {"command": ActionClient(node, GripperCommand,
+                                                     cfg.gripper_command_action,
+                                                     callback_group=group)}
+
+    @property
+    def goal_active(self) -> bool:
+        return self._active_goal is not None
+
+    def ready(self, timeout_s: float) -> bool:
+        return all(c.wait_for_server(timeout_sec=timeout_s) for c in self._clients.values())
+
+    def _send(self, kind: str, goal, is_cancelled: Callable[[], bool]) -> Optional[bool]:
+        """Run one goal; True/False = action succeeded/failed, None = no answer in time."""
+        client = self._clients[kind]
+        state, handle = _wait(client.send_goal_async(goal), self._cfg.action_timeout_s,
+                              is_cancelled)
+        if state != "done" or handle is None or not handle.accepted:
+            if state == "canceled":
+                raise _Canceled()
+            return None
+        self._active_goal = handle
+        try:
+            state, wrapped = _wait(handle.get_result_async(), self._cfg.action_timeout_s,
+                                   is_cancelled)
+            if state == "canceled":
+                handle.cancel_goal_async()      # franka_gripper calls gripper->stop()
+                raise _Canceled()
+            if state == "timeout":
+                handle.cancel_goal_async()
+                return None
+        finally:
+            self._active_goal = None
+        result = wrapped.result
+        if kind == "command":
+            return bool(result.reached_goal or result.stalled)
+        return bool(result.success)
+
+    def homing(self, is_cancelled) -> Optional[bool]:
+        if "homing" not in self._clients:
+            return True
+        return self._send("homing", self._types["homing"].Goal(), is_cancelled)
+
+    def move(self, width: float, speed: float, is_cancelled) -> Optional[bool]:
+        if "move" in self._clients:
+            return self._send("move", self._types["move"].Goal(width=width, speed=speed),
+                              is_cancelled)
+        goal = self._types["command"].Goal()
+        goal.command.position, goal.command.max_effort = width / 2.0, 0.0
+        return self._send("command", goal, is_cancelled)
+
+    def grasp(self, goal, is_cancelled) -> Optional[bool]:
+        if "grasp" in self._clients:
+            msg = self._types["grasp"].Goal(width=goal.width, speed=goal.speed, force=goal.force)
+            msg.epsilon.inner, msg.epsilon.outer = goal.epsilon_inner, goal.epsilon_outer
+            return self._send("grasp", msg, is_cancelled)
+        msg = self._types["command"].Goal()      # close fully; the object stalls the fingers
+        msg.command.position, msg.command.max_effort = 0.0, goal.force
+        return self._send("command", msg, is_cancelled)
+
+    def cancel(self) -> None:
+        handle = self._active_goal
+        if handle is not None:
+            handle.cancel_goal_async()
+
+    def destroy(self) -> None:
+        for client in self._clients.values():
+            client.destroy()
+
+
+#: QualityParams fields the MoveIt backend does not declare: all but the Eq. 2 weights.
+_NOT_EQ2 = tuple(f.name for f in fields(QualityParams) if f.name != "weights")
+_EQ2_TEXT = ("Eq. 2 weights w1..w7 of an attempt's Q (position accuracy, width, force, "
+             "approach clearance, grasp type, difficulty, grip security); sum 1, as the sim "
+             "node's quality.weights (config/sim.yaml)")
+
+
+
+def declare_quality(node: Node) -> QualityParams:
+    """The Eq. 2 weights every outcome's Q uses, declared as the sim node declares them.
+
+    ``quality.weights`` (config/sim.yaml); the other quality constants model the
+    simulator's factors and mean nothing on the arm, so they keep their defaults.
+    """
+    return declare_config(node, "quality", QualityParams, exclude=_NOT_EQ2,
+                          build=QualityParams.from_mapping, fallback=_EQ2_TEXT)
+
+
+class MoveItArmBackend(MoveItViewMixin, ArmBackend):
+    """One grasp attempt on the arm through MoveIt, reported in the failure taxonomy; wrist
+    camera views as camera-frame pose goals (ros/backends/moveit_view.py)."""
+
+    name = "moveit"
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+        try:
+            self.cfg = declare_config(node, "moveit", MoveItBackendConfig,
+                                      build=MoveItBackendConfig.from_dict)
+        except ValidationError as exc:
+            raise ConfigError(str(exc)) from exc
+        self.quality = declare_quality(node)
+        self.wrist_mount = declare_config(node, "wrist_camera", MoveItWristCamera).mount()
+        self._log = node.get_logger()
+        self._closed = False
+        params = self._moveit_params()
+        self._moveit = start_with_retries(lambda: self._start_moveit(params),
+                                          int(self.cfg.startup_attempts),
+                                          float(self.cfg.startup_retry_s),
+                                          self._report_start_failure)
+        self._arm = self._moveit.get_planning_component(self.cfg.planning_group)
+        self._psm = self._moveit.get_planning_scene_monitor()
+        tem_getter = (getattr(self._moveit, "get_trajectory_execution_manager", None)
+                      or getattr(self._moveit, "get_trajactory_execution_manager"))
+        self._tem = tem_getter()
+        group = ReentrantCallbackGroup()
+        self._gripper = _Gripper(node, self.cfg, group)
+        self._cartesian = (node.create_client(GetCartesianPath, self.cfg.cartesian_service,
+                                              callback_group=group)
+                           if self.cfg.cartesian_method == "service" else None)
+        self._apply_scene = (node.create_client(ApplyPlanningScene,
+                                                self.cfg.apply_planning_scene_service,
+                                                callback_group=group)
+                             if self.cfg.cartesian_method == "service" else None)
+        self._width_lock = threading.Condition()
+        self._width: Tuple[float, float] = (math.nan, 0.0)     # (width m, monotonic time)
+        self._objects: List[ObjectInstance] = []
+        node.create_subscription(JointState, self.cfg.gripper_joint_states, self._on_joints,
+                                 qos_profile_sensor_data, callback_group=group)
+        node.create_subscription(PerceptionResultMsg, self.cfg.perception_topic,
+                                 self._on_perception, qos.LATCHED, callback_group=group)
+        self._scene_ids: List[str] = []
+        self._holding = False
+        self._homed = self.cfg.gripper_interface != "franka" or not self.cfg.homing_on_start
+        self._log.info(f"MoveIt backend ready: group {self.cfg.planning_group}, link "
+                       f"{self.cfg.ik_link}, gripper {self.cfg.gripper_interface}")
+
+    # ------------------------------------------------------------------ set-up
+    def _start_moveit(self, params: dict):
+        """One attempt: wait for the robot's joint states, then build MoveItPy.
+
+        Waiting here first keeps a missing driver from costing a MoveItPy attempt: a failed
+        MoveItCpp constructor leaves the rclcpp node and executor thread MoveItPy made
+        behind (moveit_py/src/moveit/moveit_ros/moveit_cpp/moveit_cpp.cpp:124-142, 2.12.4), and it
+        holds the GIL for the whole wait_for_initial_state_timeout."""
+        from rclpy.wait_for_message import wait_for_message
+
+        topic = self.cfg.joint_state_topic
+        received, _ = wait_for_message(JointState, self._node, topic,
+                                       qos_profile=qos_profile_sensor_data,
+                                       time_to_wait=float(self.cfg.startup_retry_s))
+        if not received:
+            raise JointStatesMissing(f"no JointState on {topic} within "
+                                     f"{self.cfg.startup_retry_s:g} s (is the robot driver / "
+                                     "joint_state_broadcaster running?)")
+        # No planning scene service: MoveItPy would serve get_planning_scene in the root
+        # namespace (moveit_py .../moveit_cpp.cpp:144-146; the monitor's private node shares
+        # the node's namespace, planning_scene_monitor.cpp:116-119), the name move_group's
+        # default GetPlanningSceneService capability serves; RViz would ask either one.
+        kwargs = {"provide_planning_service": False}
+        if topic.strip("/") != "joint_states":      # MoveItCpp's fixed topic, moveit_cpp.hpp:61
+            kwargs["remappings"] = {"joint_states": topic}
+        return MoveItPy(node_name=self.cfg.node_name, config_dict=params, **kwargs)
+
+    def _report_start_failure(self, attempt: int, exc: BaseException) -> None:
+        hint = ""
+        if PSM_START_FAILURE in str(exc):
+            hint = (" (MoveItCpp received no complete robot state on "
+                    f"{self.cfg.joint_state_topic} within wait_for_initial_state_timeout, "
+                    "config/moveit/moveit_py.yaml; every joint of the robot model needs one)")
+        limit = f"/{self.cfg.startup_attempts}" if self.cfg.startup_attempts else ""
+        then = (f"retrying in {self.cfg.startup_retry_s:g} s" if is_transient_start_failure(exc)
+                else "not retried: a configuration error")
+        self._log.error(f"MoveIt backend not started, attempt {attempt}{limit}: {exc}{hint}; "
+                        f"{then}")
+
+    def _moveit_params(self) -> dict:
+        """MoveItConfigsBuilder for the robot, then config/moveit/moveit_py.yaml on top.
+
+        The parts are merged deeply (see combine_moveit_params) instead of ``to_dict()``."""
+        cfg = self.cfg
+        share = get_package_share_directory(cfg.moveit_config_package)
+
+        def path(spec: str) -> str:
+            return resolve_path(spec, share, get_package_share_directory)
+
+        builder = MoveItConfigsBuilder(cfg.robot_name, package_name=cfg.moveit_config_package)
+        builder.robot_description(file_path=path(cfg.urdf_file),
+                                  mappings=cfg.mapping_dict("urdf_mappings") or None)
+        builder.robot_description_semantic(file_path=path(cfg.srdf_file),
+                                           mappings=cfg.mapping_dict("srdf_mappings") or None)
+        builder.robot_description_kinematics(file_path=path(cfg.kinematics_file))
+        builder.joint_limits(file_path=path(cfg.joint_limits_file))
+        builder.trajectory_execution(file_path=path(cfg.controllers_file))
+        builder.planning_pipelines(default_planning_pipeline="ompl",
+                                   pipelines=["ompl", "pilz_industrial_motion_planner"])
+        # With Pilz enabled, to_moveit_configs() loads <config pkg>/config/
+        # pilz_cartesian_limits.yaml unless a file is given (moveit_configs_builder.py:530-532);
+        # franka_fr3_moveit_config has none, so this package ships one.
+        limits_file = path(cfg.pilz_cartesian_limits_file)
+        cartesian_limits_from_yaml(load_yaml(limits_file), cfg)
+        builder.pilz_cartesian_limits(file_path=limits_file)
+        configs = builder.to_moveit_configs()
+        parts = [getattr(configs, name, None) for name in MOVEIT_CONFIG_PARTS]
+        return combine_moveit_params([p for p in parts if isinstance(p, dict) and p],
+                                     load_yaml(config_dir() / cfg.moveit_py_file))
+
+    def _on_joints(self, msg: JointState) -> None:
+        width = finger_width(msg.name, msg.position, self.cfg.gripper_joint_names)
+        if width is not None:
+            with self._width_lock:
+                self._width = (width, time.monotonic())
+                self._width_lock.notify_all()
+
+    def _on_perception(self, msg: PerceptionResultMsg) -> None:
+        objects = []
+        for obs in msg.objects:
+            try:
+                objects.append(object_from_msg(obs))
+            except ValidationError as exc:
+                self._log.warning(f"perceived object ignored: {exc}")
+        self._objects = objects
+
+    def _fresh_width(self, timeout_s: float = 1.0) -> float:
+        """Finger width from a joint state received after this call (NaN if none came)."""
+        since = time.monotonic()
+        with self._width_lock:
+            self._width_lock.wait_for(lambda: self._width[1] > since, timeout=timeout_s)
+            return self._width[0] if self._width[1] > since else math.nan
+
+    # ------------------------------------------------------------------ motion
+    def _update_scene(self, target_id: str, is_cancelled) -> None:
+        """Table and perceived neighbours into MoveItPy's scene (OMPL and Pilz plan there)
+        and, for cartesian_method service, into move_group's (its Cartesian service checks
+        collisions against its own scene only)."""
+        specs = scene_collision_objects(self._objects, target_id, self.cfg)
+        messages = []
+        for operation, object_id, spec in scene_diff(self._scene_ids, specs):
+            if operation == COLLISION_ADD:
+                messages.append(_collision_msg(spec, CollisionObject.ADD))
+            else:
+                gone = CollisionObject(id=object_id, operation=CollisionObject.REMOVE)
+                gone.header.frame_id = self.cfg.planning_frame
+                messages.append(gone)
+        with self._psm.read_write() as scene:
+            for message in messages:
+                scene.apply_collision_object(message)
+            scene.current_state.update()
+        self._scene_ids = [s.id for s in specs]
+        if self._apply_scene is not None:
+            self._send_scene_to_move_group(messages, is_cancelled)
+
+    def _send_scene_to_move_group(self, messages, is_cancelled) -> None:
+        service = self.cfg.apply_planning_scene_service
+        request = ApplyPlanningScene.Request()
+        # As PlanningSceneInterface::applyCollisionObjects builds it (moveit2 2.12.4
+        # planning_scene_interface.cpp:371-378): a diff that leaves the robot state alone.
+        request.scene.is_diff = True
+        request.scene.robot_state.is_diff = True
+        request.scene.world.collision_objects = list(messages)
+        if not self._apply_scene.wait_for_service(timeout_sec=2.0):
+            raise ConnectionError(f"{service} is not available (is move_group running?); "
+                                  "/compute_cartesian_path would not see the table")
+        state, response = _wait(self._apply_scene.call_async(request),
+                                self.cfg.action_timeout_s, is_cancelled)
+        if state == "canceled":
+            raise _Canceled()
+        if state == "timeout":
+            raise TimeoutError(f"{service} did not answer")
+        if not response.success:
+            raise RuntimeError(f"move_group did not apply the planning scene ({service})")
+
+    def _start_state(self):
+        """The current state with zero velocities: Pilz refuses a start state that moves
+        (see rest_start_velocities); every plan starts after the last motion ended."""
+        with self._psm.read_only() as scene:
+            state = copy.copy(scene.current_state)
+        velocities, fastest = rest_start_velocities(state.joint_velocities)
+        if fastest > self.cfg.at_rest_velocity_radps:
+            self._log.warning(f"planning from a moving arm: a joint moves at {fastest:.3f} "
+                              f"rad/s (> {self.cfg.at_rest_velocity_radps:g}); the plan starts "
+                              "from its position at rest")
+        state.joint_velocities = velocities
+        return state
+
+    def _execute(self, trajectory, is_cancelled) -> str:
+        """Run a trajectory; "" on success, else the ExecutionStatus text. A cancel stops it."""
+        finished = threading.Event()
+
+        def watch() -> None:
+            while not finished.wait(_POLL_S):
+                if is_cancelled():
+                    self._tem.stop_execution()
+                    return
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            status = self._moveit.execute(trajectory, controllers=[])
+        finally:
+            finished.set()
+            watcher.join()
+        if is_cancelled():
+            raise _Canceled()
+        if bool(status):
+            return ""
+        return str(getattr(status, "status", status) or "execution failed")
+
+    def _plan_to(self, pose: Pose, request: str, scaling: Optional[float]):
+        """Plan to an ik_link pose; (trajectory, None) or (None, MoveItErrorCodes value)."""
+        goal = PoseStamped()
+        goal.header.frame_id = self.cfg.planning_frame
+        goal.pose = _pose_msg(pose)
+        self._arm.set_start_state(robot_state=self._start_state())
+        self._arm.set_goal_state(pose_stamped_msg=goal, pose_link=self.cfg.ik_link)
+        params = PlanRequestParameters(self._moveit, request)
+        if scaling is not None:
+            params.max_velocity_scaling_factor = scaling
+            params.max_acceleration_scaling_factor = scaling
+        result = self._arm.plan(single_plan_parameters=params)
+        if result:
+            return result.trajectory, None
+        return None, int(result.error_code.val)
+
+    def _plan_straight(self, waypoints: Sequence[Pose], scaling: float, is_cancelled):
+        """A straight segment: (trajectory, None, 1.0) or (None, error code, fraction)."""
+        if self.cfg.cartesian_method == "pilz_lin":
+            trajectory, code = self._plan_to(waypoints[-1], self.cfg.cartesian_request, scaling)
+            return trajectory, code, (1.0 if trajectory is not None else 0.0)
+        request = GetCartesianPath.Request()
+        request.header.frame_id = self.cfg.planning_frame
+        request.start_state.is_diff = True
+        request.group_name = self.cfg.planning_group
+        request.link_name = self.cfg.ik_link
+        request.waypoints = [_pose_msg(p) for p in waypoints]
+        request.max_step = self.cfg.cartesian_max_step_m
+        request.avoid_collisions = True
+        request.max_velocity_scaling_factor = scaling
+        request.max_acceleration_scaling_factor = scaling
+        if hasattr(request, "max_cartesian_speed"):      # moveit_msgs >= 2.6
+            request.cartesian_speed_limited_link = self.cfg.ik_link
+            request.max_cartesian_speed = scaling * self.cfg.max_trans_vel_mps
+        if not self._cartesian.wait_for_service(timeout_sec=2.0):
+            raise ConnectionError(f"{self.cfg.cartesian_service} is not available "
+                                  "(is move_group running?)")
+        state, response = _wait(self._cartesian.call_async(request),
+                                self.cfg.action_timeout_s, is_cancelled)
+        if state == "canceled":
+            raise _Canceled()
+        if state == "timeout":
+            raise TimeoutError(f"{self.cfg.cartesian_service} did not answer")
+        if response.fraction < self.cfg.min_cartesian_fraction:
+            code = response.error_code.val
+            return None, (code if code != 1 else -1), float(response.fraction)
+        trajectory = RobotTrajectory(self._moveit.get_robot_model())
+        with self._psm.read_only() as scene:
+            trajectory.set_robot_trajectory_msg(scene.current_state, response.solution)
+        trajectory.joint_model_group_name = self.cfg.planning_group
+        return trajectory, None, float(response.fraction)
+
+    def _move(self, obs: AttemptObservation, stage: str, trajectory_or_code, is_cancelled,
+              fraction: float = math.nan) -> bool:
+        """Execute a planned motion or record why there is none; True when it ran through."""
+        trajectory, code = trajectory_or_code
+        if trajectory is None:
+            if is_system_error(code):
+                raise RuntimeError(f"MoveIt cannot plan the {stage} motion: "
+                                   f"{moveit_error_name(code)}")
+            obs.planning_error, obs.planning_stage = code, stage
+            obs.cartesian_fraction = fraction
+            return False
+        failure = self._execute(trajectory, is_cancelled)
+        if failure:
+            obs.execution_failure, obs.execution_stage = failure, stage
+            return False
+        return True
+
+    def _release_held_object(self, is_cancelled) -> Optional[str]:
+        """Put a held object down at the drop-off pose; None or why it failed."""
+        trajectory, code = self._plan_to(dropoff_pose(self.cfg), self.cfg.transit_request,
+                                         self.cfg.transit_velocity_scaling)
+        if trajectory is None:
+            return f"no plan to the drop-off pose ({moveit_error_name(code)})"
+        failure = self._execute(trajectory, is_cancelled)
+        if failure:
+            return f"drop-off motion failed: {failure}"
+        if not self._gripper.move(0.08, self.cfg.gripper_open_speed_mps, is_cancelled):
+            return "gripper did not open at the drop-off"
+        self._holding = False
+        return None
+
+    def _retreat(self, motion, opening_m: float, is_cancelled) -> None:
+        """After a failed close: open the fingers and back out along the approach, so the
+        next attempt does not start with the hand around the object (best effort)."""
+        if not self._gripper.move(opening_m, self.cfg.gripper_open_speed_mps, is_cancelled):
+            self._log.warning("gripper did not reopen after the failed grasp")
+            return
+        trajectory, code, _ = self._plan_straight([motion.pre_grasp],
+                                                  motion.descent_velocity_scaling, is_cancelled)
+        failure = (f"no plan ({moveit_error_name(code)})" if trajectory is None
+                   else self._execute(trajectory, is_cancelled))
+        if failure:
+            self._log.warning(f"retreat to the pre-grasp pose failed: {failure}")
+
+    # ------------------------------------------------------------------ the attempt
+    def execute(self, target_id: str, grasp: GraspParameters, on_phase, is_cancelled) -> ArmResult:
+        if not self._gripper.ready(timeout_s=2.0):
+            return ArmResult(ArmError.BACKEND_UNAVAILABLE, "gripper action server(s) not "
+                             f"available ({self.cfg.gripper_interface})")
+        obs = AttemptObservation()
+        start = time.monotonic()
+        try:
+            return self._attempt(target_id, grasp, on_phase, is_cancelled, obs, start)
+        except _Canceled:
+            plan = cancel_plan(self._holding, self._gripper.goal_active)
+            if plan.cancel_gripper_goal:
+                self._gripper.cancel()
+            if plan.open_gripper:
+                self._gripper.move(grasp.width, self.cfg.gripper_open_speed_mps, lambda: False)
+            obs.duration_s = time.monotonic() - start
+            return ArmResult(ArmError.CANCELED,
+                             f"canceled during {obs.phase_reached.value}; motion stopped"
+                             + ("; object kept in the hand" if self._holding else ""),
+                             outcome_from_observation(obs, self.cfg, target_id,
+                                                      weights=self.quality.weights))
+        except (ConnectionError, TimeoutError) as exc:
+            return ArmResult(ArmError.BACKEND_UNAVAILABLE, str(exc))
+        except (RuntimeError, ValidationError) as exc:
+            self._log.error(f"MoveIt backend failed: {exc}")
+            return ArmResult(ArmError.BACKEND_FAILURE, str(exc))
+
+    def _attempt(self, target_id, grasp, on_phase, is_cancelled, obs, start) -> ArmResult:
+        def check() -> None:
+            if is_cancelled():
+                raise _Canceled()
+
+        def finish(message: str) -> ArmResult:
+            obs.duration_s = time.monotonic() - start
+            outcome = outcome_from_observation(obs, self.cfg, target_id,
+                                               weights=self.quality.weights)
+            return ArmResult(ArmError.NONE, message, outcome)
+
+        if not self._homed:
+            if not self._gripper.homing(is_cancelled):
+                return ArmResult(ArmError.BACKEND_FAILURE, "Franka Hand homing failed")
+            self._homed = True
+        if self._holding:
+            why = self._release_held_object(is_cancelled)
+            if why is not None:
+                return ArmResult(ArmError.BACKEND_FAILURE, f"cannot release the held object: {why}")
+        known = {o.id for o in self._objects}
+        target = next((o for o in self._objects if o.id == target_id), None)
+        if target is None:
+            self._log.warning(f"target {target_id!r} is not in the last perception result "
+                              f"({sorted(known)}); grasping without its width or scene")
+        self._update_scene(target_id, is_cancelled)
+        motion = plan_grasp_motion(grasp, self.cfg)
+        count = len(PHASES)
+
+        # APPROACH: open, free motion to the pre-grasp, straight descent.
+        on_phase(Phase.APPROACH, 1, count)
+        opening = gripper_open_goal(grasp, self.cfg)
+        if not self._gripper.move(opening.width, opening.speed, is_cancelled):
+            return ArmResult(ArmError.BACKEND_FAILURE, "gripper did not open")
+        obs.opening_m = self._fresh_width()
+        check()
+        planned = self._plan_to(motion.pre_grasp, self.cfg.transit_request,
+                                self.cfg.transit_velocity_scaling)
+        if not self._move(obs, "pre-grasp", planned, is_cancelled):
+            return finish("pre-grasp not reached")
+        check()
+        trajectory, code, fraction = self._plan_straight(motion.descent,
+                                                         motion.descent_velocity_scaling,
+                                                         is_cancelled)
+        if not self._move(obs, "descent", (trajectory, code), is_cancelled, fraction):
+            return finish("descent not completed")
+
+        # CLOSE
+        check()
+        on_phase(Phase.CLOSE, 2, count)
+        obs.phase_reached = Phase.CLOSE
+        obs.grasp_goal = gripper_grasp_goal(grasp, target, self.cfg)
+        answered = self._gripper.grasp(obs.grasp_goal, is_cancelled)
+        if answered is None:
+            raise TimeoutError("gripper grasp action did not answer")
+        obs.width_after_close_m = self._fresh_width()
+        lo, hi = obs.grasp_goal.window
+        # franka_gripper's Grasp judges the window itself; a GripperCommand controller only
+        # reports that the fingers stopped, so the measured width decides.
+        obs.grasp_action_ok = (answered if self.cfg.gripper_interface == "franka"
+                               else lo < obs.width_after_close_m < hi)
+        if not obs.grasp_action_ok:
+            self._retreat(motion, opening.width, is_cancelled)
+            return finish("grasp failed")
+        self._holding = True
+
+        # LIFT: lift-off (slip check), then the rest (drop check).
+        check()
+        on_phase(Phase.LIFT, 3, count)
+        obs.phase_reached = Phase.LIFT
+        if motion.liftoff:
+            trajectory, code, fraction = self._plan_straight(
+                motion.liftoff, motion.lift_velocity_scaling, is_cancelled)
+            if not self._move(obs, "lift-off", (trajectory, code), is_cancelled, fraction):
+                return finish("lift-off not completed")
+            obs.width_after_liftoff_m = self._fresh_width()
+        check()
+        trajectory, code, fraction = self._plan_straight(motion.lift, motion.lift_velocity_scaling,
+                                                         is_cancelled)
+        if not self._move(obs, "lift", (trajectory, code), is_cancelled, fraction):
+            return finish("lift not completed")
+        obs.width_after_lift_m = self._fresh_width()
+        outcome = outcome_from_observation(obs, self.cfg, target_id,
+                                           weights=self.quality.weights)
+        self._holding = outcome.success
+        obs.duration_s = time.monotonic() - start
+        outcome.duration_s = obs.duration_s
+        return ArmResult(ArmError.NONE, "object lifted" if outcome.success else "object lost",
+                         outcome)
+
+    def close(self) -> None:
+        """Release the clients, then shut MoveItPy down and delete it now, while rclpy and
+        the interpreter are intact, rather than whenever Python collects it at exit.
+
+        MoveItPy.shutdown() only calls rclcpp::shutdown() (moveit_py/src/moveit/moveit_ros/
+        moveit_cpp/moveit_cpp.cpp:176-177); the object's deleter then cancels its executor and
+        deletes MoveItCpp (lines 136-142). moveit2#3721 (open, Jazzy 2.12.4): that deletion
+        can segfault even after shutdown(). A crash after "deleting MoveItCpp" in the log is
+        that bug, not this backend."""
+        if self._closed:
+            return
+        self._closed = True
+        self._gripper.destroy()
+        for client in (self._cartesian, self._apply_scene):
+            if client is not None:
+                self._node.destroy_client(client)
+        moveit, self._moveit = self._moveit, None
+        self._arm = self._psm = self._tem = None      # they keep MoveItCpp alive
+        moveit.shutdown()
+        self._log.info("MoveItPy shut down; deleting MoveItCpp")
+        del moveit
+        self._log.info("MoveIt backend closed")
+
+
+__all__ = ["MoveItArmBackend"]

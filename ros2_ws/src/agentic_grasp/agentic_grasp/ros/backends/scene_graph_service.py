@@ -1,0 +1,74 @@
+"""The planner's constraint function over the scene-graph node's InferConstraints service."""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Tuple
+
+from rclpy.callback_groups import CallbackGroup
+from rclpy.node import Node
+from std_msgs.msg import Header
+
+from agentic_grasp.ros.backends.dependencies import DependencyError, GoalSignal
+from agentic_grasp.ros.backends.peer_call import PeerCall, service_call
+from agentic_grasp.ros.conversions import (constraint_set_from_msgs, relation_from_msg,
+                                           scene_objects_from_msg, scene_to_msg)
+from agentic_grasp.core.constraints import ConstraintSet
+from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.core.scene_graph import SceneGraph, graph_from_relations
+from agentic_grasp.core.types import ObjectInstance
+from agentic_grasp_interfaces.srv import InferConstraints
+
+PEER = "scene_graph"
+
+
+class SceneGraphService:
+    """BuildSceneGraph + InferConstraints of (objects, target id), as the planner's
+    ConstraintFn, and BuildSceneGraph alone (:meth:`graph`, the task plan's support order),
+    both answered by the scene-graph node (which also publishes G for RViz), so the planner
+    in the graph reasons on one graph of one configuration, as it does in process.
+
+    A refusal (success=false: a scene the node finds invalid) raises DependencyError rather
+    than returning no constraints: grasping next to a fragile neighbour without the
+    constraints that protect it is not a safe fallback.
+    """
+
+    def __init__(self, node: Node, timeout_s: float, callback_group: CallbackGroup,
+                 service: str = "infer_constraints", frame_id: str = "world",
+                 source: str = "") -> None:
+        client = node.create_client(InferConstraints, service, callback_group=callback_group)
+        self._client = client
+        self.caller = PeerCall(PEER, timeout_s)   # its liveness watch: set by the planner node
+        self._node = node
+        self._frame = frame_id
+        self._source = source
+
+    def _infer(self, objects: Sequence[ObjectInstance], target_id: str,
+               signal: Optional[GoalSignal]) -> Tuple[Any, Any]:
+        header = Header(stamp=self._node.get_clock().now().to_msg(), frame_id=self._frame)
+        request = InferConstraints.Request(scene=scene_to_msg(objects, header, self._source),
+                                           target_id=target_id)
+        response = service_call(self.caller, self._client, request, signal)
+        if not response.success:
+            raise DependencyError(PEER, f"infer_constraints refused the scene: "
+                                        f"{response.message}")
+        return request, response
+
+    def graph(self, objects: Sequence[ObjectInstance],
+              signal: Optional[GoalSignal] = None) -> SceneGraph:
+        """G of ``objects`` as the node built it (its configuration and camera): the request
+        with no target_id, the node's relations on the objects as the node received them."""
+        request, response = self._infer(objects, "", signal)
+        try:
+            return graph_from_relations(scene_objects_from_msg(request.scene),
+                                        [relation_from_msg(r) for r in response.relations])
+        except ValidationError as exc:
+            raise DependencyError(PEER, f"infer_constraints answered an invalid graph: "
+                                        f"{exc}") from None
+
+    def constraints(self, objects: Sequence[ObjectInstance], target_id: str,
+                    signal: Optional[GoalSignal] = None) -> ConstraintSet:
+        _, response = self._infer(objects, target_id, signal)
+        try:
+            return constraint_set_from_msgs(target_id, response.constraints)
+        except ValidationError as exc:
+            raise DependencyError(PEER, f"infer_constraints answered an invalid constraint: "
+                                        f"{exc}") from None

@@ -1,0 +1,84 @@
+"""The node graph, declared once: bringup.launch.py and ``agentic-grasp bringup`` both read it.
+
+Each entry names the node, its console script (ros2 launch) and module (plain processes), its
+params file under config/, and when it runs. Arguments mirror the launch file's:
+arm (sim | moveit), perception (vlm_sim, the default: the simulated VLM perceiving from
+pixels | vlm | oracle: ground truth, only when asked), vlm_url, params_file, acquired
+(experience acquisition: the acquired-experiences file the planner appends to and the
+retrieval node follows; 'default' = the per-user file, 'none' = off), store (file | postgres:
+the fleet store of core/retrieval/store.py), robot (the name in the records' provenance).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List
+
+#: What the graph perceives with when nobody says: the simulated VLM, from pixels, as the
+#: benchmark's default (config/evaluation.yaml). The oracle (ground truth) only when asked.
+DEFAULT_PERCEPTION = "vlm_sim"
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str                     # ROS node name, also the params-file section
+    executable: str               # console script in lib/agentic_grasp
+    module: str                   # python -m module (machines without ros2 launch)
+    params_file: str              # file under config/
+    when: Callable[[Dict[str, str]], bool] = field(default=lambda args: True)
+    overrides: Callable[[Dict[str, str]], Dict[str, object]] = field(default=lambda args: {})
+
+
+NODES: List[NodeSpec] = [
+    NodeSpec("sim", "sim_node", "agentic_grasp.ros.nodes.sim_node", "sim.yaml",
+             when=lambda a: a.get("arm", "sim") == "sim"),
+    NodeSpec("executor", "executor_node", "agentic_grasp.ros.nodes.executor_node", "executor.yaml",
+             overrides=lambda a: {"arm_backend": a.get("arm", "sim")}),
+    NodeSpec("perception", "perception_node", "agentic_grasp.ros.nodes.perception_node",
+             "perception.yaml",
+             overrides=lambda a: {"backend": a.get("perception", DEFAULT_PERCEPTION),
+                                  "vlm.url": a.get("vlm_url", "http://127.0.0.1:8000/v1")}),
+    NodeSpec("retrieval", "retrieval_node", "agentic_grasp.ros.nodes.retrieval_node",
+             "retrieval.yaml",
+             overrides=lambda a: {"acquired_experiences_path": a.get("acquired", "default"),
+                                  "acquired_store": a.get("store") or "file"}),
+    NodeSpec("scene_graph", "scene_graph_node", "agentic_grasp.ros.nodes.scene_graph_node",
+             "scene_graph.yaml"),
+    NodeSpec("planner", "planner_node", "agentic_grasp.ros.nodes.planner_node", "planner.yaml",
+             overrides=lambda a: {"acquisition.path": a.get("acquired", "default"),
+                                  "acquisition.perception_backend":
+                                      a.get("perception", DEFAULT_PERCEPTION),
+                                  "acquisition.store": a.get("store") or "file",
+                                  # rcl cannot parse an empty override ("-p name:="): left
+                                  # out, the planner's own default (the host name) stands
+                                  **({"acquisition.robot": a["robot"]} if a.get("robot")
+                                     else {})}),
+    # The public grasp_object action: forwards to the planner's planner/grasp_object and
+    # outlives it, so a client's goal ends when the planner dies (ros/nodes/front_node.py).
+    NodeSpec("grasp_front", "front_node", "agentic_grasp.ros.nodes.front_node", "front.yaml"),
+]
+
+#: Topics a recorded run keeps (ros2 bag record on a ROS 2 install).
+RECORD_TOPICS: List[str] = [
+    "/camera/color/image_raw", "/camera/depth/image_raw", "/camera/color/camera_info",
+    "/joint_states", "/sim/ground_truth", "/perception/result", "/scene_graph/graph",
+    "/scene_graph/markers", "/planner/attempts", "/planner/markers", "/planner/goal_log",
+]
+#: The GraspObject action's feedback and status topics, recorded too (goal progress).
+RECORD_ACTION_TOPICS: List[str] = ["/grasp_object/_action/feedback",
+                                   "/grasp_object/_action/status"]
+
+#: ``agentic-grasp bringup --record DIR``: the recorder process (rosbags; the launch file runs
+#: ``ros2 bag record`` instead). Not in NODES: it has no console script and runs only when
+#: recording.
+RECORDER = NodeSpec("recorder", "recorder", "agentic_grasp.ros.recording.recorder", "recorder.yaml",
+                    when=lambda a: bool(a.get("record")),
+                    overrides=lambda a: {"output": a.get("record", ""),
+                                         "storage": a.get("record_storage") or "mcap"})
+
+DEFAULT_ARGS: Dict[str, str] = {"arm": "sim", "perception": DEFAULT_PERCEPTION,
+                                "vlm_url": "http://127.0.0.1:8000/v1", "params_file": "",
+                                "acquired": "default", "store": "file", "robot": ""}
+
+
+def selected_nodes(args: Dict[str, str]) -> List[NodeSpec]:
+    merged = {**DEFAULT_ARGS, **{k: v for k, v in args.items() if v is not None}}
+    return [spec for spec in NODES if spec.when(merged)]

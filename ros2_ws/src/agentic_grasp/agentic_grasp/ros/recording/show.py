@@ -1,0 +1,532 @@
+"""Pictures of what the robot saw and decided, from a recording (``agentic-grasp show``).
+
+One PNG per attempt and a contact sheet per goal. Each attempt's picture is the camera image
+the attempt was planned from with, drawn over it,
+
+- each perceived object: its point (the pixel perception reported, else its projected
+  centre), its box (the projected corners of its oriented extents), id and category;
+- the scene-graph relations as labelled edges between the objects (``Far_From`` left out:
+  it holds between most pairs and says nothing about the grasp);
+- the planned grasp as the projected gripper: both fingers at the commanded opening, the
+  closing axis between them, the approach from the pre-grasp pose as an arrow;
+
+and beside it a panel with the goal, the grasp parameters, the active constraints (the
+scene-graph node's summary for this sub-goal), the outcome with its physical events and
+their details, the failure type, the evidence and the correction.
+
+Which messages belong to an attempt (recorded order, within the goal's time span): the last
+perception answer before the attempt record (the planner re-perceives after each failed
+attempt, before planning the next, so that is the scene the attempt was planned on), the
+last colour frame before that answer, and the last scene graph and constraint summary of
+the scene-graph node before the record.
+
+The camera model is the recorded CameraInfo's intrinsics and the extrinsics of
+config/perception.yaml (the fixed camera; on a robot TF would give them). Drawing uses
+OpenCV. Fields are read by name, so messages with fields added later render unchanged.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from agentic_grasp.core.camera import Camera, look_at
+from agentic_grasp.core.geometry import quaternion_yaw, yaw_matrix
+from agentic_grasp.core.kinematics import closing_axis
+
+_LOG = logging.getLogger(__name__)
+
+COLOR_TOPIC = "/camera/color/image_raw"
+INFO_TOPIC = "/camera/color/camera_info"
+PERCEPTION_TOPIC = "/perception/result"
+ATTEMPTS_TOPIC = "/planner/attempts"
+GRAPH_TOPIC = "/scene_graph/graph"
+SG_MARKERS_TOPIC = "/scene_graph/markers"
+FEEDBACK_TOPIC = "/grasp_object/_action/feedback"
+GOAL_LOG_TOPIC = "/planner/goal_log"
+TOPICS = [COLOR_TOPIC, INFO_TOPIC, PERCEPTION_TOPIC, ATTEMPTS_TOPIC, GRAPH_TOPIC,
+          SG_MARKERS_TOPIC, FEEDBACK_TOPIC, GOAL_LOG_TOPIC]
+
+#: Franka Hand finger geometry drawn (m): plate thickness, length above the pad centre,
+#: pad centre beyond the TCP (the finger tips reach past the grasp point).
+FINGER_THICKNESS = 0.012
+FINGER_LENGTH = 0.055
+PAD_BEYOND_TCP = 0.010
+PANEL_WIDTH = 420
+#: Relations that hold both ways: one label per pair.
+SYMMETRIC = frozenset({"Adjacent_To", "Near", "Far_From", "Touching"})
+_FONT = 0            # cv2.FONT_HERSHEY_SIMPLEX
+_BGR = {"ok": (60, 200, 60), "fail": (60, 60, 230), "object": (235, 200, 60),
+        "target": (0, 160, 255), "relation": (200, 200, 200), "approach": (80, 230, 120),
+        "finger": (240, 240, 240), "text": (235, 235, 235), "dim": (170, 170, 170),
+        "panel": (38, 38, 38)}
+
+
+# ---- what one attempt shows -----------------------------------------------------------------
+
+@dataclass
+class AttemptView:
+    """Everything one attempt's picture draws (plain values, no messages)."""
+
+    goal_id: str
+    instruction: str
+    configuration: str
+    index: int                          # attempt number within the goal, 0-based
+    record: Any                         # AttemptRecord
+    perception: Any = None              # PerceptionResult the attempt was planned on
+    image: Optional[np.ndarray] = None  # HxWx3 RGB
+    camera: Optional[Camera] = None
+    relations: List[Tuple[str, str, str]] = field(default_factory=list)
+    constraints: List[str] = field(default_factory=list)
+
+
+@dataclass
+class GoalView:
+    goal_id: str
+    instruction: str
+    configuration: str
+    result: str
+    attempts: List[AttemptView] = field(default_factory=list)
+
+
+def _last_before(items: Sequence[Tuple[int, Any]], stamp: int, since: int = -1) -> Any:
+    best = None
+    for t, msg in items:
+        if t > stamp:
+            break
+        if t >= since:
+            best = msg
+    return best
+
+
+def rgb_image(msg: Any) -> Optional[np.ndarray]:
+    """HxWx3 RGB of an rgb8 / bgr8 / mono8 Image (None for other encodings)."""
+    data = np.frombuffer(bytes(msg.data), dtype=np.uint8)
+    h, w, step = int(msg.height), int(msg.width), int(msg.step)
+    if h == 0 or w == 0 or data.size < h * step:
+        return None
+    rows = data[:h * step].reshape(h, step)
+    if msg.encoding in ("rgb8", "bgr8"):
+        img = rows[:, :w * 3].reshape(h, w, 3)
+        return img[:, :, ::-1].copy() if msg.encoding == "bgr8" else img.copy()
+    if msg.encoding == "mono8":
+        return np.repeat(rows[:, :w, None], 3, axis=2)
+    return None
+
+
+def default_extrinsics() -> np.ndarray:
+    """T_world_cam from config/perception.yaml's camera.eye / camera.target."""
+    try:
+        from agentic_grasp.core.config import node_params
+
+        params = node_params("perception")
+        eye = params.get("camera.eye") or params.get("camera", {}).get("eye")
+        target = params.get("camera.target") or params.get("camera", {}).get("target")
+        if eye and target:
+            return look_at(eye, target)
+    except Exception as exc:  # noqa: BLE001 - no config: the default camera of core.camera
+        _LOG.debug("camera extrinsics from config failed: %s", exc)
+    return Camera().T_world_cam
+
+
+def camera_of(info: Any, T_world_cam: np.ndarray) -> Camera:
+    if info is None:
+        return Camera(T_world_cam=T_world_cam)
+    k = [float(v) for v in info.k]
+    return Camera(width=int(info.width), height=int(info.height), fx=k[0], fy=k[4],
+                  cx=k[2], cy=k[5], T_world_cam=T_world_cam)
+
+
+def constraint_summary(markers: Any) -> List[str]:
+    """The lines of the scene-graph node's constraint summary marker ([] when none)."""
+    if markers is None:
+        return []
+    for m in markers.markers:
+        if m.ns == "constraint_labels" and m.text:
+            return [line for line in m.text.splitlines() if line]
+    return []
+
+
+def goal_views(path: Union[str, Path], goal: Optional[str] = None
+               ) -> Tuple[List[GoalView], str, List[str]]:
+    """(goals with their attempts, where a damaged bag stops or "", warnings)."""
+    from agentic_grasp.ros.recording.reader import BagReader, goals_before, stamp_ns
+
+    reader = BagReader(path)
+    t = reader.by_topic(TOPICS)
+    warnings = [f"{topic}: {why}" for topic, why in sorted(reader.undecodable.items())]
+    logs = {log.goal_id: log for _, log in t.get(GOAL_LOG_TOPIC, [])}
+    spans: Dict[str, List[int]] = {}
+    for stamp, fb in t.get(FEEDBACK_TOPIC, []):
+        gid = bytes(np.asarray(fb.goal_id.uuid, dtype=np.uint8)).hex()
+        span = spans.setdefault(gid, [stamp, stamp])
+        span[0], span[1] = min(span[0], stamp), max(span[1], stamp)
+    for gid, log in logs.items():
+        if gid in spans:
+            spans[gid][0] = min(spans[gid][0], stamp_ns(log.start_stamp))
+    before = goals_before(t, logs, spans, [rec for _, rec in t.get(ATTEMPTS_TOPIC, [])])
+    attempts: Dict[str, List[Tuple[int, Any]]] = {}
+    for stamp, rec in t.get(ATTEMPTS_TOPIC, []):
+        if rec.goal_id in before:
+            continue
+        # A record that reached the bag late, from the attempt history (qos.EVENT_HISTORY),
+        # is placed at the time it was published: its frame and perception are the ones
+        # before that.
+        sent = stamp_ns(rec.header.stamp)
+        attempts.setdefault(rec.goal_id, []).append((min(stamp, sent) if sent else stamp, rec))
+    if not t.get(GOAL_LOG_TOPIC) and attempts:
+        warnings.append(f"the bag has no goal log ({GOAL_LOG_TOPIC}): configurations and "
+                        "results are not known, the attempts are shown")
+    T = default_extrinsics()
+    info = t[INFO_TOPIC][-1][1] if t.get(INFO_TOPIC) else None
+    if info is None:
+        warnings.append("no camera_info in the bag: the default intrinsics are used")
+    camera = camera_of(info, T)
+    views = []
+    for gid, recs in attempts.items():
+        if goal and not gid.startswith(goal):
+            continue
+        log = logs.get(gid)
+        since = spans[gid][0] if gid in spans else -1     # no feedback: the whole bag
+        if log is not None:
+            result = ("succeeded" if log.success else f"failed (error {log.error_code})") + \
+                f": {log.message}"
+        else:
+            result = "result not recorded (no goal log)"
+        gv = GoalView(gid, log.instruction if log is not None else "",
+                      log.configuration if log is not None else "?", result)
+        for k, (stamp, rec) in enumerate(recs):
+            perception = _last_before(t.get(PERCEPTION_TOPIC, []), stamp, since)
+            p_stamp = next((s for s, m in t.get(PERCEPTION_TOPIC, []) if m is perception),
+                           stamp)
+            frame = _last_before(t.get(COLOR_TOPIC, []), p_stamp) or \
+                _last_before(t.get(COLOR_TOPIC, []), stamp)
+            graph = _last_before(t.get(GRAPH_TOPIC, []), stamp, since)
+            markers = _last_before(t.get(SG_MARKERS_TOPIC, []), stamp, since)
+            if not gv.instruction and perception is not None:
+                gv.instruction = perception.instruction
+            gv.attempts.append(AttemptView(
+                gid, gv.instruction, gv.configuration, k, rec, perception,
+                rgb_image(frame) if frame is not None else None, camera,
+                [(r.subject_id, r.relation, r.object_id) for r in graph.relations]
+                if graph is not None else [],
+                constraint_summary(markers)))
+        views.append(gv)
+    if goal and not views:
+        warnings.append(f"no goal with attempts matches {goal!r}")
+    return views, reader.state.stopped, warnings
+
+
+# ---- drawing ----------------------------------------------------------------------------------
+
+def _yaw(q: Any) -> float:
+    return quaternion_yaw(q.x, q.y, q.z, q.w)
+
+
+def _xyz(v: Any) -> np.ndarray:
+    return np.array([float(v.x), float(v.y), float(v.z)])
+
+
+def box_corners(centre: np.ndarray, size: np.ndarray, yaw: float) -> np.ndarray:
+    """The 8 corners (world) of a box of full extents ``size`` turned by ``yaw`` about z."""
+    R = yaw_matrix(yaw)
+    signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    return centre + (signs * (size / 2.0)) @ R.T
+
+
+def gripper_lines(position: np.ndarray, approach: np.ndarray, width: float, wrist_yaw: float,
+                  standoff: float) -> Dict[str, np.ndarray]:
+    """World polylines of the hand: two finger outlines, the palm bar, the closing axis
+    between the pads and the approach from the pre-grasp pose."""
+    a = approach / max(float(np.linalg.norm(approach)), 1e-9)
+    c = closing_axis(a, wrist_yaw)
+    tip, top = PAD_BEYOND_TCP, PAD_BEYOND_TCP - FINGER_LENGTH
+    lines: Dict[str, np.ndarray] = {}
+    for name, side in (("finger_left", 1.0), ("finger_right", -1.0)):
+        inner, outer = side * width / 2.0, side * (width / 2.0 + FINGER_THICKNESS)
+        lines[name] = np.array([position + inner * c + tip * a, position + outer * c + tip * a,
+                                position + outer * c + top * a, position + inner * c + top * a,
+                                position + inner * c + tip * a])
+    reach = width / 2.0 + FINGER_THICKNESS
+    lines["palm"] = np.array([position - reach * c + top * a, position + reach * c + top * a])
+    lines["closing_axis"] = np.array([position - width / 2.0 * c, position + width / 2.0 * c])
+    lines["approach"] = np.array([position - max(standoff, 0.05) * a, position])
+    return lines
+
+
+def _label(cv2: Any, img: np.ndarray, text: str, org: Tuple[int, int], color, scale=0.42,
+           thickness=1) -> None:
+    """Text with a dark halo, readable on any background."""
+    cv2.putText(img, text, org, _FONT, scale, (0, 0, 0), thickness + 2, cv2.LINE_AA)
+    cv2.putText(img, text, org, _FONT, scale, color, thickness, cv2.LINE_AA)
+
+
+def _object_points(view: AttemptView, cam: Camera) -> Dict[str, np.ndarray]:
+    """Each perceived object's point: the pixel perception reported, else its projection."""
+    out: Dict[str, np.ndarray] = {}
+    if view.perception is None:
+        return out
+    for obj in view.perception.objects:
+        u, v = float(obj.pixel_u), float(obj.pixel_v)
+        if u >= 0.0 and v >= 0.0:
+            out[obj.id] = np.array([u, v])
+            continue
+        uv, z = cam.project(_xyz(obj.pose.position)[None, :])
+        if z[0] > 0.0 and np.all(np.isfinite(uv)):
+            out[obj.id] = uv[0]
+    return out
+
+
+def _project(cam: Camera, pts: np.ndarray) -> Optional[np.ndarray]:
+    uv, z = cam.project(np.asarray(pts, dtype=float))
+    if np.any(z <= 0.0) or not np.all(np.isfinite(uv)):
+        return None
+    return uv
+
+
+class _Zoom:
+    """The part of the image that holds the objects and the hand, scaled to the image size:
+    the table fills little of the frame, the fingers would be a few pixels wide."""
+
+    def __init__(self, cam: Camera, points: List[np.ndarray], margin: float = 70.0,
+                 max_zoom: float = 3.0) -> None:
+        w, h = float(cam.width), float(cam.height)
+        pts = np.vstack(points) if points else np.array([[w / 2, h / 2]])
+        lo, hi = pts.min(axis=0) - margin, pts.max(axis=0) + margin
+        cw = max(hi[0] - lo[0], (hi[1] - lo[1]) * w / h, w / max_zoom)
+        cw = min(cw, w)
+        ch = cw * h / w
+        centre = (lo + hi) / 2.0
+        x0 = float(np.clip(centre[0] - cw / 2, 0.0, w - cw))
+        y0 = float(np.clip(centre[1] - ch / 2, 0.0, h - ch))
+        self.origin, self.scale = np.array([x0, y0]), w / cw
+        self.size = (int(cam.width), int(cam.height))
+        self.crop = (int(round(x0)), int(round(y0)), int(round(cw)), int(round(ch)))
+
+    def image(self, cv2: Any, img: np.ndarray) -> np.ndarray:
+        x, y, cw, ch = self.crop
+        part = img[y:y + max(ch, 1), x:x + max(cw, 1)]
+        return cv2.resize(part, self.size, interpolation=cv2.INTER_CUBIC)
+
+    def __call__(self, uv: np.ndarray) -> np.ndarray:
+        return np.round((np.asarray(uv) - self.origin) * self.scale).astype(np.int32)
+
+
+def draw_scene(view: AttemptView) -> np.ndarray:
+    """The camera image (BGR) with objects, relations and the projected gripper, zoomed to
+    the objects and the hand."""
+    import cv2
+
+    cam = view.camera or Camera()
+    target = view.record.target_id
+    points = _object_points(view, cam)
+    boxes: Dict[str, np.ndarray] = {}
+    if view.perception is not None:
+        for obj in view.perception.objects:
+            size = _xyz(obj.size)
+            if np.all(np.isfinite(size)) and np.all(size > 0.0):
+                uv = _project(cam, box_corners(_xyz(obj.pose.position), size,
+                                               _yaw(obj.pose.orientation)))
+                if uv is not None:
+                    boxes[obj.id] = uv
+    g = view.record.grasp
+    hand_lines = {name: _project(cam, pts) for name, pts in gripper_lines(
+        _xyz(g.position), _xyz(g.approach_direction), float(g.gripper_width),
+        float(g.wrist_yaw), float(g.approach_height)).items()}
+    zoom = _Zoom(cam, list(points.values()) + list(boxes.values())
+                 + [uv for uv in hand_lines.values() if uv is not None])
+    if view.image is not None:
+        img = zoom.image(cv2, cv2.cvtColor(view.image, cv2.COLOR_RGB2BGR))
+    else:
+        img = np.full((cam.height, cam.width, 3), 60, np.uint8)
+        _label(cv2, img, "no camera frame recorded", (20, 30), _BGR["dim"], 0.6)
+    _label(cv2, img, f"camera image, zoom x{zoom.scale:.1f}", (8, cam.height - 10),
+           _BGR["dim"], 0.4)
+    # Relations first, under everything else.
+    pairs: Dict[Tuple[str, str], List[str]] = {}
+    for subject, relation, obj in view.relations:
+        if relation == "Far_From" or subject not in points or obj not in points:
+            continue
+        key = tuple(sorted((subject, obj)))
+        symmetric = relation in SYMMETRIC
+        pairs.setdefault(key, []).append(relation if symmetric or key[0] == subject
+                                         else f"{relation} (of {obj})")
+    for (a, b), labels in sorted(pairs.items()):
+        pa, pb = zoom(points[a]), zoom(points[b])
+        cv2.line(img, tuple(pa.tolist()), tuple(pb.tolist()), _BGR["relation"], 1, cv2.LINE_AA)
+        mid = (pa + pb) // 2
+        for k, text in enumerate(sorted(set(labels))[:3]):
+            _label(cv2, img, text, (int(mid[0]) - 30, int(mid[1]) - 4 + 13 * k),
+                   _BGR["relation"], 0.38)
+    # Objects: box, point, id and category.
+    if view.perception is not None:
+        for obj in view.perception.objects:
+            colour = _BGR["target"] if obj.id == target else _BGR["object"]
+            if obj.id in boxes:
+                corners = zoom(boxes[obj.id])
+                x0, y0 = corners.min(axis=0)
+                x1, y1 = corners.max(axis=0)
+                cv2.rectangle(img, (int(x0), int(y0)), (int(x1), int(y1)), colour, 1,
+                              cv2.LINE_AA)
+                org = (int(x0), int(y0) - 6)
+            else:
+                org = None
+            if obj.id in points:
+                u, v = zoom(points[obj.id]).tolist()
+                cv2.circle(img, (u, v), 4, colour, -1, cv2.LINE_AA)
+                org = org or (u + 6, v - 6)
+            if org is not None:
+                _label(cv2, img, f"{obj.id} ({obj.category})", org, colour, 0.45)
+    # The planned grasp.
+    success = bool(view.record.outcome.success)
+    hand = _BGR["ok"] if success else _BGR["fail"]
+    approach = hand_lines.pop("approach")
+    axis = hand_lines.pop("closing_axis")
+    if approach is not None:
+        a = zoom(approach)
+        cv2.arrowedLine(img, tuple(a[0].tolist()), tuple(a[1].tolist()), _BGR["approach"], 2,
+                        cv2.LINE_AA, tipLength=0.15)
+        _label(cv2, img, "approach", (int(a[0][0]) + 6, int(a[0][1])), _BGR["approach"], 0.4)
+    for name, uv in hand_lines.items():
+        if uv is not None:
+            cv2.polylines(img, [zoom(uv)], False,
+                          _BGR["finger"] if name != "palm" else hand, 2, cv2.LINE_AA)
+    if axis is not None:
+        ends = zoom(axis)
+        mid = tuple(((ends[0] + ends[1]) // 2).tolist())
+        for end in ends:
+            cv2.arrowedLine(img, tuple(end.tolist()), mid, hand, 2, cv2.LINE_AA,
+                            tipLength=0.3)
+        right = ends[int(np.argmax(ends[:, 0]))]
+        _label(cv2, img, f"open {float(g.gripper_width) * 1e3:.0f} mm",
+               (int(right[0]) + 10, int(right[1]) + 4), hand, 0.45)
+    return img
+
+
+_GRASP_TYPES = {0: "power", 1: "pinch", 2: "side"}
+
+
+def panel_lines(view: AttemptView, result: str = "") -> List[Tuple[str, str]]:
+    """(colour key, text) lines of the side panel."""
+    rec = view.record
+    g, out, diag = rec.grasp, rec.outcome, rec.diagnosis
+    d = _xyz(g.approach_direction)
+    lines: List[Tuple[str, str]] = [
+        ("text", f"goal {view.goal_id[:8]}: {view.instruction!r}"),
+        ("dim", f"configuration: {view.configuration}"),
+        ("text", f"sub-goal {int(rec.subgoal_index)} target {rec.target_id}, attempt "
+                 f"{int(rec.attempt) + 1} (retry level {int(rec.retry_level)})"),
+        ("dim", f"thought: {rec.thought}"),
+        ("head", "planned grasp"),
+        ("text", f"{_GRASP_TYPES.get(int(g.grasp_type), '?')}, opening "
+                 f"{float(g.gripper_width) * 1e3:.0f} mm, force {float(g.grip_force):.1f} N"),
+        ("text", f"approach ({d[0]:+.2f}, {d[1]:+.2f}, {d[2]:+.2f}), stand-off "
+                 f"{float(g.approach_height) * 1e3:.0f} mm, yaw "
+                 f"{math.degrees(float(g.wrist_yaw)):.0f} deg"),
+        ("head", "active constraints"),
+    ]
+    lines += [("text", c) for c in view.constraints] or [("dim", "none")]
+    lines.append(("head", "outcome"))
+    ok = bool(out.success)
+    lines.append(("ok" if ok else "fail",
+                  f"{'SUCCESS' if ok else 'FAILED'} at {out.phase_reached or '-'}, "
+                  f"Q {float(out.quality):.2f}"))
+    details = list(getattr(out, "event_details", []) or [])
+    if details:
+        for e in details:
+            other = f" ({e.other_id})" if e.other_id else ""
+            lines.append(("text", f"{e.kind}@{e.phase}{other}: {e.detail}"))
+    else:
+        lines += [("text", e) for e in out.events]
+    if diag.failure_type and diag.failure_type != "none":
+        lines.append(("fail", f"failure: {diag.failure_type} ({diag.group})"))
+        if diag.evidence:
+            lines.append(("dim", f"evidence: {diag.evidence}"))
+        if diag.correction:
+            lines.append(("text", f"correction (level {int(diag.retry_level)}): "
+                                  f"{diag.correction}"))
+    if result:
+        lines += [("head", "goal result"), ("text", result)]
+    return lines
+
+
+def draw_panel(lines: List[Tuple[str, str]], height: int, width: int = PANEL_WIDTH
+               ) -> np.ndarray:
+    import cv2
+
+    panel = np.full((height, width, 3), _BGR["panel"], np.uint8)
+    y = 18
+    chars = max(20, (width - 16) // 7)
+    for key, text in lines:
+        colour = {"head": (120, 200, 255)}.get(key, _BGR.get(key, _BGR["text"]))
+        if key == "head":
+            y += 6
+        for part in textwrap.wrap(text, chars) or [""]:
+            if y > height - 8:
+                cv2.putText(panel, "...", (8, height - 6), _FONT, 0.4, _BGR["dim"], 1)
+                return panel
+            cv2.putText(panel, part, (8, y), _FONT, 0.4, colour, 1, cv2.LINE_AA)
+            y += 15
+    return panel
+
+
+def attempt_picture(view: AttemptView, result: str = "") -> np.ndarray:
+    scene = draw_scene(view)
+    return np.hstack([scene, draw_panel(panel_lines(view, result), scene.shape[0])])
+
+
+def contact_sheet(goal: GoalView, pictures: Sequence[np.ndarray], columns: int = 2,
+                  scale: float = 0.5) -> np.ndarray:
+    """The goal's attempts side by side (scaled), under a header with its result."""
+    import cv2
+
+    small = [cv2.resize(p, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+             for p in pictures]
+    h, w = small[0].shape[:2]
+    cols = min(columns, len(small))
+    rows = (len(small) + cols - 1) // cols
+    header = 44
+    sheet = np.full((header + rows * h, cols * w, 3), _BGR["panel"], np.uint8)
+    for k, pic in enumerate(small):
+        r, c = divmod(k, cols)
+        sheet[header + r * h:header + (r + 1) * h, c * w:(c + 1) * w] = pic
+    cv2.putText(sheet, f"goal {goal.goal_id[:8]} {goal.instruction!r} [{goal.configuration}]",
+                (8, 18), _FONT, 0.45, _BGR["text"], 1, cv2.LINE_AA)
+    ok = goal.result.startswith("succeeded")
+    cv2.putText(sheet, textwrap.shorten(goal.result, max(30, cols * w // 7)), (8, 36), _FONT,
+                0.42, _BGR["ok"] if ok else _BGR["dim"], 1, cv2.LINE_AA)
+    return sheet
+
+
+def write_pictures(path: Union[str, Path], out: Union[str, Path], goal: Optional[str] = None
+                   ) -> Dict[str, Any]:
+    """Render every attempt of the bag (or of goal ids starting with ``goal``) into ``out``:
+    ``<goal8>_attempt<k>.png`` and ``<goal8>_sheet.png``. Returns what was written, where a
+    damaged bag stops and the warnings."""
+    import cv2
+
+    goals, stopped, warnings = goal_views(path, goal)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written: List[str] = []
+    for gv in goals:
+        pictures = []
+        for view in gv.attempts:
+            last = view is gv.attempts[-1]
+            pic = attempt_picture(view, gv.result if last else "")
+            name = out / f"{gv.goal_id[:8]}_attempt{view.index}.png"
+            cv2.imwrite(str(name), pic, [cv2.IMWRITE_PNG_COMPRESSION, 9])
+            written.append(str(name))
+            pictures.append(pic)
+        if pictures:
+            name = out / f"{gv.goal_id[:8]}_sheet.png"
+            cv2.imwrite(str(name), contact_sheet(gv, pictures),
+                        [cv2.IMWRITE_PNG_COMPRESSION, 9])
+            written.append(str(name))
+    return {"bag": str(path), "goals": [g.goal_id for g in goals], "written": written,
+            "stopped": stopped, "complete": not stopped, "warnings": warnings}
