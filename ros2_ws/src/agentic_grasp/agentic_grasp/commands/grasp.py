@@ -14,13 +14,12 @@ import json
 import threading
 from typing import Any, Dict, List
 
-# The planner's client lives below commands/ so that benchmarks/ can use it too
+# The planner's client lives in ros/ so that ros/benchmarks can use it too
 # (wait_until_perceived: re-exported for the tests that use it from here).
+from agentic_grasp.ros.grasp_report import ERROR_EXIT, exit_code, result_report
 from agentic_grasp.ros.planner_client import (PlannerClient, _wait_for_oracle, load_scene,
                                               wait_until_perceived)  # noqa: F401
 
-GRASP_FAILED_EXIT = 1
-ERROR_EXIT = 2
 #: Pause after a scene load before the goal, for the perception node to take the new
 #: ground truth (s); see load_scene.
 SCENE_SETTLE_S = 0.5
@@ -45,48 +44,6 @@ def feedback_line(fb: Any) -> str:
     if fb.correction:
         text += f" -> correction: {fb.correction}"
     return text
-
-
-def attempt_summary(record: Any) -> Dict[str, Any]:
-    """The essentials of one AttemptRecord, JSON-ready."""
-    from agentic_grasp_interfaces.msg import GraspParameters as GraspMsg
-
-    g = record.grasp
-    types = {GraspMsg.GRASP_POWER: "power", GraspMsg.GRASP_PINCH: "pinch",
-             GraspMsg.GRASP_SIDE: "side"}
-    d = record.diagnosis
-    return {"subgoal": int(record.subgoal_index), "target": record.target_id,
-            "attempt": int(record.attempt), "retry_level": int(record.retry_level),
-            "grasp": {"type": types.get(g.grasp_type, str(g.grasp_type)),
-                      "force_n": round(float(g.grip_force), 2),
-                      "width_mm": round(float(g.gripper_width) * 1e3, 1),
-                      "position": [round(v, 4) for v in (g.position.x, g.position.y,
-                                                         g.position.z)]},
-            "success": bool(record.outcome.success),
-            "quality": round(float(record.outcome.quality), 3),
-            "events": list(record.outcome.events), "failure_type": d.failure_type,
-            "correction": d.correction, "duration_s": round(float(record.duration_s), 3)}
-
-
-def result_report(result: Any) -> Dict[str, Any]:
-    from agentic_grasp_interfaces.action import GraspObject
-
-    codes = {v: k for k, v in vars(GraspObject.Result).items()
-             if k.startswith("ERROR_") and isinstance(v, int)}
-    return {"success": bool(result.success),
-            "error_code": codes.get(result.error_code, str(result.error_code)),
-            "message": result.message, "grasped_ids": list(result.grasped_ids),
-            "total_time_s": round(float(result.total_time_s), 3),
-            "attempts": [attempt_summary(a) for a in result.attempts]}
-
-
-def exit_code(result: Any) -> int:
-    from agentic_grasp_interfaces.action import GraspObject
-
-    if result.success:
-        return 0
-    return GRASP_FAILED_EXIT if result.error_code == GraspObject.Result.ERROR_GRASP_FAILED \
-        else ERROR_EXIT
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

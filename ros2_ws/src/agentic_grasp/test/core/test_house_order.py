@@ -1,4 +1,6 @@
-"""Issue 15's one-home rules: geometry, recovery, Eq. 2, percentiles, and no import cycles."""
+"""Issue 15's one-home rules: geometry, recovery, Eq. 2, percentiles, and no import cycles;
+issue 27's one ROS layer: rclpy and ROS messages only under agentic_grasp/ros/, no arrow from
+the core up to ros/ or commands/, and a package root that shows the architecture."""
 import ast
 import math
 import pathlib
@@ -158,3 +160,68 @@ def test_benchmarks_do_not_import_commands():
           if a.startswith(("agentic_grasp.core.benchmarks", "agentic_grasp.ros.benchmarks"))
           and b.startswith("agentic_grasp.commands")]
     assert up == []
+
+
+# ---------------------------------------------------------------- one ROS layer (issue 27)
+#: Top-level packages that only a ROS install provides: the client library, its generated
+#: messages, launch. Importing one of them makes a module part of the ROS layer.
+ROS_PACKAGES = ("rclpy", "rosidl_runtime_py", "rosidl_parser", "agentic_grasp_interfaces",
+                "launch", "launch_ros", "builtin_interfaces", "std_msgs", "sensor_msgs",
+                "geometry_msgs", "visualization_msgs", "action_msgs", "moveit_msgs",
+                "moveit", "shape_msgs", "control_msgs", "franka_msgs", "tf2_ros")
+
+
+def _external_imports(path: pathlib.Path) -> set:
+    """Top-level names of everything ``path`` imports, lazy imports included and
+    ``if TYPE_CHECKING:`` blocks left out."""
+    tree = ast.parse(path.read_text())
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for b in node.body for n in ast.walk(b))
+    names = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_ros_is_imported_only_under_ros():
+    """No module outside agentic_grasp/ros/ imports rclpy or a ROS message package (the
+    interfaces package holds the messages and no Python of ours)."""
+    ros_dir = PACKAGE / "ros"
+    outside = {}
+    for path in PACKAGE.rglob("*.py"):
+        if ros_dir in path.parents:
+            continue
+        found = sorted(_external_imports(path) & set(ROS_PACKAGES))
+        if found:
+            outside[str(path.relative_to(PACKAGE))] = found
+    assert outside == {}
+    # the check sees imports at all: the ROS layer itself is full of them
+    assert "rclpy" in _external_imports(ros_dir / "nodes" / "planner_node.py")
+
+
+def test_no_arrow_from_core_up_to_ros_or_commands():
+    graph = _import_graph()
+    up = [(a, b) for a, b in graph.edges
+          if a.startswith("agentic_grasp.core")
+          and b.startswith(("agentic_grasp.ros", "agentic_grasp.commands", "agentic_grasp.cli"))]
+    assert up == []
+    back = [(a, b) for a, b in graph.edges
+            if a.startswith("agentic_grasp.ros")
+            and b.startswith(("agentic_grasp.commands", "agentic_grasp.cli"))]
+    assert back == []
+    assert any(a.startswith("agentic_grasp.ros") and b.startswith("agentic_grasp.core")
+               for a, b in graph.edges)          # the graph is read: ros/ uses the core
+
+
+def test_package_root_shows_the_architecture():
+    """core/ (ROS-free), ros/ (every rclpy module), commands/ (the CLI) and the CLI's entry
+    point; nothing else at the top of the package."""
+    entries = {p.name for p in PACKAGE.iterdir() if p.name != "__pycache__"}
+    assert entries == {"__init__.py", "cli.py", "core", "ros", "commands"}

@@ -1,5 +1,11 @@
-"""Latency benchmarks that run through the ROS graph (start nodes, talk over DDS).
+"""The latency benchmarks through ROS (they start nodes and talk over DDS), printed by
+``agentic-grasp bench <name>``:
 
-The ROS-free ones live in agentic_grasp.core.benchmarks; ``agentic-grasp bench
-<name>`` prints both.
+- :mod:`.executor_bench`, :mod:`.planner_bench`: one action round trip beside a bare action
+  server (:mod:`.bare_action_server`);
+- :mod:`.ros_sweep`: benchmark trials end to end through the graph;
+- :mod:`.soak`: many goals, RSS per node and latency percentiles.
+
+The ROS-free ones, and the timing helpers all of them share, live in
+:mod:`agentic_grasp.core.benchmarks`.
 """
