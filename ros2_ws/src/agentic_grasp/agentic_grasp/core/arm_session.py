@@ -20,7 +20,7 @@ from typing import Callable, Optional, Set
 import numpy as np
 
 from agentic_grasp.core.arm import ArmResult, error_for_exception
-from agentic_grasp.core.kinematics import Q_READY
+from agentic_grasp.core.panda_model import Q_READY
 from agentic_grasp.core.types import AttemptOutcome, GraspParameters, Phase
 
 #: Gripper opening (each finger, m) when open.

@@ -187,7 +187,7 @@ def geometric_grasps(obj: ObjectInstance, synth, level2, limits,
 def _rim_grasp(obj: ObjectInstance, base: GraspParameters, rim_z: float,
                synth) -> GraspParameters:
     """Fingers astride the wall at the rim point nearest the robot base, closing radially."""
-    from agentic_grasp.core.kinematics import wrist_yaw_for_closing_axis
+    from agentic_grasp.core.closing_axis import wrist_yaw_for_closing_axis
     from agentic_grasp.core.planner.recovery import VERTICAL
 
     centre = np.asarray(obj.position, dtype=float)
@@ -206,7 +206,7 @@ def _handle_grasp(obj: ObjectInstance, base: GraspParameters, handle_yaw: float,
     """Fingers on the handle: ``handle_reach_m`` outside the body on the perceived side,
     closing across the handle (tangentially), at mid-height."""
     from agentic_grasp.core.grasping.fit import footprint_extent
-    from agentic_grasp.core.kinematics import wrist_yaw_for_closing_axis
+    from agentic_grasp.core.closing_axis import wrist_yaw_for_closing_axis
     from agentic_grasp.core.planner.recovery import VERTICAL
 
     out_dir = np.array([math.cos(handle_yaw), math.sin(handle_yaw), 0.0])

@@ -16,7 +16,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from agentic_grasp.ros import qos
-from agentic_grasp.ros.conversions import grasp_to_msg, objects_from_msgs
+from agentic_grasp.ros.conversions.grasp import grasp_to_msg
+from agentic_grasp.ros.conversions.perception import objects_from_msgs
 from agentic_grasp.core.types import GraspParameters, ObjectInstance
 from agentic_grasp.ros.futures import wait_done
 from agentic_grasp_interfaces.action import ExecuteGrasp

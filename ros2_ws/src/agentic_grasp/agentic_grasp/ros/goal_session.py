@@ -19,7 +19,7 @@ from std_msgs.msg import Header
 
 from agentic_grasp.ros.backends.dependencies import (DependencyError, DependencyTimeout,
                                                      GoalCanceled, GoalSignal, PeerLost)
-from agentic_grasp.ros.conversions import attempt_record_to_msg, recorded_grasp
+from agentic_grasp.ros.conversions.records import attempt_record_to_msg, recorded_grasp
 from agentic_grasp.core.arm import ArmError
 from agentic_grasp.core.planner import (STATUS_BLOCKED, STATUS_CANCELED, STATUS_NOT_PERCEIVED,
                                         TaskOutcome)

@@ -18,7 +18,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from agentic_grasp.ros import qos
-from agentic_grasp.ros.conversions import scene_objects_from_msg
+from agentic_grasp.ros.conversions.scene import scene_objects_from_msg
 from agentic_grasp.core.errors import ValidationError
 from agentic_grasp.core.types import ObjectInstance
 from agentic_grasp.ros.perception_inputs import Capture, FrameStore, Truth, ns_to_time, stamp_ns

@@ -17,7 +17,8 @@ real stamp. A real camera never says it, so every answer there waits for a new f
 :meth:`FrameStore.wait_capture` gives the newest complete capture taken at or after a
 not-before time, waiting (bounded) for one and asking the camera for it meanwhile (the
 simulator captures on request: ``camera/capture_request``); it never returns an older one.
-Messages are kept raw; decoding them is :func:`agentic_grasp.ros.conversions.rgbd_frame_from_msgs`.
+Messages are kept raw; decoding them is
+:func:`agentic_grasp.ros.conversions.images.rgbd_frame_from_msgs`.
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.perception import DepthConfig, OracleConfig, VlmConfig
 from agentic_grasp.core.perception.oracle import DEFAULT_CONFUSION_MAP
 from agentic_grasp.core.perception.reperception import ReperceptionConfig
-from agentic_grasp.core.perception.vlm_client import DEFAULT_FRAGILITY_PRIORS
+from agentic_grasp.core.perception.vlm_config import DEFAULT_FRAGILITY_PRIORS
 from agentic_grasp.core.perception.vlm_sim import VlmLatencyModel, VlmSimConfig
 from agentic_grasp.ros.params import declare, declare_fields, declare_map
 

@@ -12,7 +12,8 @@ import numpy as np
 import rclpy
 from rclpy.node import Node
 
-from agentic_grasp.ros.conversions import grasp_from_msg, rgb_to_msg
+from agentic_grasp.ros.conversions.grasp import grasp_from_msg
+from agentic_grasp.ros.conversions.images import rgb_to_msg
 from agentic_grasp_interfaces.msg import AffordanceDescriptor
 from agentic_grasp_interfaces.srv import RetrieveStrategies
 

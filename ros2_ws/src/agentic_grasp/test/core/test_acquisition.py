@@ -14,7 +14,7 @@ from agentic_grasp.core.retrieval.acquisition import (Acquirer, AcquisitionConte
                                                       experience_record, extend_taxonomy,
                                                       resolve_acquired_path)
 from agentic_grasp.core.retrieval.consolidation import ConsolidationConfig, consolidate
-from agentic_grasp.core.retrieval.haa_rag import RetrievalConfig
+from agentic_grasp.core.retrieval.config import RetrievalConfig
 from agentic_grasp.core.retrieval.knowledge_base import (Experience, record_problems)
 from agentic_grasp.core.retrieval.live import LiveRetriever
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy

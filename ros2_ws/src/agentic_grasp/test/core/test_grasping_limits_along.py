@@ -161,7 +161,7 @@ def _palm_leaves_the_rim(g, body):
 
 def test_part_pitches_keep_the_pads_flat_and_lean_the_hand_out():
     from agentic_grasp.core.grasping.along import part_pitches
-    from agentic_grasp.core.kinematics import closing_axis
+    from agentic_grasp.core.closing_axis import closing_axis
 
     cup = obj("cup", size=(0.08, 0.08, 0.09))
     base = grasp([0.5525, 0.0, 0.051], width=0.03)

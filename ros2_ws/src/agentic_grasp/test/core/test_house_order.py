@@ -81,17 +81,18 @@ def test_escalation_rule_is_one_function(level_by, expected):
 
 # ---------------------------------------------------------------- Eq. 2, percentiles
 def test_moveit_outcome_uses_the_given_weights():
-    from agentic_grasp.ros.backends import moveit_translation as mt
+    from agentic_grasp.ros.backends import moveit_config as mc
+    from agentic_grasp.ros.backends import moveit_outcome as mo
     from agentic_grasp.core.sim.params import QualityParams
 
-    cfg = mt.MoveItBackendConfig()
-    obs = mt.AttemptObservation(execution_failure="ABORTED", execution_stage="descent")
-    default = mt.outcome_from_observation(obs, cfg, "cube_1")
+    cfg = mc.MoveItBackendConfig()
+    obs = mo.AttemptObservation(execution_failure="ABORTED", execution_stage="descent")
+    default = mo.outcome_from_observation(obs, cfg, "cube_1")
     phi = np.asarray(default.phi, dtype=float)
     assert default.quality == pytest.approx(float(np.dot(QualityParams().weights, phi)))
     only_clearance = [0.0] * 7
-    only_clearance[list(mt.QUALITY_FACTOR_NAMES).index("approach_clearance")] = 1.0
-    weighted = mt.outcome_from_observation(obs, cfg, "cube_1", weights=only_clearance)
+    only_clearance[list(mo.QUALITY_FACTOR_NAMES).index("approach_clearance")] = 1.0
+    weighted = mo.outcome_from_observation(obs, cfg, "cube_1", weights=only_clearance)
     assert weighted.quality == 0.0 and default.quality > 0.0    # the collision zeroed phi5
 
 

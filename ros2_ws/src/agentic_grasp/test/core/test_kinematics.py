@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 from agentic_grasp.core.errors import ValidationError
-from agentic_grasp.core.kinematics import (
-    Q_MAX, Q_MIN, Q_READY, PandaKinematics, analytic_solutions, closing_axis,
-    default_closing_axis, wrist_yaw_for_closing_axis)
+from agentic_grasp.core.panda_model import Q_MAX, Q_MIN, Q_READY, analytic_solutions
+from agentic_grasp.core.kinematics import PandaKinematics
+from agentic_grasp.core.closing_axis import (closing_axis, default_closing_axis,
+                                             wrist_yaw_for_closing_axis)
 
 # Franka's modified DH table, written out again so the reference FK shares no code.
 _A = [0.0, 0.0, 0.0, 0.0825, -0.0825, 0.0, 0.088, 0.0]

@@ -16,16 +16,20 @@ import pytest
 import yaml
 
 from agentic_grasp.ros.backends import moveit_translation as mt
+from agentic_grasp.ros.backends import moveit_config as mc
+from agentic_grasp.ros.backends import moveit_outcome as mo
 from agentic_grasp.core import paths
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.config import node_params
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.kinematics import Q_READY, PandaKinematics, closing_axis
+from agentic_grasp.core.panda_model import Q_READY
+from agentic_grasp.core.kinematics import PandaKinematics
+from agentic_grasp.core.closing_axis import closing_axis
 from agentic_grasp.core.planner.failure import classify_failure
 from agentic_grasp.core.types import (
     FailureType, GraspParameters, GraspType, ObjectInstance, Phase, Shape)
 
-CFG = mt.MoveItBackendConfig()
+CFG = mc.MoveItBackendConfig()
 KIN = PandaKinematics()
 
 
@@ -118,7 +122,7 @@ def test_lift_is_vertical_and_split_at_the_liftoff_height():
 def test_velocity_scaling_follows_grasp_speed_over_pilz_limit():
     assert mt.velocity_scaling(0.05, CFG) == pytest.approx(0.05)
     assert mt.velocity_scaling(5.0, CFG) == 1.0
-    cfg = mt.MoveItBackendConfig(max_trans_vel_mps=0.5)
+    cfg = mc.MoveItBackendConfig(max_trans_vel_mps=0.5)
     assert mt.plan_grasp_motion(_grasp(speed=0.1), cfg).descent_velocity_scaling == \
         pytest.approx(0.2)
 
@@ -132,7 +136,7 @@ def test_dropoff_pose_is_top_down_at_the_configured_point():
 # ------------------------------------------------------------------ gripper goals
 def test_open_goal_is_the_commanded_width_clipped_to_the_hand():
     assert mt.gripper_open_goal(_grasp(width=0.06), CFG) == mt.GripperMoveGoal(0.06, 0.1)
-    cfg = mt.MoveItBackendConfig(gripper_open_speed_mps=0.5, gripper_max_speed_mps=0.1)
+    cfg = mc.MoveItBackendConfig(gripper_open_speed_mps=0.5, gripper_max_speed_mps=0.1)
     assert mt.gripper_open_goal(_grasp(width=0.08), cfg).speed == 0.1
 
 
@@ -208,34 +212,34 @@ def test_scene_has_the_table_top_at_z0_and_every_neighbour_but_the_target():
 
 # ------------------------------------------------------------------ outcomes -> taxonomy
 def _classified(obs):
-    outcome = mt.outcome_from_observation(obs, CFG, "cube_1")
+    outcome = mo.outcome_from_observation(obs, CFG, "cube_1")
     return outcome, classify_failure(outcome)
 
 
 def test_planning_failure_is_an_unreachable_pose():
-    obs = mt.AttemptObservation(planning_error=mt.MOVEIT_ERROR_CODES["NO_IK_SOLUTION"],
+    obs = mo.AttemptObservation(planning_error=mo.MOVEIT_ERROR_CODES["NO_IK_SOLUTION"],
                                 planning_stage="pre-grasp")
     outcome, diag = _classified(obs)
     assert not outcome.success and diag.failure_type == FailureType.UNREACHABLE_POSE
     assert outcome.measurements["reachable"] == 0.0
-    obs = mt.AttemptObservation(planning_error=mt.MOVEIT_ERROR_CODES["PLANNING_FAILED"],
+    obs = mo.AttemptObservation(planning_error=mo.MOVEIT_ERROR_CODES["PLANNING_FAILED"],
                                 planning_stage="descent", cartesian_fraction=0.4)
     assert _classified(obs)[1].failure_type == FailureType.UNREACHABLE_POSE
 
 
 def test_goal_in_collision_and_aborted_motion_are_collisions():
-    obs = mt.AttemptObservation(planning_error=mt.MOVEIT_ERROR_CODES["GOAL_IN_COLLISION"],
+    obs = mo.AttemptObservation(planning_error=mo.MOVEIT_ERROR_CODES["GOAL_IN_COLLISION"],
                                 planning_stage="pre-grasp")
     assert _classified(obs)[1].failure_type == FailureType.COLLISION
-    obs = mt.AttemptObservation(execution_failure="ABORTED", execution_stage="descent")
+    obs = mo.AttemptObservation(execution_failure="ABORTED", execution_stage="descent")
     outcome, diag = _classified(obs)
     assert diag.failure_type == FailureType.COLLISION and diag.phase == "approach"
-    assert outcome.phi[list(mt.QUALITY_FACTOR_NAMES).index("approach_clearance")] == 0.0
+    assert outcome.phi[list(mo.QUALITY_FACTOR_NAMES).index("approach_clearance")] == 0.0
 
 
 def _closed(width, ok, **kw):
     goal = mt.GripperGraspGoal(0.05, 0.01, 0.01, 0.05, 25.0)
-    return mt.AttemptObservation(phase_reached=kw.pop("phase", Phase.CLOSE), grasp_goal=goal,
+    return mo.AttemptObservation(phase_reached=kw.pop("phase", Phase.CLOSE), grasp_goal=goal,
                                  grasp_action_ok=ok, width_after_close_m=width,
                                  opening_m=0.06, **kw)
 
@@ -268,21 +272,21 @@ def test_object_lost_at_liftoff_is_slip_and_later_is_drop():
 def test_held_object_after_the_lift_is_a_success_with_full_observed_quality():
     held = _closed(0.05, True, phase=Phase.LIFT, width_after_liftoff_m=0.0498,
                    width_after_lift_m=0.0497, duration_s=4.2)
-    outcome = mt.outcome_from_observation(held, CFG, "cube_1")
+    outcome = mo.outcome_from_observation(held, CFG, "cube_1")
     assert outcome.success and not outcome.events
     assert outcome.quality == pytest.approx(1.0) and outcome.duration_s == 4.2
     assert outcome.phase_reached == Phase.LIFT and len(outcome.phi) == 7
 
 
 def test_failed_attempt_quality_drops_by_the_failed_factor_weight():
-    outcome = mt.outcome_from_observation(_closed(0.075, False), CFG)
+    outcome = mo.outcome_from_observation(_closed(0.075, False), CFG)
     assert outcome.quality == pytest.approx(1.0 - 0.15)          # w2, width compatibility
 
 
 def test_system_errors_are_not_grasp_failures():
-    assert mt.is_system_error(mt.MOVEIT_ERROR_CODES["INVALID_GROUP_NAME"])
-    assert not mt.is_system_error(mt.MOVEIT_ERROR_CODES["NO_IK_SOLUTION"])
-    assert mt.moveit_error_name(-31) == "NO_IK_SOLUTION"
+    assert mo.is_system_error(mo.MOVEIT_ERROR_CODES["INVALID_GROUP_NAME"])
+    assert not mo.is_system_error(mo.MOVEIT_ERROR_CODES["NO_IK_SOLUTION"])
+    assert mo.moveit_error_name(-31) == "NO_IK_SOLUTION"
 
 
 # ------------------------------------------------------------------ cancel
@@ -298,12 +302,12 @@ def test_cancel_stops_motion_and_never_opens_a_gripper_that_may_hold():
 def test_executor_yaml_moveit_section_builds_a_valid_config():
     params = node_params("executor")
     assert params["arm_backend"] == "sim" and "limits" in params
-    cfg = mt.MoveItBackendConfig.from_dict(params["moveit"])
-    default = mt.MoveItBackendConfig()              # the yaml documents the defaults
+    cfg = mc.MoveItBackendConfig.from_dict(params["moveit"])
+    default = mc.MoveItBackendConfig()              # the yaml documents the defaults
     for f in dataclasses.fields(cfg):
         assert getattr(cfg, f.name) == pytest.approx(getattr(default, f.name)), f.name
     fr3 = yaml.safe_load((paths.config_dir() / "moveit" / "executor_fr3.yaml").read_text())
-    cfg = mt.MoveItBackendConfig.from_dict(fr3["executor"]["ros__parameters"]["moveit"])
+    cfg = mc.MoveItBackendConfig.from_dict(fr3["executor"]["ros__parameters"]["moveit"])
     assert cfg.planning_group == "fr3_arm" and cfg.gripper_interface == "franka"
     assert np.allclose(cfg.link_to_tcp(), np.eye(4))
     assert cfg.mapping_dict("srdf_mappings") == {"hand": "true", "ee_id": "franka_hand"}
@@ -316,30 +320,30 @@ def test_executor_yaml_moveit_section_builds_a_valid_config():
     {"at_rest_velocity_radps": 0.0}])
 def test_bad_moveit_config_is_rejected(change):
     with pytest.raises(ConfigError):
-        cfg = mt.MoveItBackendConfig.from_dict(change)
+        cfg = mc.MoveItBackendConfig.from_dict(change)
         cfg.mapping_dict("urdf_mappings")
 
 
 def test_unknown_moveit_parameter_is_rejected():
     with pytest.raises(ConfigError, match="unknown moveit parameters: ik_lnk"):
-        mt.MoveItBackendConfig.from_dict({"ik_lnk": "x"})
+        mc.MoveItBackendConfig.from_dict({"ik_lnk": "x"})
 
 
 def test_resolve_path_forms():
     shares = {"franka_bringup": "/opt/ros/jazzy/share/franka_bringup"}
-    assert mt.resolve_path("package://franka_bringup/urdf/a.xacro", "/pkg", shares.__getitem__) \
+    assert mc.resolve_path("package://franka_bringup/urdf/a.xacro", "/pkg", shares.__getitem__) \
         == "/opt/ros/jazzy/share/franka_bringup/urdf/a.xacro"
-    assert mt.resolve_path("config/x.yaml", "/pkg", shares.__getitem__) == \
+    assert mc.resolve_path("config/x.yaml", "/pkg", shares.__getitem__) == \
         os.path.join("/pkg", "config/x.yaml")
-    assert mt.resolve_path("/abs/x.yaml", "/pkg", shares.__getitem__) == "/abs/x.yaml"
+    assert mc.resolve_path("/abs/x.yaml", "/pkg", shares.__getitem__) == "/abs/x.yaml"
     with pytest.raises(ConfigError):
-        mt.resolve_path("package://nopath", "/pkg", shares.__getitem__)
+        mc.resolve_path("package://nopath", "/pkg", shares.__getitem__)
 
 
 def _shipped_pilz_limits():
     spec = CFG.pilz_cartesian_limits_file
     assert spec.startswith("package://agentic_grasp/config/")
-    path = mt.resolve_path(spec, "/unused", lambda _pkg: str(paths.data_root()))
+    path = mc.resolve_path(spec, "/unused", lambda _pkg: str(paths.data_root()))
     assert os.path.isfile(path), path
     return yaml.safe_load(open(path).read())
 
@@ -352,7 +356,7 @@ def test_moveit_params_keep_joint_and_cartesian_limits_and_overlay_wins():
     pipelines = {"planning_pipelines": ["ompl"], "ompl": {"planning_plugins": ["x"],
                                                          "planner_configs": {"A": 1}}}
     overlay = yaml.safe_load((paths.config_dir() / "moveit" / "moveit_py.yaml").read_text())
-    params = mt.combine_moveit_params([pipelines, joint_limits, builder_cartesian], overlay)
+    params = mc.combine_moveit_params([pipelines, joint_limits, builder_cartesian], overlay)
     planning = params["robot_description_planning"]
     assert planning["joint_limits"]["panda_joint1"]["max_acceleration"] == 3.75
     assert planning["cartesian_limits"]["max_trans_vel"] == CFG.max_trans_vel_mps
@@ -371,21 +375,21 @@ def test_pilz_limits_are_shipped_here_checked_and_the_only_copy():
     """franka_fr3_moveit_config has no pilz_cartesian_limits.yaml (no franka_ros2 tag up to
     v3.4.0), and MoveItConfigsBuilder raises without one once Pilz is enabled: the backend
     passes this package's file for every robot."""
-    limits = mt.cartesian_limits_from_yaml(_shipped_pilz_limits(), CFG)
+    limits = mc.cartesian_limits_from_yaml(_shipped_pilz_limits(), CFG)
     assert limits["max_trans_vel"] == CFG.max_trans_vel_mps
     fr3 = yaml.safe_load((paths.config_dir() / "moveit" / "executor_fr3.yaml").read_text())
-    fr3_cfg = mt.MoveItBackendConfig.from_dict(fr3["executor"]["ros__parameters"]["moveit"])
+    fr3_cfg = mc.MoveItBackendConfig.from_dict(fr3["executor"]["ros__parameters"]["moveit"])
     assert fr3_cfg.pilz_cartesian_limits_file == CFG.pilz_cartesian_limits_file
     assert not fr3_cfg.pilz_cartesian_limits_file.startswith("config/")   # not the FR3 package
     overlay = yaml.safe_load((paths.config_dir() / "moveit" / "moveit_py.yaml").read_text())
     assert "robot_description_planning" not in overlay              # one source of the limits
     with pytest.raises(ConfigError, match="differs"):
-        mt.cartesian_limits_from_yaml(_shipped_pilz_limits(),
+        mc.cartesian_limits_from_yaml(_shipped_pilz_limits(),
                                       dataclasses.replace(CFG, max_trans_vel_mps=0.5))
     with pytest.raises(ConfigError, match="missing or malformed"):
-        mt.cartesian_limits_from_yaml({"cartesian_limits": {"max_trans_vel": 1.0}}, CFG)
+        mc.cartesian_limits_from_yaml({"cartesian_limits": {"max_trans_vel": 1.0}}, CFG)
     with pytest.raises(ConfigError, match="max_trans_dec < 0"):
-        mt.cartesian_limits_from_yaml({"cartesian_limits": {
+        mc.cartesian_limits_from_yaml({"cartesian_limits": {
             "max_trans_vel": 1.0, "max_trans_acc": 2.0, "max_trans_dec": 5.0,
             "max_rot_vel": 1.0}}, CFG)
 
@@ -471,14 +475,14 @@ def test_a_moveit_configuration_error_is_not_retried():
 
 def test_camera_extrinsics_file_matches_the_simulated_camera():
     data = yaml.safe_load((paths.config_dir() / "moveit" / "camera_extrinsics.yaml").read_text())
-    ext = mt.camera_extrinsics_from_dict(data)
+    ext = mc.camera_extrinsics_from_dict(data)
     assert ext.parent_frame == "panda_link0"
     assert ext.child_frame == Camera().frame_id
     assert np.allclose(ext.T_parent_child, Camera().T_world_cam, atol=1e-6)
     args = ext.static_transform_args()
     assert args[args.index("--frame-id") + 1] == "panda_link0"
     with pytest.raises(ConfigError):
-        mt.camera_extrinsics_from_dict({"camera_extrinsics": {"parent_frame": "a"}})
+        mc.camera_extrinsics_from_dict({"camera_extrinsics": {"parent_frame": "a"}})
 
 
 # ------------------------------------------------------------------ import guard

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from agentic_grasp.ros.backends import moveit_translation as mt
+from agentic_grasp.ros.backends import moveit_config as mc
+from agentic_grasp.ros.backends import moveit_outcome as mo
 from agentic_grasp.ros.backends.moveit_view import (MoveItViewMixin, MoveItWristCamera,
                                                     reached_camera, view_error, view_link_pose)
 from agentic_grasp.core.arm import ArmError
@@ -17,7 +18,7 @@ from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.kinematics import PandaKinematics
 from agentic_grasp.core.sim.view import WristCameraMount
 
-CFG = mt.MoveItBackendConfig()
+CFG = mc.MoveItBackendConfig()
 MOUNT = WristCameraMount()
 #: A view from above the region behind the benchmark's box (core/planner/uncover.py's first).
 VIEW = look_at([0.62, 0.0, 0.45], [0.62, 0.0, 0.02], [-1.0, 0.0, 0.0])
@@ -52,7 +53,7 @@ def test_the_camera_reached_is_where_the_measured_link_is():
     ("PREEMPTED", ArmError.INVALID_PARAMETERS, "not planned"),
 ])
 def test_planning_errors_map_like_a_grasps(name, error, words):
-    got, message = view_error(mt.MOVEIT_ERROR_CODES[name])
+    got, message = view_error(mo.MOVEIT_ERROR_CODES[name])
     assert got == error and words in message and name in message
 
 
@@ -114,7 +115,7 @@ def test_a_view_is_a_collision_checked_transit_to_the_camera_goal():
 
 
 def test_view_refusals_and_cancel():
-    arm = _Arm(MOUNT, plan_code=mt.MOVEIT_ERROR_CODES["NO_IK_SOLUTION"])
+    arm = _Arm(MOUNT, plan_code=mo.MOVEIT_ERROR_CODES["NO_IK_SOLUTION"])
     result = arm.move_camera_to(VIEW, lambda: False)
     assert result.error == ArmError.OUT_OF_WORKSPACE and not result.reached
     assert [c[0] for c in arm.calls] == ["scene", "plan"]     # nothing executed

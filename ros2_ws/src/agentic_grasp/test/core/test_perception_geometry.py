@@ -14,8 +14,8 @@ from agentic_grasp.core.perception.depth import DepthConfig, estimate_geometry
 from agentic_grasp.core.perception.geometry import object_frame
 from agentic_grasp.core.perception.geometry_bench import (BOUNDS, perfect_vlm,
                                                           run_geometry_bench, truth_of)
-from agentic_grasp.core.perception.vlm_client import (EncodedImage, VlmBackend,
-                                                      interpret_answer)
+from agentic_grasp.core.perception.vlm_answer import EncodedImage, interpret_answer
+from agentic_grasp.core.perception.vlm_client import VlmBackend
 from agentic_grasp.core.render import TableSpec, render_scene
 from agentic_grasp.core.sim.objects import load_catalogue
 from agentic_grasp.core.types import ObjectInstance, Shape

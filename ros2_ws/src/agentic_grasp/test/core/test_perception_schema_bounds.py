@@ -5,7 +5,7 @@ import pytest
 
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.perception import schema
-from agentic_grasp.core.perception.vlm_client import VlmConfig
+from agentic_grasp.core.perception.vlm_config import VlmConfig
 
 
 def _walk(node, path="$"):

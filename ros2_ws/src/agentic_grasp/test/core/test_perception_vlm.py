@@ -13,8 +13,9 @@ from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.perception import schema
 from agentic_grasp.core.benchmarks.perception_client import BENCH_SCENE, synthetic_frame
-from agentic_grasp.core.perception.vlm_client import (ChatTransport, VlmBackend, VlmConfig,
-                                                      encode_image)
+from agentic_grasp.core.perception.vlm_client import ChatTransport, VlmBackend
+from agentic_grasp.core.perception.vlm_config import VlmConfig
+from agentic_grasp.core.perception.vlm_answer import encode_image
 from agentic_grasp.core.types import AffordanceType
 from agentic_grasp.core.testing.fake_vlm_server import FakeVlmServer, ScriptedReply
 

@@ -11,7 +11,7 @@ from agentic_grasp.core.planner import (STATUS_BLOCKED, STATUS_CANCELED, STATUS_
                                         STATUS_SUCCEEDED, EpisodicMemory, PlannerConfig,
                                         ReflectivePlanner)
 from agentic_grasp.core.planner.recovery import type_template, with_approach
-from agentic_grasp.core.kinematics import closing_axis
+from agentic_grasp.core.closing_axis import closing_axis
 from agentic_grasp.core.types import FailureType, GraspType, ObjectState, Shape
 
 from test_planner_fakes import (FixedRetriever, ScriptedArm, experience, make_object, never,

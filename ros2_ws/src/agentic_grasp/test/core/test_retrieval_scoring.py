@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from agentic_grasp.core.errors import ConfigError, ValidationError
-from agentic_grasp.core.retrieval.haa_rag import (HAARAG, EmbeddingModelMismatch,
-                                                  RetrievalConfig)
+from agentic_grasp.core.retrieval.haa_rag import HAARAG, EmbeddingModelMismatch
+from agentic_grasp.core.retrieval.config import RetrievalConfig
 from agentic_grasp.core.retrieval.knowledge_base import Experience, KnowledgeBase
 from agentic_grasp.core.benchmarks.retrieval_scale import (brute_force_retrieve, synthetic_index,
                                                            synthetic_taxonomy)

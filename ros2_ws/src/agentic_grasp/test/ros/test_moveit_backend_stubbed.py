@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 from agentic_grasp.ros.backends import moveit_translation as mt
+from agentic_grasp.ros.backends import moveit_config as mc
+from agentic_grasp.ros.backends import moveit_outcome as mo
 from agentic_grasp.core import paths
 from agentic_grasp.core.sim.params import QualityParams
 from agentic_grasp.core.types import ObjectInstance, Shape
@@ -232,7 +234,7 @@ def moveit_arm(monkeypatch):
 
 def _backend(moveit_arm, velocities=None, **cfg):
     backend = moveit_arm.MoveItArmBackend.__new__(moveit_arm.MoveItArmBackend)
-    backend.cfg = mt.MoveItBackendConfig(**cfg)
+    backend.cfg = mc.MoveItBackendConfig(**cfg)
     backend.quality = QualityParams()
     backend._log = _Logger()
     backend._psm = _Monitor(RobotState(velocities or {"panda_joint1": 0.0}))
@@ -346,7 +348,7 @@ def test_start_waits_for_joint_states_and_remaps_only_another_topic(moveit_arm, 
     assert moveit.kwargs == {"provide_planning_service": False,
                              "remappings": {"joint_states": "/franka/joint_states"}}
     assert moveit.config_dict == {"p": 1}
-    backend.cfg = mt.MoveItBackendConfig()           # /joint_states: MoveItCpp's own topic
+    backend.cfg = mc.MoveItBackendConfig()           # /joint_states: MoveItCpp's own topic
     assert backend._start_moveit({}).kwargs == {"provide_planning_service": False}
 
 
@@ -400,7 +402,7 @@ def test_a_canceled_attempt_scores_q_with_the_configured_weights(moveit_arm, mon
 
     def outcome(obs, cfg, target_id="", weights=None):
         seen.append(weights)
-        return mt.outcome_from_observation(obs, cfg, target_id, weights)
+        return mo.outcome_from_observation(obs, cfg, target_id, weights)
 
     backend = _backend(moveit_arm)
     backend.quality = QualityParams(weights=tuple(WEIGHTS))

@@ -5,9 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from agentic_grasp.ros.conversions import (object_from_msg, perceived_object_from_msg,
-                                           perceived_object_to_msg, perception_result_from_msg,
-                                           perception_result_to_msg)
+from agentic_grasp.ros.conversions.perception import (object_from_msg, perceived_object_from_msg,
+                                                      perceived_object_to_msg,
+                                                      perception_result_from_msg,
+                                                      perception_result_to_msg)
 from agentic_grasp.core.perception import PerceivedObject, PerceptionResult
 from agentic_grasp.core.types import ObjectState, Shape
 

@@ -25,7 +25,9 @@ from builtin_interfaces.msg import Time
 from std_msgs.msg import Header
 
 from agentic_grasp.ros import qos
-from agentic_grasp.ros.conversions import depth_from_msg, from_xyz, object_to_msg, rgb_from_msg
+from agentic_grasp.ros.conversions.images import depth_from_msg, rgb_from_msg
+from agentic_grasp.ros.conversions.grasp import from_xyz
+from agentic_grasp.ros.conversions.perception import object_to_msg
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.paths import config_file
@@ -33,7 +35,7 @@ from agentic_grasp.core.perception import BACKENDS, create_backend, load_params
 from agentic_grasp.core.render import object_bbox, render_scene
 from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, ObjectInstance,
                                       Shape)
-from agentic_grasp.ros.conversions import camera_info_to_msg, image_to_msg
+from agentic_grasp.ros.conversions.images import camera_info_to_msg, image_to_msg
 from agentic_grasp.ros.nodes.perception_node import PerceptionNode
 from agentic_grasp.core.testing.fake_vlm_server import FakeVlmServer, ScriptedReply
 from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))  # the pla
 from test_planner_fakes import (FixedRetriever, ScriptedArm, experience,  # noqa: E402
                                 make_object, ok, perception_of, slip)
 
-from agentic_grasp.ros.conversions import attempt_record_to_msg, recorded_grasp  # noqa: E402
+from agentic_grasp.ros.conversions.records import attempt_record_to_msg, recorded_grasp  # noqa: E402
 from agentic_grasp.core.errors import ConfigError  # noqa: E402
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig  # noqa: E402
 from agentic_grasp.core.planner import EpisodicMemory, PlannerConfig  # noqa: E402

@@ -21,7 +21,7 @@ import pytest
 from rclpy.parameter import Parameter
 
 from agentic_grasp.commands import retrieve as retrieve_command
-from agentic_grasp.ros.conversions import rgb_to_msg
+from agentic_grasp.ros.conversions.images import rgb_to_msg
 from agentic_grasp.core import paths
 from agentic_grasp.core.config import node_params
 from agentic_grasp.core.errors import ConfigError
@@ -212,7 +212,7 @@ def test_the_service_answers_what_the_planner_gets_in_process(harness, core):
     """One code path (issue 22): the perceived size reaches the fallback's size term, and a
     strategy keeps the object it was recorded on and its fit record, so the planner fits it
     to the perceived object through ROS exactly as in process."""
-    from agentic_grasp.ros.conversions import retrieval_result_from_msg
+    from agentic_grasp.ros.conversions.retrieval import retrieval_result_from_msg
 
     size = [0.03, 0.03, 0.2]
     for category in ("teleporter", "screwdriver"):          # fallback and a known category

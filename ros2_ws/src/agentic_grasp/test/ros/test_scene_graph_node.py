@@ -25,8 +25,8 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from visualization_msgs.msg import Marker, MarkerArray
 
-from agentic_grasp.ros.conversions import (
-    constraint_set_from_msgs, object_to_msg, relation_from_msg)
+from agentic_grasp.ros.conversions.scene import constraint_set_from_msgs, relation_from_msg
+from agentic_grasp.ros.conversions.perception import object_to_msg
 from agentic_grasp.core.config import load_yaml
 from agentic_grasp.core.constraints import apply_constraints, infer_constraints
 from agentic_grasp.core.errors import ConfigError

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agentic_grasp.ros.client import GraphError
-from agentic_grasp.ros.conversions import grasp_to_msg
+from agentic_grasp.ros.conversions.grasp import grasp_to_msg
 from agentic_grasp.core.arm import ArmError
 from agentic_grasp.core.heuristic import heuristic_grasp
 from agentic_grasp_interfaces.action import ExecuteGrasp
@@ -138,7 +138,8 @@ def test_joint_states_follow_the_arm(sim_graph):
 
     from sensor_msgs.msg import JointState
 
-    from agentic_grasp.core.kinematics import Q_READY, PandaKinematics
+    from agentic_grasp.core.panda_model import Q_READY
+    from agentic_grasp.core.kinematics import PandaKinematics
 
     client = sim_graph.client
     client.load_scene("sg_banana", 4)

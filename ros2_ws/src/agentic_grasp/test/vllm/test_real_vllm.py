@@ -18,8 +18,8 @@ import pytest
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.perception import schema
 from agentic_grasp.core.benchmarks.perception_client import synthetic_frame
-from agentic_grasp.core.perception.vlm_client import (CallStats, ChatTransport, VlmBackend,
-                                                      VlmConfig)
+from agentic_grasp.core.perception.vlm_client import CallStats, ChatTransport, VlmBackend
+from agentic_grasp.core.perception.vlm_config import VlmConfig
 
 pytestmark = pytest.mark.vllm
 

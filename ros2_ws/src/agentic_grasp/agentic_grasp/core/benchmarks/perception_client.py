@@ -25,8 +25,9 @@ from typing import Any, Callable, Dict, List, Tuple
 import numpy as np
 
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.perception.vlm_client import (ChatTransport, VlmBackend, VlmConfig,
-                                                      encode_image)
+from agentic_grasp.core.perception.vlm_client import ChatTransport, VlmBackend
+from agentic_grasp.core.perception.vlm_config import VlmConfig
+from agentic_grasp.core.perception.vlm_answer import encode_image
 from agentic_grasp.core.stats import percentiles
 from agentic_grasp.core.testing.fake_vlm_server import FakeVlmServer, ScriptedReply
 

@@ -25,8 +25,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from agentic_grasp.core.retrieval.embedding import DescriptorEmbedder
-from agentic_grasp.core.retrieval.haa_rag import (AFFORDANCE_TYPES, HAARAG, RetrievalConfig,
-                                                  RetrievalIndex, _TAU_EPS, _TYPE_INDEX)
+from agentic_grasp.core.retrieval.index import AFFORDANCE_TYPES, RetrievalIndex, _TYPE_INDEX
+from agentic_grasp.core.retrieval.haa_rag import HAARAG, _TAU_EPS
+from agentic_grasp.core.retrieval.config import RetrievalConfig
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
 from agentic_grasp.core.stats import percentiles
 from agentic_grasp.core.types import AffordanceDescriptor

@@ -29,11 +29,10 @@ from agentic_grasp.core.evaluation.report import (PaperBenchOptions, load_record
 from agentic_grasp.core.evaluation.sweep import (SweepConfig, SweepResult, TrialRunner,
                                                  make_units, run_sweep, run_units,
                                                  trial_seed)
-from agentic_grasp.core.evaluation.tables import (MeanCI, RecordIndex, format_ood,
-                                                  format_table_ii, format_table_iii,
-                                                  format_table_v, mean_ci, ood_table,
-                                                  per_task, t_quantile, table_ii, table_iii,
-                                                  table_v)
+from agentic_grasp.core.evaluation.confidence import MeanCI, mean_ci, t_quantile
+from agentic_grasp.core.evaluation.tables import (RecordIndex, format_ood, format_table_ii,
+                                                  format_table_iii, format_table_v, ood_table,
+                                                  per_task, table_ii, table_iii, table_v)
 
 __all__ = [
     "MeanCI", "OODSplits", "PaperBenchOptions", "RecordIndex", "SweepConfig", "SweepResult",

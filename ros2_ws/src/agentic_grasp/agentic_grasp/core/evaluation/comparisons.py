@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from agentic_grasp.core.evaluation.tables import (CATEGORIES, LABELS, RecordIndex, mean_ci)
+from agentic_grasp.core.evaluation.tables import CATEGORIES, LABELS, RecordIndex
+from agentic_grasp.core.evaluation.confidence import mean_ci
 
 
 def _paired(index: RecordIndex, a: str, b: str, tasks: Sequence[str],

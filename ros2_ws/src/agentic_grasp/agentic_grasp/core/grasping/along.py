@@ -28,7 +28,7 @@ from typing import List, Tuple
 import numpy as np
 
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
-from agentic_grasp.core.kinematics import closing_axis, wrist_yaw_for_closing_axis
+from agentic_grasp.core.closing_axis import closing_axis, wrist_yaw_for_closing_axis
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
 #: A footprint this much longer than wide has a principal axis worth sliding along.

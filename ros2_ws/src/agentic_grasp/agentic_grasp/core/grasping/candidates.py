@@ -26,7 +26,7 @@ from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.grasping.fit import extent_at
 from agentic_grasp.core.geometry import yaw_matrix
 from agentic_grasp.core.grasping.hand import Box, HandModel, gap_arrays, object_box
-from agentic_grasp.core.kinematics import closing_axis, wrist_yaw_for_closing_axis
+from agentic_grasp.core.closing_axis import closing_axis, wrist_yaw_for_closing_axis
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
 VERTICAL = np.array([0.0, 0.0, -1.0])

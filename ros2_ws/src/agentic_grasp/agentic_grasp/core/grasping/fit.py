@@ -29,7 +29,7 @@ import numpy as np
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.geometry import wrap_angle, yaw_matrix
 from agentic_grasp.core.grasping.hand import HandModel
-from agentic_grasp.core.kinematics import closing_axis
+from agentic_grasp.core.closing_axis import closing_axis
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
 #: Two horizontal extents closer than this are treated as equal (no principal axis).

@@ -25,7 +25,8 @@ from agentic_grasp.core.perception.backend import (PerceivedObject, PerceptionBa
 from agentic_grasp.core.perception.depth import DepthConfig
 from agentic_grasp.core.perception.oracle import OracleBackend, OracleConfig, resolve_targets
 from agentic_grasp.core.perception.params import NODE_NAME, load_params
-from agentic_grasp.core.perception.vlm_client import VlmBackend, VlmConfig
+from agentic_grasp.core.perception.vlm_client import VlmBackend
+from agentic_grasp.core.perception.vlm_config import VlmConfig
 from agentic_grasp.core.perception.vlm_sim import (SegmentationProvider, VlmSimBackend,
                                                    VlmSimConfig)
 from agentic_grasp.core.types import ObjectInstance

@@ -34,7 +34,6 @@ Semantic checks and what they do (the answer is from a model: trust nothing):
 """
 from __future__ import annotations
 
-import base64
 import http.client
 import json
 import logging
@@ -45,32 +44,26 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-import cv2
 import numpy as np
 
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.config import reject_unknown
 from agentic_grasp.core.perception import schema
 from agentic_grasp.core.perception.backend import (PerceivedObject, PerceptionBackend,
                                                    PerceptionResult)
-from agentic_grasp.core.perception.depth import DepthConfig, estimate_geometry
+from agentic_grasp.core.perception.depth import estimate_geometry
 from agentic_grasp.core.perception.geometry import object_frame
-from agentic_grasp.core.types import AffordanceDescriptor, AffordanceType, ObjectState
+from agentic_grasp.core.types import AffordanceDescriptor, AffordanceType
+from agentic_grasp.core.perception.vlm_answer import (EncodedImage, Interpretation, encode_image,
+                                                      interpret_answer)
+from agentic_grasp.core.perception.vlm_config import VlmConfig
+
 
 LOGGER = logging.getLogger(__name__)
 
 BACKEND_NAME = "vlm"
-
-#: Fragility of Table I objects by category word; the prior when the model's value is unusable.
-DEFAULT_FRAGILITY_PRIORS: Dict[str, float] = {
-    "cup": 0.3, "mug": 0.3, "apple": 0.1, "bottle": 0.1, "banana": 0.2, "bowl": 0.3,
-    "cube": 0.0, "block": 0.0, "vase": 0.8, "wine glass": 0.9, "glass": 0.9,
-    "screwdriver": 0.0, "smartphone": 0.5, "phone": 0.5, "ball": 0.0,
-}
 
 
 class VlmUnavailable(Exception):
@@ -79,133 +72,6 @@ class VlmUnavailable(Exception):
 
 class VlmRequestError(Exception):
     """The server refused the request (4xx other than 429) or answered garbage."""
-
-
-@dataclass
-class VlmConfig:
-    """Client settings (``vlm.*`` in config/perception.yaml); validated on construction."""
-
-    url: str = field(default="http://127.0.0.1:8000/v1", metadata={
-        "description": "Base URL of the OpenAI-compatible server (vLLM), ending in /v1"})
-    model: str = field(default="qwen3-vl-8b-instruct-awq", metadata={
-        "description": "Served model name; must equal --served-model-name of "
-                       "docker/vllm/serve.sh"})
-    api_key_env: str = field(default="VLLM_API_KEY", metadata={
-        "description": "Environment variable holding the API key ('EMPTY' is sent when unset)"})
-    timeout_s: float = field(default=30.0, metadata={
-        "description": "Timeout of each HTTP request (s)"})
-    max_attempts: int = field(default=3, metadata={
-        "description": "Tries per request on timeouts, connection errors, HTTP 429 and 5xx"})
-    backoff_base_s: float = field(default=0.5, metadata={
-        "description": "Delay before retry k (k = 1, 2, ...) is backoff_base_s * 2^(k-1) (s)"})
-    backoff_max_s: float = field(default=4.0, metadata={
-        "description": "Cap on any retry delay, Retry-After included (s)"})
-    backoff_jitter: float = field(default=0.0, metadata={
-        "description": "Fraction of each retry delay drawn from a seeded RNG, in [0, 1)"})
-    seed: int = field(default=0, metadata={
-        "description": "Seed of the retry-jitter RNG"})
-    max_tokens: int = field(default=1024, metadata={
-        "description": "Maximum length of the model's answer (tokens)"})
-    temperature: float = field(default=0.0, metadata={
-        "description": "Sampling temperature (0 = greedy)"})
-    image_max_side: int = field(default=640, metadata={
-        "description": "Longer side of the image sent to the model (px)"})
-    image_format: str = field(default="jpeg", metadata={
-        "description": "Encoding of the image sent: jpeg (fast, small) or png"})
-    jpeg_quality: int = field(default=90, metadata={
-        "description": "JPEG quality of the image sent, 1..100"})
-    coordinates: str = field(default="norm1000", metadata={
-        "description": "Coordinates the model answers in: norm1000 (Qwen3-VL) or pixel"})
-    use_env_proxy: bool = field(default=False, metadata={
-        "description": "Honour http_proxy for the server (false: the server is local)"})
-    default_fragility: float = field(default=0.5, metadata={
-        "description": "Fragility used when the model's value is outside [0, 1] and no "
-                       "category prior matches"})
-    fragility_priors: Dict[str, float] = field(
-        default_factory=lambda: dict(DEFAULT_FRAGILITY_PRIORS))
-    depth: DepthConfig = field(default_factory=DepthConfig)
-
-    def __post_init__(self) -> None:
-        if not self.url.startswith(("http://", "https://")):
-            raise ConfigError(f"vlm.url must be an http(s) URL, got {self.url!r}")
-        self.url = self.url.rstrip("/")
-        if not self.model:
-            raise ConfigError("vlm.model must name the served model")
-        if self.timeout_s <= 0 or self.max_attempts < 1:
-            raise ConfigError("vlm.timeout_s must be > 0 and vlm.max_attempts >= 1")
-        if self.backoff_base_s < 0 or self.backoff_max_s < self.backoff_base_s:
-            raise ConfigError("vlm: need 0 <= backoff_base_s <= backoff_max_s")
-        if not 0.0 <= self.backoff_jitter < 1.0:
-            raise ConfigError("vlm.backoff_jitter must be in [0, 1)")
-        if self.max_tokens < 64 or self.temperature < 0:
-            raise ConfigError("vlm: max_tokens must be >= 64 and temperature >= 0")
-        if self.image_max_side < 32:
-            raise ConfigError("vlm.image_max_side must be >= 32")
-        if self.image_format not in ("jpeg", "png"):
-            raise ConfigError("vlm.image_format must be 'jpeg' or 'png'")
-        if not 1 <= self.jpeg_quality <= 100:
-            raise ConfigError("vlm.jpeg_quality must be in 1..100")
-        if self.coordinates not in ("norm1000", "pixel"):
-            raise ConfigError("vlm.coordinates must be 'norm1000' or 'pixel'")
-        if self.coordinates == "pixel" and self.image_max_side > schema.COORD_MAX + 1:
-            # The schema bounds every coordinate to 0..COORD_MAX for guided decoding.
-            raise ConfigError(f"vlm.image_max_side must be <= {schema.COORD_MAX + 1} with "
-                              "coordinates 'pixel' (the schema bounds coordinates to "
-                              f"0..{schema.COORD_MAX})")
-        if not 0.0 <= self.default_fragility <= 1.0:
-            raise ConfigError("vlm.default_fragility must be in [0, 1]")
-        priors = {}
-        for key, value in dict(self.fragility_priors).items():
-            value = float(value)
-            if not 0.0 <= value <= 1.0:
-                raise ConfigError(f"vlm.fragility_priors.{key} must be in [0, 1]")
-            priors[str(key).replace("_", " ").lower()] = value
-        self.fragility_priors = priors
-        if isinstance(self.depth, Mapping):
-            self.depth = DepthConfig.from_params(self.depth)
-
-    def retry_delay_s(self, retry: int) -> float:
-        """Delay before retry ``retry + 1`` (0-based), before jitter and Retry-After (s)."""
-        return min(self.backoff_max_s, self.backoff_base_s * (2.0 ** retry))
-
-    def call_budget_s(self) -> float:
-        """Worst-case wall time of one VLM perception (both exchanges of a repair), jitter
-        included; what a client of the perception service should wait at least.
-
-        Each exchange is ``max_attempts`` requests of at most ``timeout_s`` with the backoff
-        delays between them (ChatTransport); an invalid first answer adds one more exchange.
-        """
-        delays = sum(self.retry_delay_s(k) for k in range(self.max_attempts - 1))
-        exchange = self.max_attempts * self.timeout_s + delays * (1.0 + self.backoff_jitter)
-        return 2.0 * exchange
-
-    @classmethod
-    def from_params(cls, params: Optional[Mapping[str, Any]],
-                    depth: Optional[Mapping[str, Any]] = None) -> "VlmConfig":
-        """Build from the ``vlm:`` mapping (and the ``depth:`` one); typos are errors."""
-        params = dict(params or {})
-        reject_unknown("vlm", params, {f.name for f in fields(cls)} - {"depth"})
-        kwargs: Dict[str, Any] = {}
-        casts = {"timeout_s": float, "max_attempts": int, "backoff_base_s": float,
-                 "backoff_max_s": float, "backoff_jitter": float, "seed": int,
-                 "max_tokens": int, "temperature": float, "image_max_side": int,
-                 "jpeg_quality": int, "use_env_proxy": _to_bool, "default_fragility": float}
-        for key, value in params.items():
-            kwargs[key] = casts[key](value) if key in casts else value
-        if "fragility_priors" in kwargs:
-            kwargs["fragility_priors"] = dict(kwargs["fragility_priors"] or {})
-        kwargs["depth"] = DepthConfig.from_params(depth)
-        return cls(**kwargs)
-
-    def fragility_prior(self, category: str) -> Tuple[float, str]:
-        """(value, source): the prior for a category, by exact name then by word."""
-        cat = category.lower().strip()
-        if cat in self.fragility_priors:
-            return self.fragility_priors[cat], f"prior for '{cat}'"
-        for key in sorted(self.fragility_priors, key=len, reverse=True):
-            if key in cat:
-                return self.fragility_priors[key], f"prior for '{key}'"
-        return self.default_fragility, "default prior"
 
 
 # --------------------------------------------------------------------------- transport
@@ -330,17 +196,6 @@ class ChatTransport:
                          completion_tokens=completion)
 
 
-def _to_bool(value: Any) -> bool:
-    """A boolean parameter that may arrive as a string ("false" must not become True)."""
-    if isinstance(value, str):
-        if value.strip().lower() in ("1", "true", "yes", "on"):
-            return True
-        if value.strip().lower() in ("0", "false", "no", "off", ""):
-            return False
-        raise ConfigError(f"not a boolean: {value!r}")
-    return bool(value)
-
-
 def _error_message(exc: urllib.error.HTTPError) -> str:
     """The server's error message (vLLM: ``message`` or ``error.message``), shortened."""
     try:
@@ -357,176 +212,6 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
     except ValueError:
         return None
     return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None
-
-
-# --------------------------------------------------------------------------- image
-
-
-@dataclass
-class EncodedImage:
-    """The frame as sent: data URL and size, plus the factor back to the input image."""
-
-    data_url: str
-    width: int
-    height: int
-    scale: float           # input pixels per sent pixel (>= 1)
-
-
-def encode_image(rgb: np.ndarray, max_side: int = 640, image_format: str = "jpeg",
-                 jpeg_quality: int = 90) -> EncodedImage:
-    """Downscale so the longer side is at most ``max_side`` and encode as a data URL.
-
-    JPEG at quality 90 by default: on a 640x480 frame cv2 encodes it in about 1.5 ms into
-    40-60 KiB of base64, while PNG (even at compression level 1) takes 30-60 ms and several
-    hundred KiB (bench.py; lossless compression of sensor noise is slow and ineffective).
-    Qwen3-VL sees this frame as 16x16-pixel patches; quality-90 artefacts are far below
-    that scale, and the smaller body also travels and decodes faster on the server.
-    """
-    if rgb.ndim != 3 or rgb.shape[2] != 3:
-        raise ValueError(f"rgb must be HxWx3, got shape {rgb.shape}")
-    if rgb.dtype != np.uint8:
-        rgb = np.clip(rgb, 0, 255).astype(np.uint8)
-    height, width = rgb.shape[:2]
-    scale = max(1.0, max(width, height) / float(max_side))
-    if scale > 1.0:
-        size = (max(1, int(round(width / scale))), max(1, int(round(height / scale))))
-        rgb = cv2.resize(rgb, size, interpolation=cv2.INTER_AREA)
-    bgr = cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
-    if image_format == "png":
-        ok, buf = cv2.imencode(".png", bgr, [cv2.IMWRITE_PNG_COMPRESSION, 1])
-        mime = "image/png"
-    else:
-        ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, int(jpeg_quality)])
-        mime = "image/jpeg"
-    if not ok:
-        raise ValueError("image encoding failed")
-    data = base64.b64encode(buf.tobytes()).decode("ascii")
-    return EncodedImage(data_url=f"data:{mime};base64,{data}", width=bgr.shape[1],
-                        height=bgr.shape[0], scale=scale)
-
-
-# --------------------------------------------------------------------------- answer
-
-
-@dataclass
-class _Located:
-    id: str
-    category: str
-    pixel: Tuple[float, float]
-    bbox: Optional[Tuple[int, int, int, int]]
-    state: ObjectState
-    fragility: float
-
-
-@dataclass
-class Interpretation:
-    """An answer after the semantic checks, in pixels of the input image."""
-
-    target_found: bool
-    objects: List[_Located]
-    target_index: Optional[int]
-    affordance: Optional[Dict[str, str]]
-    warnings: List[str]
-    fatal: str = ""
-
-
-def _to_pixels(xs: Sequence[float], axis_sizes: Sequence[int], coordinates: str,
-               sent: EncodedImage) -> List[float]:
-    out = []
-    for value, size in zip(xs, axis_sizes):
-        value = float(value)
-        if coordinates == "norm1000":
-            out.append(value / 1000.0 * size)
-        else:
-            out.append(value * sent.scale)
-    return out
-
-
-def interpret_answer(answer: Mapping[str, Any], width: int, height: int, sent: EncodedImage,
-                     config: VlmConfig) -> Interpretation:
-    """Semantic checks of a schema-valid answer (see the module docstring for the rules).
-
-    ``width`` x ``height`` is the size of the input image; coordinates come back in it.
-    """
-    warnings: List[str] = []
-    coords = config.coordinates
-    tol_u, tol_v = 0.01 * width, 0.01 * height
-    objects: List[_Located] = []
-    id_map: Dict[str, int] = {}        # model id -> index of its first object (-1: dropped)
-    counts: Dict[str, int] = {}
-    used: set = set()
-    for item in answer["objects"]:
-        raw_id = "_".join(str(item["id"]).strip().split()) or "object"
-        category = " ".join(str(item["category"]).strip().lower().split())
-        counts[raw_id] = counts.get(raw_id, 0) + 1
-        oid = raw_id
-        if oid in used:
-            k = 2
-            while f"{raw_id}_{k}" in used:
-                k += 1
-            oid = f"{raw_id}_{k}"
-            warnings.append(f"duplicate object id '{raw_id}' renamed to '{oid}'")
-        used.add(oid)
-
-        x1, y1, x2, y2 = _to_pixels(item["bbox_2d"], (width, height, width, height),
-                                    coords, sent)
-        x1, x2 = sorted((x1, x2))
-        y1, y2 = sorted((y1, y2))
-        bbox: Optional[Tuple[int, int, int, int]] = None
-        if all(math.isfinite(c) for c in (x1, y1, x2, y2)) and x2 > 0 and y2 > 0 \
-                and x1 < width - 1 and y1 < height - 1 and x2 - x1 >= 1 and y2 - y1 >= 1:
-            bbox = (int(max(0, math.floor(x1))), int(max(0, math.floor(y1))),
-                    int(min(width - 1, math.ceil(x2))), int(min(height - 1, math.ceil(y2))))
-        else:
-            warnings.append(f"'{oid}': box {list(item['bbox_2d'])} is outside the image or "
-                            "empty; ignored")
-        u, v = _to_pixels(item["point_2d"], (width, height), coords, sent)
-        inside = (math.isfinite(u) and math.isfinite(v) and -tol_u <= u <= width - 1 + tol_u
-                  and -tol_v <= v <= height - 1 + tol_v)
-        if inside:
-            u, v = min(max(u, 0.0), width - 1.0), min(max(v, 0.0), height - 1.0)
-        elif bbox is not None:
-            warnings.append(f"'{oid}': point {list(item['point_2d'])} is outside the image; "
-                            "using its box centre")
-            u, v = (bbox[0] + bbox[2]) / 2.0, (bbox[1] + bbox[3]) / 2.0
-        else:
-            warnings.append(f"'{oid}': point {list(item['point_2d'])} is outside the "
-                            f"{width}x{height} image and it has no usable box; dropped")
-            id_map.setdefault(raw_id, -1)
-            continue
-
-        fragility = float(item["fragility"])
-        if not (math.isfinite(fragility) and 0.0 <= fragility <= 1.0):
-            prior, source = config.fragility_prior(category)
-            warnings.append(f"'{oid}': fragility {item['fragility']} is outside [0, 1]; "
-                            f"rejected, using the {source} ({prior:g})")
-            fragility = prior
-        objects.append(_Located(id=oid, category=category, pixel=(u, v), bbox=bbox,
-                                state=ObjectState.parse(item["state"]), fragility=fragility))
-        id_map.setdefault(raw_id, len(objects) - 1)
-
-    found = bool(answer["target_found"])
-    reason = str(answer.get("reason") or "").strip()
-    if not found:
-        warnings.append("target not found: " + (reason or "no reason given"))
-        return Interpretation(False, objects, None, None, warnings)
-    tid = answer.get("target_id")
-    tid = "_".join(str(tid).strip().split()) if tid is not None else ""
-    if not tid or tid not in id_map:
-        listed = ", ".join(sorted(k for k in id_map)) or "none"
-        return Interpretation(True, objects, None, None, warnings,
-                              fatal=f"target_id {tid or None!r} is not one of the reported "
-                                    f"object ids ({listed})")
-    if id_map[tid] < 0:
-        return Interpretation(True, objects, None, None, warnings,
-                              fatal=f"the target '{tid}' is located outside the image")
-    if counts.get(tid, 1) > 1:
-        warnings.append(f"target_id '{tid}' was given to several objects; using the first")
-    if answer.get("target_affordance") is None:
-        return Interpretation(True, objects, None, None, warnings,
-                              fatal="target_found is true but target_affordance is null")
-    return Interpretation(True, objects, id_map[tid], dict(answer["target_affordance"]),
-                          warnings)
 
 
 # --------------------------------------------------------------------------- backend

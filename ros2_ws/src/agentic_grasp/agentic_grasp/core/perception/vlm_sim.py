@@ -54,8 +54,9 @@ from agentic_grasp.core.perception.backend import PerceptionBackend, PerceptionR
 from agentic_grasp.core.instructions import (ALL_WORDS, SORT_FRAGILITY, find, resolve_targets,
                                              words)
 from agentic_grasp.core.perception.oracle import DEFAULT_CONFUSION_MAP
-from agentic_grasp.core.perception.vlm_client import (EncodedImage, Interpretation,
-                                                      VlmBackend, VlmConfig, _check_inputs)
+from agentic_grasp.core.perception.vlm_answer import EncodedImage, Interpretation
+from agentic_grasp.core.perception.vlm_client import VlmBackend, _check_inputs
+from agentic_grasp.core.perception.vlm_config import VlmConfig
 from agentic_grasp.core.types import AffordanceType, ObjectInstance, ObjectState
 
 LOGGER = logging.getLogger(__name__)

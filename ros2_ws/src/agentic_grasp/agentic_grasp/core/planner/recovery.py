@@ -74,7 +74,7 @@ import numpy as np
 
 from agentic_grasp.core.geometry import grasp_to_object_frame, grasp_to_world, wrap_angle
 from agentic_grasp.core.grasping.along import on_part
-from agentic_grasp.core.kinematics import closing_axis, wrist_yaw_for_closing_axis
+from agentic_grasp.core.closing_axis import closing_axis, wrist_yaw_for_closing_axis
 from agentic_grasp.core.planner.configurations import (CorrectionConfig, Level2Config, Limits,
                                                        PlannerConfig)
 from agentic_grasp.core.types import FailureType, GraspParameters, GraspType, ObjectInstance, Shape

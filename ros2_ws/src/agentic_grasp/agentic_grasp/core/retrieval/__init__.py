@@ -26,10 +26,10 @@ from agentic_grasp.core.retrieval.embedding import (DescriptorEmbedder, Embeddin
 from agentic_grasp.core.retrieval.evaluation import evaluate_retrieval, format_table
 from agentic_grasp.core.retrieval.experience_store import (append_experience,
                                                            experience_from_attempt)
-from agentic_grasp.core.retrieval.haa_rag import (HAARAG, EmbeddingModelMismatch,
-                                                  RetrievalConfig, RetrievalIndex,
-                                                  RetrievalResult, ScoredStrategy,
-                                                  build_retriever)
+from agentic_grasp.core.retrieval.haa_rag import (HAARAG, EmbeddingModelMismatch, RetrievalResult,
+                                                  ScoredStrategy, build_retriever)
+from agentic_grasp.core.retrieval.config import RetrievalConfig
+from agentic_grasp.core.retrieval.index import RetrievalIndex
 from agentic_grasp.core.retrieval.knowledge_base import (Experience, KnowledgeBase,
                                                          grasp_to_object_frame, grasp_to_world,
                                                          validate_kb)

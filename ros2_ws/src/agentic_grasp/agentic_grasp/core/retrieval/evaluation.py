@@ -62,7 +62,8 @@ def evaluate_retrieval(kb: Any = None, modes: Sequence[str] = ("haa", "clip_only
     "kb_size", "embedding_model"}; metrics in percent except MRR.
     """
     from agentic_grasp.core.retrieval.embedding import EmbeddingCache, make_embedder
-    from agentic_grasp.core.retrieval.haa_rag import HAARAG, RetrievalConfig
+    from agentic_grasp.core.retrieval.haa_rag import HAARAG
+    from agentic_grasp.core.retrieval.config import RetrievalConfig
     from agentic_grasp.core.retrieval.knowledge_base import KnowledgeBase
 
     config = config if config is not None else RetrievalConfig.from_config()

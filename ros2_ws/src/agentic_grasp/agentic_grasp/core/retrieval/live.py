@@ -36,7 +36,8 @@ from agentic_grasp.core.retrieval.acquisition import extend_taxonomy
 from agentic_grasp.core.retrieval.consolidation import ConsolidationConfig, Consolidator
 from agentic_grasp.core.retrieval.embedding import (EmbeddingCache, VisualEmbedder,
                                                     embed_render_specs)
-from agentic_grasp.core.retrieval.haa_rag import HAARAG, RetrievalConfig, build_retriever
+from agentic_grasp.core.retrieval.haa_rag import HAARAG, build_retriever
+from agentic_grasp.core.retrieval.config import RetrievalConfig
 from agentic_grasp.core.retrieval.knowledge_base import (Experience, KnowledgeBase,
                                                          record_problems)
 

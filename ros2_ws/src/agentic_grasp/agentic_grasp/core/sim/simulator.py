@@ -293,7 +293,7 @@ def bench_attempt(n: int = 500, task: str = "sg_banana", seed: int = 0) -> Dict[
     top-down grasp at the target's centre closing across the object's y axis.
     """
     from agentic_grasp.core.geometry import yaw_matrix
-    from agentic_grasp.core.kinematics import wrist_yaw_for_closing_axis
+    from agentic_grasp.core.closing_axis import wrist_yaw_for_closing_axis
 
     sim = Simulator.from_config(seed=seed)
     times, successes = [], 0

@@ -33,7 +33,8 @@ from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.perception import schema
 from agentic_grasp.core.stats import percentiles
 from agentic_grasp.core.benchmarks.perception_client import synthetic_frame
-from agentic_grasp.core.perception.vlm_client import (ChatTransport, VlmBackend, VlmConfig)
+from agentic_grasp.core.perception.vlm_client import ChatTransport, VlmBackend
+from agentic_grasp.core.perception.vlm_config import VlmConfig
 from agentic_grasp.core.testing.vllm_server import VllmServer
 
 INSTRUCTION = "pick up the ceramic cup"

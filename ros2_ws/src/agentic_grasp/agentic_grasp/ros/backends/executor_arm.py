@@ -14,7 +14,7 @@ from rclpy.node import Node
 from agentic_grasp.ros.backends.dependencies import (DependencyTimeout, GoalCanceled, GoalSignal,
                                                      OrderedActionClient)
 from agentic_grasp.ros.backends.peer_call import PeerCall
-from agentic_grasp.ros.conversions import grasp_to_msg, outcome_from_msg
+from agentic_grasp.ros.conversions.grasp import grasp_to_msg, outcome_from_msg
 from agentic_grasp.ros.backends.executor_view import ExecutorView
 from agentic_grasp.core.arm import (ArmBackend, ArmError, ArmResult, CancelCheck,
                                     PhaseCallback, ViewResult, WristCameraInfo)

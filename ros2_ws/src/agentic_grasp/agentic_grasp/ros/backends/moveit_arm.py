@@ -45,37 +45,43 @@ import math
 import threading
 import time
 from dataclasses import fields
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from ament_index_python.packages import get_package_share_directory
 from geometry_msgs.msg import Pose as PoseMsg, PoseStamped
-from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 from agentic_grasp.ros import qos
-from agentic_grasp.ros.backends.moveit_translation import (
-    COLLISION_ADD, MOVEIT_CONFIG_PARTS, PSM_START_FAILURE, SOLID_BOX, SOLID_CYLINDER, SOLID_SPHERE,
-    AttemptObservation, CollisionObjectSpec, JointStatesMissing, MoveItBackendConfig, Pose,
-    cancel_plan,
-    cartesian_limits_from_yaml, combine_moveit_params, dropoff_pose, finger_width,
-    gripper_grasp_goal, gripper_open_goal, is_system_error, is_transient_start_failure,
-    moveit_error_name,
-    outcome_from_observation, plan_grasp_motion, resolve_path, rest_start_velocities,
-    scene_collision_objects, scene_diff, start_with_retries)
+from agentic_grasp.ros.backends.moveit_translation import (COLLISION_ADD, PSM_START_FAILURE,
+                                                           SOLID_BOX, SOLID_CYLINDER, SOLID_SPHERE,
+                                                           CollisionObjectSpec, JointStatesMissing,
+                                                           Pose, cancel_plan, dropoff_pose,
+                                                           finger_width, gripper_grasp_goal,
+                                                           gripper_open_goal,
+                                                           is_transient_start_failure,
+                                                           plan_grasp_motion, rest_start_velocities,
+                                                           scene_collision_objects, scene_diff,
+                                                           start_with_retries)
+from agentic_grasp.ros.backends.moveit_config import (MOVEIT_CONFIG_PARTS, MoveItBackendConfig,
+                                                      cartesian_limits_from_yaml,
+                                                      combine_moveit_params, resolve_path)
+from agentic_grasp.ros.backends.moveit_outcome import (AttemptObservation, is_system_error,
+                                                       moveit_error_name, outcome_from_observation)
 from agentic_grasp.ros.backends.moveit_view import MoveItViewMixin, MoveItWristCamera
-from agentic_grasp.ros.conversions import object_from_msg
+from agentic_grasp.ros.conversions.perception import object_from_msg
 from agentic_grasp.core.arm import PHASES, ArmBackend, ArmError, ArmResult
 from agentic_grasp.core.config import load_yaml
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.paths import config_dir
 from agentic_grasp.core.sim.params import QualityParams
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Phase
-from agentic_grasp.ros.futures import wait_done
 from agentic_grasp.ros.params import declare_config
 from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
+from agentic_grasp.ros.backends.moveit_gripper import _Canceled, _Gripper, _POLL_S, _wait
+
 
 try:  # MoveIt 2's Python bindings: ros-jazzy-moveit-py and ros-jazzy-moveit-configs-utils
     from moveit.core.robot_trajectory import RobotTrajectory
@@ -93,11 +99,6 @@ except ImportError as exc:  # pragma: no cover - exercised where MoveIt is absen
 
 _SHAPE_TYPES = {SOLID_BOX: SolidPrimitive.BOX, SOLID_CYLINDER: SolidPrimitive.CYLINDER,
                 SOLID_SPHERE: SolidPrimitive.SPHERE}
-_POLL_S = 0.02
-
-
-class _Canceled(Exception):
-    """The goal was canceled while a step ran; the step already stopped the robot."""
 
 
 def _pose_msg(pose: Pose) -> PoseMsg:
@@ -119,113 +120,6 @@ def _collision_msg(spec: CollisionObjectSpec, operation: int) -> CollisionObject
         obj.primitive_poses = [_pose_msg(spec.pose)]
         obj.pose = _pose_msg(Pose((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)))
     return obj
-
-
-def _wait(future, timeout_s: float, is_cancelled: Callable[[], bool]) -> Tuple[str, object]:
-    """Wait for an rclpy future from a callback thread: ("done", result), ("timeout", None)
-    or ("canceled", None). The node's executor completes the future on another thread."""
-    deadline = time.monotonic() + timeout_s
-    ended = ["done"]
-
-    def poll(done: threading.Event, _timeout_s: float) -> None:
-        while not done.wait(_POLL_S):
-            if is_cancelled():
-                ended[0] = "canceled"
-                return
-            if time.monotonic() > deadline:
-                ended[0] = "timeout"
-                return
-
-    wait_done(future, timeout_s, wait=poll)
-    return (ended[0], None) if ended[0] != "done" else ("done", future.result())
-
-
-class _Gripper:
-    """The Franka Hand through franka_gripper's actions, or a GripperCommand controller."""
-
-    def __init__(self, node: Node, cfg: MoveItBackendConfig, group) -> None:
-        self._cfg = cfg
-        self._active_goal = None
-        if cfg.gripper_interface == "franka":
-            try:
-                from franka_msgs.action import Grasp, Homing, Move
-            except ImportError as exc:
-                raise ImportError("moveit.gripper_interface 'franka' needs franka_msgs "
-                                  "(franka_ros2, built in docker/ros/Dockerfile)") from exc
-            self._types = {"grasp": Grasp, "move": Move, "homing": Homing}
-            ns = cfg.gripper_action_ns.rstrip("/")
-            self._clients = {k: ActionClient(node, t, f"{ns}/{k}", callback_group=group)
-                             for k, t in self._types.items()}
-        else:
-            from control_msgs.action import GripperCommand
-            self._types = {"command": GripperCommand}
-            self._clients = {"command": ActionClient(node, GripperCommand,
-                                                     cfg.gripper_command_action,
-                                                     callback_group=group)}
-
-    @property
-    def goal_active(self) -> bool:
-        return self._active_goal is not None
-
-    def ready(self, timeout_s: float) -> bool:
-        return all(c.wait_for_server(timeout_sec=timeout_s) for c in self._clients.values())
-
-    def _send(self, kind: str, goal, is_cancelled: Callable[[], bool]) -> Optional[bool]:
-        """Run one goal; True/False = action succeeded/failed, None = no answer in time."""
-        client = self._clients[kind]
-        state, handle = _wait(client.send_goal_async(goal), self._cfg.action_timeout_s,
-                              is_cancelled)
-        if state != "done" or handle is None or not handle.accepted:
-            if state == "canceled":
-                raise _Canceled()
-            return None
-        self._active_goal = handle
-        try:
-            state, wrapped = _wait(handle.get_result_async(), self._cfg.action_timeout_s,
-                                   is_cancelled)
-            if state == "canceled":
-                handle.cancel_goal_async()      # franka_gripper calls gripper->stop()
-                raise _Canceled()
-            if state == "timeout":
-                handle.cancel_goal_async()
-                return None
-        finally:
-            self._active_goal = None
-        result = wrapped.result
-        if kind == "command":
-            return bool(result.reached_goal or result.stalled)
-        return bool(result.success)
-
-    def homing(self, is_cancelled) -> Optional[bool]:
-        if "homing" not in self._clients:
-            return True
-        return self._send("homing", self._types["homing"].Goal(), is_cancelled)
-
-    def move(self, width: float, speed: float, is_cancelled) -> Optional[bool]:
-        if "move" in self._clients:
-            return self._send("move", self._types["move"].Goal(width=width, speed=speed),
-                              is_cancelled)
-        goal = self._types["command"].Goal()
-        goal.command.position, goal.command.max_effort = width / 2.0, 0.0
-        return self._send("command", goal, is_cancelled)
-
-    def grasp(self, goal, is_cancelled) -> Optional[bool]:
-        if "grasp" in self._clients:
-            msg = self._types["grasp"].Goal(width=goal.width, speed=goal.speed, force=goal.force)
-            msg.epsilon.inner, msg.epsilon.outer = goal.epsilon_inner, goal.epsilon_outer
-            return self._send("grasp", msg, is_cancelled)
-        msg = self._types["command"].Goal()      # close fully; the object stalls the fingers
-        msg.command.position, msg.command.max_effort = 0.0, goal.force
-        return self._send("command", msg, is_cancelled)
-
-    def cancel(self) -> None:
-        handle = self._active_goal
-        if handle is not None:
-            handle.cancel_goal_async()
-
-    def destroy(self) -> None:
-        for client in self._clients.values():
-            client.destroy()
 
 
 #: QualityParams fields the MoveIt backend does not declare: all but the Eq. 2 weights.

@@ -28,9 +28,10 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from agentic_grasp.ros.backends.moveit_translation import (MOVEIT_ERROR_CODES, MoveItBackendConfig,
-                                                           Pose, is_system_error,
-                                                           moveit_error_name, tcp_to_link_pose)
+from agentic_grasp.ros.backends.moveit_outcome import (MOVEIT_ERROR_CODES, is_system_error,
+                                                       moveit_error_name)
+from agentic_grasp.ros.backends.moveit_config import MoveItBackendConfig
+from agentic_grasp.ros.backends.moveit_translation import Pose, tcp_to_link_pose
 from agentic_grasp.core.arm import ArmError, ViewResult, WristCameraInfo
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.sim.view import WristCameraMount

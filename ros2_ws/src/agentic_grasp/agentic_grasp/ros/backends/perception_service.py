@@ -10,7 +10,8 @@ from rclpy.node import Node
 from agentic_grasp.ros.backends.dependencies import GoalSignal
 from agentic_grasp.ros.backends.peer_call import PeerCall, service_call
 from agentic_grasp.ros.backends.wrist_view import pose_to_msg
-from agentic_grasp.ros.conversions import perception_result_from_msg, rgb_from_msg
+from agentic_grasp.ros.conversions.perception import perception_result_from_msg
+from agentic_grasp.ros.conversions.images import rgb_from_msg
 from agentic_grasp.core.perception import PerceptionResult
 from agentic_grasp_interfaces.srv import Perceive
 

@@ -9,7 +9,9 @@ from rclpy.node import Node
 
 from agentic_grasp.ros.backends.dependencies import GoalSignal
 from agentic_grasp.ros.backends.peer_call import PeerCall, service_call
-from agentic_grasp.ros.conversions import affordance_to_msg, retrieval_result_from_msg, rgb_to_msg
+from agentic_grasp.ros.conversions.grasp import affordance_to_msg
+from agentic_grasp.ros.conversions.retrieval import retrieval_result_from_msg
+from agentic_grasp.ros.conversions.images import rgb_to_msg
 from agentic_grasp.core.retrieval.haa_rag import RetrievalResult
 from agentic_grasp.core.types import AffordanceDescriptor
 from agentic_grasp_interfaces.srv import RetrieveStrategies

@@ -9,8 +9,9 @@ from std_msgs.msg import Header
 
 from agentic_grasp.ros.backends.dependencies import DependencyError, GoalSignal
 from agentic_grasp.ros.backends.peer_call import PeerCall, service_call
-from agentic_grasp.ros.conversions import (constraint_set_from_msgs, relation_from_msg,
-                                           scene_objects_from_msg, scene_to_msg)
+from agentic_grasp.ros.conversions.scene import (constraint_set_from_msgs, relation_from_msg,
+                                                 scene_objects_from_msg)
+from agentic_grasp.ros.conversions.perception import scene_to_msg
 from agentic_grasp.core.constraints import ConstraintSet
 from agentic_grasp.core.errors import ValidationError
 from agentic_grasp.core.scene_graph import SceneGraph, graph_from_relations

@@ -11,7 +11,7 @@ from rclpy.node import Node
 
 from agentic_grasp.ros.backends.wrist_view import (pose_to_msg,
                                                    view_result_from_msg, wrist_camera_from_response)
-from agentic_grasp.ros.conversions import grasp_to_msg, outcome_from_msg
+from agentic_grasp.ros.conversions.grasp import grasp_to_msg, outcome_from_msg
 from agentic_grasp.core.arm import (PHASES, ArmBackend, ArmError, ArmResult, ViewResult,
                                     WristCameraInfo)
 from agentic_grasp.core.types import GraspParameters, Phase

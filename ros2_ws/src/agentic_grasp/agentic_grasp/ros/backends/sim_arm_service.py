@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import time
 from typing import Iterator
 
-from agentic_grasp.ros.conversions import grasp_from_msg, outcome_to_msg
+from agentic_grasp.ros.conversions.grasp import grasp_from_msg, outcome_to_msg
 from agentic_grasp.core.arm import ArmError
 from agentic_grasp.core.types import Phase
 from agentic_grasp_interfaces.srv import SimArmPhase

@@ -33,7 +33,8 @@ from std_msgs.msg import Header
 
 from agentic_grasp.ros import qos
 from agentic_grasp.ros.backends.wrist_view import fill_view_result, fill_wrist_camera, pose_from_msg
-from agentic_grasp.ros.conversions import camera_info_to_msg, image_to_msg, object_to_msg
+from agentic_grasp.ros.conversions.images import camera_info_to_msg, image_to_msg
+from agentic_grasp.ros.conversions.perception import object_to_msg
 from agentic_grasp.core.arm import ArmError, ViewResult, WristCameraInfo
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ValidationError

@@ -15,7 +15,7 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, Pose, Quaternion
 
-from agentic_grasp.ros.conversions import camera_from_info, camera_info_to_msg
+from agentic_grasp.ros.conversions.images import camera_from_info, camera_info_to_msg
 from agentic_grasp.core.arm import ArmError, ViewResult, WristCameraInfo
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ValidationError

@@ -43,7 +43,7 @@ def run(n: int = 100, warmup: int = 10, settle_s: float = 0.15) -> Dict[str, Dic
             loaded = graph.load_scene("sg_banana", 0, timeout_s=30.0)
             target = loaded.target_ids[0]
             banana = {o.id: o for o in graph.ground_truth()}[target]
-            from agentic_grasp.ros.conversions import grasp_to_msg
+            from agentic_grasp.ros.conversions.grasp import grasp_to_msg
 
             goal = ExecuteGrasp.Goal(target_id=target,
                                      grasp=grasp_to_msg(heuristic_grasp(banana)))

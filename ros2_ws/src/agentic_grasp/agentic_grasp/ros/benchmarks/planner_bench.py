@@ -145,7 +145,7 @@ def run(n: int = 50, warmup: int = 5, settle_s: float = 0.15,
 def _execute_goal(graph: GraphClient, target_id: str) -> ExecuteGrasp.Goal:
     """The heuristic grasp of the target, from the simulator's ground truth (the
     benchmark's shortcut: no perception in this measurement)."""
-    from agentic_grasp.ros.conversions import grasp_to_msg
+    from agentic_grasp.ros.conversions.grasp import grasp_to_msg
     from agentic_grasp.core.heuristic import heuristic_grasp
 
     target = {o.id: o for o in graph.ground_truth()}[target_id]

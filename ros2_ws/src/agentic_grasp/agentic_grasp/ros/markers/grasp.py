@@ -14,9 +14,9 @@ from geometry_msgs.msg import Pose, Quaternion, Vector3
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
-from agentic_grasp.ros.conversions import point
+from agentic_grasp.ros.conversions.fields import point
 from agentic_grasp.core.geometry import matrix_to_quaternion
-from agentic_grasp.core.kinematics import closing_axis
+from agentic_grasp.core.closing_axis import closing_axis
 from agentic_grasp.core.types import GraspParameters
 
 #: Marker geometry (RViz only): Franka finger plate and pad size, text height (m).

@@ -13,7 +13,7 @@ from geometry_msgs.msg import Pose, Vector3
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
-from agentic_grasp.ros.conversions import point, yaw_quaternion
+from agentic_grasp.ros.conversions.fields import point, yaw_quaternion
 from agentic_grasp.core.constraints import ConstraintSet, apply_constraints
 from agentic_grasp.core.scene_graph import (
     ADJACENT_TO, CONTAINS, CONVERSE, FAR_FROM, IN_FRONT_OF, INSIDE, LEANING_ON, OCCLUDES,

@@ -15,7 +15,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from agentic_grasp.ros.backends.view_server import ViewServer
-from agentic_grasp.ros.conversions import grasp_from_msg, outcome_to_msg
+from agentic_grasp.ros.conversions.grasp import grasp_from_msg, outcome_to_msg
 from agentic_grasp.core.arm import ArmBackend, ArmError, ArmResult, ExecutorLimits, check_request
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.ros.liveness import PeerMonitor

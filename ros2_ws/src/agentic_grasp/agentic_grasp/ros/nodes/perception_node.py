@@ -69,8 +69,8 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
 from agentic_grasp.ros import qos
-from agentic_grasp.ros.conversions import (RgbdFrame, perception_result_to_msg, rgb_to_msg,
-                                           rgbd_frame_from_msgs)
+from agentic_grasp.ros.conversions.images import RgbdFrame, rgb_to_msg, rgbd_frame_from_msgs
+from agentic_grasp.ros.conversions.perception import perception_result_to_msg
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.perception import (BACKENDS, PerceptionBackend, PerceptionResult,

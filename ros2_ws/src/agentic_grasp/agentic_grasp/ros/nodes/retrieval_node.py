@@ -66,7 +66,8 @@ from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from agentic_grasp.ros.conversions import retrieval_query_from_msg, retrieved_strategy_to_msg
+from agentic_grasp.ros.conversions.retrieval import (retrieval_query_from_msg,
+                                                     retrieved_strategy_to_msg)
 from agentic_grasp.core.config import node_params
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.retrieval import HAARAG, RetrievalConfig

@@ -34,9 +34,9 @@ from std_msgs.msg import Header
 from visualization_msgs.msg import MarkerArray
 
 from agentic_grasp.ros import qos
-from agentic_grasp.ros.conversions import (
-    constraint_to_msg, fill_adjustment, relations_to_msgs, scene_graph_to_msg,
-    scene_objects_from_msg)
+from agentic_grasp.ros.conversions.scene import (constraint_to_msg, fill_adjustment,
+                                                 relations_to_msgs, scene_graph_to_msg,
+                                                 scene_objects_from_msg)
 from agentic_grasp.core.constraints import ConstraintSet, infer_constraints
 from agentic_grasp.core.errors import ConfigError, UnknownTargetError, ValidationError
 from agentic_grasp.core.scene_graph import SceneGraph, SceneGraphConfig, build_scene_graph

@@ -37,7 +37,7 @@ import numpy as np
 
 from agentic_grasp.core.camera import Camera, look_at
 from agentic_grasp.core.geometry import quaternion_yaw, yaw_matrix
-from agentic_grasp.core.kinematics import closing_axis
+from agentic_grasp.core.closing_axis import closing_axis
 
 _LOG = logging.getLogger(__name__)
 
