@@ -8,11 +8,42 @@ the optical z axis (REP 118), 0 or NaN where nothing was hit.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Sequence, Tuple
+from functools import lru_cache
+from typing import Any, Callable, Dict, Sequence, Tuple
 
 import numpy as np
 
-from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.core import paths
+from agentic_grasp.core.config import load_yaml, reject_unknown
+from agentic_grasp.core.errors import ConfigError, ValidationError
+
+#: Keys of config/camera.yaml's ``camera:`` mapping.
+CAMERA_KEYS = ("width", "height", "fx", "fy", "cx", "cy", "eye", "target", "frame_id")
+
+
+@lru_cache(maxsize=1)
+def _fixed_camera_items() -> Tuple[Tuple[str, Any], ...]:
+    path = paths.config_file("camera")
+    spec = (load_yaml(path) or {}).get("camera")
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{path}: no 'camera:' mapping")
+    reject_unknown(str(path), spec, CAMERA_KEYS)
+    missing = [k for k in CAMERA_KEYS if k not in spec]
+    if missing:
+        raise ConfigError(f"{path}: camera lacks {', '.join(missing)}")
+    return tuple((k, tuple(spec[k]) if isinstance(spec[k], list) else spec[k])
+                 for k in CAMERA_KEYS)
+
+
+def fixed_camera_spec() -> Dict[str, Any]:
+    """The fixed camera of the cell as config/camera.yaml defines it (a fresh dict; eye and
+    target as lists): the one place its intrinsics and pose are written down (issue 27).
+    The file is read once per process."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in _fixed_camera_items()}
+
+
+def _fixed(key: str, kind: Callable[[Any], Any]) -> Callable[[], Any]:
+    return lambda: kind(fixed_camera_spec()[key])
 
 
 def look_at(eye: Sequence[float], target: Sequence[float],
@@ -35,24 +66,27 @@ def look_at(eye: Sequence[float], target: Sequence[float],
 class Camera:
     """A calibrated pinhole camera (no distortion: plumb_bob with zero coefficients)."""
 
-    width: int = 640
-    height: int = 480
-    fx: float = 554.26
-    fy: float = 554.26
-    cx: float = 319.5
-    cy: float = 239.5
+    # Defaults: the fixed camera of config/camera.yaml (fixed_camera_spec).
+    width: int = field(default_factory=_fixed("width", int))
+    height: int = field(default_factory=_fixed("height", int))
+    fx: float = field(default_factory=_fixed("fx", float))
+    fy: float = field(default_factory=_fixed("fy", float))
+    cx: float = field(default_factory=_fixed("cx", float))
+    cy: float = field(default_factory=_fixed("cy", float))
     T_world_cam: np.ndarray = field(
-        default_factory=lambda: look_at((1.15, 0.0, 0.75), (0.5, 0.0, 0.0)))
-    frame_id: str = "camera_color_optical_frame"
+        default_factory=lambda: look_at(fixed_camera_spec()["eye"],
+                                        fixed_camera_spec()["target"]))
+    frame_id: str = field(default_factory=_fixed("frame_id", str))
 
     @classmethod
     def from_config(cls, cfg: Dict) -> "Camera":
-        """Build from a ``camera:`` mapping (width, height, fx, fy, cx, cy, eye, target)."""
-        pose = look_at(cfg.get("eye", (1.15, 0.0, 0.75)), cfg.get("target", (0.5, 0.0, 0.0)))
-        return cls(width=int(cfg.get("width", 640)), height=int(cfg.get("height", 480)),
-                   fx=float(cfg.get("fx", 554.26)), fy=float(cfg.get("fy", 554.26)),
-                   cx=float(cfg.get("cx", 319.5)), cy=float(cfg.get("cy", 239.5)),
-                   T_world_cam=pose)
+        """Build from a ``camera:`` mapping (width, height, fx, fy, cx, cy, eye, target); a
+        key it lacks takes the fixed camera's value."""
+        spec = {**fixed_camera_spec(), **cfg}
+        pose = look_at(spec["eye"], spec["target"])
+        return cls(width=int(spec["width"]), height=int(spec["height"]),
+                   fx=float(spec["fx"]), fy=float(spec["fy"]), cx=float(spec["cx"]),
+                   cy=float(spec["cy"]), T_world_cam=pose, frame_id=str(spec["frame_id"]))
 
     @property
     def K(self) -> np.ndarray:

@@ -226,3 +226,27 @@ def test_package_root_shows_the_architecture():
     point; nothing else at the top of the package."""
     entries = {p.name for p in PACKAGE.iterdir() if p.name != "__pycache__"}
     assert entries == {"__init__.py", "cli.py", "core", "ros", "commands"}
+
+
+# ---------------------------------------------------------------- one camera (issue 27)
+def test_the_fixed_camera_is_defined_once():
+    """config/camera.yaml holds the fixed camera; no module writes its eye as numbers."""
+    import io
+    import tokenize
+
+    from agentic_grasp.core.camera import Camera, fixed_camera_spec
+
+    spec = fixed_camera_spec()
+    camera = Camera()
+    assert np.allclose(camera.position, spec["eye"])
+    assert (camera.width, camera.height, camera.fx, camera.cx) == (
+        spec["width"], spec["height"], spec["fx"], spec["cx"])
+    eye = [float(v) for v in spec["eye"]]
+    written = []
+    for path in PACKAGE.rglob("*.py"):
+        numbers = [float(ast.literal_eval(t.string)) for t in tokenize.generate_tokens(
+            io.StringIO(path.read_text()).readline) if t.type == tokenize.NUMBER
+            and "j" not in t.string.lower()]
+        if any(numbers[i:i + 3] == eye for i in range(len(numbers) - 2)):
+            written.append(str(path.relative_to(PACKAGE)))
+    assert written == []

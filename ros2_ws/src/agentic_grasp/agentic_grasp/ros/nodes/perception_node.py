@@ -71,7 +71,7 @@ from std_msgs.msg import Header
 from agentic_grasp.ros import qos
 from agentic_grasp.ros.conversions.images import RgbdFrame, rgb_to_msg, rgbd_frame_from_msgs
 from agentic_grasp.ros.conversions.perception import perception_result_to_msg
-from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.camera import Camera, fixed_camera_spec
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.perception import (BACKENDS, PerceptionBackend, PerceptionResult,
                                            VlmConfig, create_backend)
@@ -124,10 +124,10 @@ class PerceptionNode(Node):
                                    "(px; = retrieval embedding.crop_size_px)"))
         if self.crop_px < 8:
             raise ConfigError(f"target_crop_px must be >= 8, got {self.crop_px}")
-        eye = declare(self, "camera.eye", [1.15, 0.0, 0.75],
+        eye = declare(self, "camera.eye", fixed_camera_spec()["eye"],
                       "Camera position in world (m); with camera.target it gives T_world_cam "
                       "(a real robot would read it from TF)")
-        target = declare(self, "camera.target", [0.5, 0.0, 0.0],
+        target = declare(self, "camera.target", fixed_camera_spec()["target"],
                          "Point in world the camera looks at (m)")
         params = declare_backend_params(self, backend_kind)
         warn_undeclared(self, "perception", _OWN_PREFIXES)

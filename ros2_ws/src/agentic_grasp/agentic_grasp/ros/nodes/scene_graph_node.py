@@ -37,6 +37,7 @@ from agentic_grasp.ros import qos
 from agentic_grasp.ros.conversions.scene import (constraint_to_msg, fill_adjustment,
                                                  relations_to_msgs, scene_graph_to_msg,
                                                  scene_objects_from_msg)
+from agentic_grasp.core.camera import fixed_camera_spec
 from agentic_grasp.core.constraints import ConstraintSet, infer_constraints
 from agentic_grasp.core.errors import ConfigError, UnknownTargetError, ValidationError
 from agentic_grasp.core.scene_graph import SceneGraph, SceneGraphConfig, build_scene_graph
@@ -46,8 +47,6 @@ from agentic_grasp.ros.params import declare, declare_fields
 from agentic_grasp_interfaces.msg import SceneGraph as SceneGraphMsg
 from agentic_grasp_interfaces.srv import InferConstraints
 
-#: Camera eye of the default Camera(), world frame (m); keep equal to the sim's camera.eye.
-DEFAULT_CAMERA_POSITION = [1.15, 0.0, 0.75]
 
 @dataclass(frozen=True)
 class _Settings:
@@ -75,7 +74,7 @@ class SceneGraphNode(Node):
         super().__init__("scene_graph", **kwargs)
         self._config_names = [f.name for f in fields(SceneGraphConfig)]
         declare_fields(self, "", SceneGraphConfig)   # descriptions: field metadata
-        declare(self, "camera_position", DEFAULT_CAMERA_POSITION,
+        declare(self, "camera_position", fixed_camera_spec()["eye"],
                 "Camera eye in the world frame (m), for Occludes and the directional "
                 "relations; keep equal to the simulator's camera.eye")
         declare(self, "default_frame", "world",

@@ -46,7 +46,7 @@ from agentic_grasp.ros import qos
 from agentic_grasp.ros.backends.sim_arm_service import SimArmServices
 from agentic_grasp.ros.backends.sim_wrist import WristCameraStation, capture_messages
 from agentic_grasp.core.arm_session import SimArmSession
-from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.camera import Camera, fixed_camera_spec
 from agentic_grasp.core import paths
 from agentic_grasp.core.sim.objects import load_catalogue
 from agentic_grasp.core.sim.simulator import PhysicsParams, QualityParams, Simulator
@@ -87,8 +87,7 @@ class SimNode(SimArmServices, Node):
                                  "Object catalogue, relative to config/ or absolute")
         self.camera = Camera.from_config({
             k: declare(self, f"camera.{k}", v, f"Camera {k}") for k, v in
-            dict(width=640, height=480, fx=554.26, fy=554.26, cx=319.5, cy=239.5,
-                 eye=[1.15, 0.0, 0.75], target=[0.5, 0.0, 0.0]).items()})
+            fixed_camera_spec().items() if k != "frame_id"})
 
         catalogue_path = Path(catalogue_file)
         if not catalogue_path.is_absolute():
