@@ -23,6 +23,7 @@ from agentic_grasp.core.planner import (EpisodicMemory, PlannerConfig,  # noqa: 
 from agentic_grasp.core.planner.planner import scene_graph_constraints  # noqa: E402
 from agentic_grasp.core.scene_graph import SceneGraphConfig  # noqa: E402
 from agentic_grasp.core.types import AttemptOutcome, Phase, PhysicalEvent  # noqa: E402
+from agentic_grasp.ros.conversions.perception import perception_result_from_msg  # noqa: E402
 from agentic_grasp.ros.recording import replay  # noqa: E402
 from agentic_grasp.ros.recording.typestore import connection_args, typestore  # noqa: E402
 
@@ -138,7 +139,7 @@ def session():
     def perceive(text):
         msg = perception_msg(text)
         answers.append(msg)
-        return replay.perception_result(msg)
+        return perception_result_from_msg(msg)
 
     arm = ScriptedArm()
     task = planner.run_task("pick up the ceramic cup", perceive, arm, EpisodicMemory())
@@ -449,3 +450,18 @@ def test_goals_that_ended_before_the_recording_are_told_apart():
     before = goals_before(topics, logs, {"running"}, attempts)
     assert before == {"old", "nolog_old"}
     assert goals_before({}, logs, set(), attempts) == set()          # an empty bag
+
+
+def test_replay_reads_with_the_node_converters_and_without_rclpy():
+    """One converter (issue 27): replay's readers are the planner node's, and importing
+    replay loads no rclpy (bags are read with rosbags only)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from agentic_grasp.ros.recording import replay; "
+             "from agentic_grasp.ros.conversions import perception; "
+             "assert replay.perception_result_from_msg is perception.perception_result_from_msg; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rclpy'))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

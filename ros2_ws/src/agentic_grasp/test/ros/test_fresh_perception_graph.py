@@ -13,7 +13,7 @@ import threading
 import numpy as np
 import pytest
 
-from agentic_grasp.ros.conversions.grasp import from_xyz
+from agentic_grasp.ros.conversions.fields import from_xyz
 from agentic_grasp.core.heuristic import heuristic_grasp
 from agentic_grasp.core.sim.simulator import Simulator
 from agentic_grasp_interfaces.srv import Perceive

@@ -58,3 +58,20 @@ def test_a_lying_cylinder_keeps_the_knocked_over_convention():
     assert inst.shape == Shape.CYLINDER and not inst.upright
     np.testing.assert_allclose(inst.size, [0.07, 0.07, 0.22], atol=1e-6)
     assert inst.yaw == pytest.approx(-0.4, abs=1e-6)
+
+
+def test_enums_are_read_by_the_constants_name():
+    """The code a message carries is looked up through its own class's constants (rclpy or
+    rosbags alike), never as a bare integer of ours."""
+    from agentic_grasp.core.errors import ValidationError
+    from agentic_grasp.core.types import GraspType
+    from agentic_grasp.ros.conversions.fields import GRASP_TYPE_NAMES, enum_code, enum_value
+
+    class Renumbered:                       # a message type whose codes differ from ours
+        GRASP_POWER, GRASP_PINCH, GRASP_SIDE = 7, 5, 9
+        grasp_type = 5
+
+    assert enum_value(Renumbered(), GRASP_TYPE_NAMES, 5, "grasp_type") is GraspType.PINCH
+    assert enum_code(Renumbered, GRASP_TYPE_NAMES, GraspType.SIDE) == 9
+    with pytest.raises(ValidationError, match="GRASP_POWER"):
+        enum_value(Renumbered(), GRASP_TYPE_NAMES, 1, "grasp_type")

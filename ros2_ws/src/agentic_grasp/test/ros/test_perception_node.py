@@ -26,7 +26,7 @@ from std_msgs.msg import Header
 
 from agentic_grasp.ros import qos
 from agentic_grasp.ros.conversions.images import depth_from_msg, rgb_from_msg
-from agentic_grasp.ros.conversions.grasp import from_xyz
+from agentic_grasp.ros.conversions.fields import from_xyz
 from agentic_grasp.ros.conversions.perception import object_to_msg
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError, ValidationError

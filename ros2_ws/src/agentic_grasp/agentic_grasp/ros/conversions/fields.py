@@ -1,23 +1,72 @@
-"""Message fields every converter shares: vectors, points, yaw quaternions and
-the message enums (grasp type, object state) by name.
+"""Message fields every converter shares: vectors, points, yaw quaternions, float32
+decimals, the GraspEvent reader and the message enums by name.
+
+The enums travel as the message's own constants (``GraspParameters.GRASP_PINCH``,
+``ObjectObservation.STATE_FILLED``, ``SHAPE_CYLINDER``): the tables below name the constant
+for each core value, and the number is read from the message class at hand, an rclpy class
+in the nodes or the rosbags class a bag was decoded with in replay, so no code here or in
+replay writes a code as a bare integer.
+
+The readers (``*_from_msg`` in every concept module) are duck-typed: they read rclpy
+messages and the objects rosbags deserialises alike, so the planner node and bag replay
+read with the same functions. A field that older bags lack is read with ``getattr`` and
+the default it had before the field existed.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Dict, Mapping, Sequence, TypeVar
 
+import numpy as np
 from geometry_msgs.msg import Point, Quaternion, Vector3
 
 from agentic_grasp.core import geometry
-from agentic_grasp.core.types import GraspType, ObjectState
-from agentic_grasp_interfaces.msg import GraspParameters as GraspMsg, ObjectObservation as ObjectMsg
+from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.core.types import GraspType, ObjectState, Phase, PhysicalEvent, Shape
+
+E = TypeVar("E")
+
+#: GraspParameters.grasp_type: the core type -> the message constant's name.
+GRASP_TYPE_NAMES: Dict[GraspType, str] = {
+    GraspType.POWER: "GRASP_POWER", GraspType.PINCH: "GRASP_PINCH", GraspType.SIDE: "GRASP_SIDE"}
+#: ObjectObservation.state.
+STATE_NAMES: Dict[ObjectState, str] = {
+    ObjectState.EMPTY: "STATE_EMPTY", ObjectState.FILLED: "STATE_FILLED",
+    ObjectState.STACKED: "STATE_STACKED"}
+#: ObjectObservation.shape (SHAPE_UNKNOWN is no core shape: None).
+SHAPE_NAMES: Dict[Shape, str] = {
+    Shape.BOX: "SHAPE_BOX", Shape.CYLINDER: "SHAPE_CYLINDER", Shape.SPHERE: "SHAPE_SPHERE"}
 
 
-_GRASP_TYPES = {GraspType.POWER: GraspMsg.GRASP_POWER, GraspType.PINCH: GraspMsg.GRASP_PINCH,
-                GraspType.SIDE: GraspMsg.GRASP_SIDE}
-_GRASP_TYPES_INV = {v: k for k, v in _GRASP_TYPES.items()}
-_STATES = {ObjectState.EMPTY: ObjectMsg.STATE_EMPTY, ObjectState.FILLED: ObjectMsg.STATE_FILLED,
-           ObjectState.STACKED: ObjectMsg.STATE_STACKED}
-_STATES_INV = {v: k for k, v in _STATES.items()}
+def enum_code(msg_type: Any, names: Mapping[E, str], value: E) -> int:
+    """The number ``msg_type`` gives the constant named for ``value``."""
+    return int(getattr(msg_type, names[value]))
+
+
+def enum_value(msg: Any, names: Mapping[E, str], code: Any, field: str) -> E:
+    """The core value whose constant in ``type(msg)`` is ``code``; ValidationError naming
+    the field and the constants otherwise."""
+    by_code = {int(getattr(type(msg), name)): value for value, name in names.items()}
+    try:
+        return by_code[int(code)]
+    except (KeyError, TypeError, ValueError):
+        known = ", ".join(f"{c} ({names[v]})" for c, v in sorted(by_code.items()))
+        raise ValidationError(f"{field} {code!r} is not one of {known}") from None
+
+
+def from_xyz(msg: Any) -> np.ndarray:
+    """A Point / Vector3 as a float array."""
+    return np.array([msg.x, msg.y, msg.z], dtype=float)
+
+
+def float32_decimal(value: float) -> float:
+    """The shortest decimal that a float32 field value stands for (0.30000001 -> 0.3)."""
+    return float(np.format_float_positional(np.float32(value), unique=True, trim="-"))
+
+
+def event_from_msg(msg: Any) -> PhysicalEvent:
+    """A GraspEvent as the core event (an unknown phase reads as approach, as in text)."""
+    phase = Phase(msg.phase) if msg.phase in Phase._value2member_map_ else Phase.APPROACH
+    return PhysicalEvent(kind=msg.kind, phase=phase, detail=msg.detail, other_id=msg.other_id)
 
 
 def vec3(values: Sequence[float]) -> Vector3:
@@ -33,5 +82,5 @@ def yaw_quaternion(yaw: float) -> Quaternion:
     return Quaternion(x=x, y=y, z=z, w=w)
 
 
-def quaternion_yaw(q: Quaternion) -> float:
+def quaternion_yaw(q: Any) -> float:
     return geometry.quaternion_yaw(q.x, q.y, q.z, q.w)

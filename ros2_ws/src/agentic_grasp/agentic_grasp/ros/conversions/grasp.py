@@ -7,15 +7,14 @@ from typing import Any, Optional
 
 import numpy as np
 
-from agentic_grasp.core.errors import ValidationError
-from agentic_grasp.ros.msg_fields import event_from_msg, from_xyz
 from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, AttemptOutcome,
                                       GraspParameters, Phase, PhysicalEvent, event_from_text,
                                       event_to_text)
 from agentic_grasp_interfaces.msg import (AffordanceDescriptor as AffordanceMsg,
                                           GraspOutcome as GraspOutcomeMsg,
                                           GraspParameters as GraspMsg)
-from agentic_grasp.ros.conversions.fields import _GRASP_TYPES, _GRASP_TYPES_INV, point, vec3
+from agentic_grasp.ros.conversions.fields import (GRASP_TYPE_NAMES, enum_code, enum_value,
+                                                  event_from_msg, from_xyz, point, vec3)
 
 
 # ---- affordance ------------------------------------------------------------------------------
@@ -40,21 +39,18 @@ def affordance_from_msg(msg: AffordanceMsg) -> Optional[AffordanceDescriptor]:
 def grasp_to_msg(grasp: GraspParameters) -> GraspMsg:
     return GraspMsg(position=point(grasp.position), approach_direction=vec3(grasp.approach),
                     gripper_width=float(grasp.width), grip_force=float(grasp.force),
-                    grasp_type=_GRASP_TYPES[grasp.grasp_type],
+                    grasp_type=enum_code(GraspMsg, GRASP_TYPE_NAMES, grasp.grasp_type),
                     approach_height=float(grasp.approach_height), speed=float(grasp.speed),
                     wrist_yaw=float(grasp.wrist_yaw))
 
 
 def grasp_from_msg(msg: GraspMsg) -> GraspParameters:
-    if msg.grasp_type not in _GRASP_TYPES_INV:
-        raise ValidationError(f"grasp.grasp_type {msg.grasp_type} is not 0 (power), 1 (pinch) "
-                              "or 2 (side)")
+    grasp_type = enum_value(msg, GRASP_TYPE_NAMES, msg.grasp_type, "grasp.grasp_type")
     return GraspParameters(position=from_xyz(msg.position),
                            approach=from_xyz(msg.approach_direction),
-                           width=msg.gripper_width, force=msg.grip_force,
-                           grasp_type=_GRASP_TYPES_INV[msg.grasp_type],
-                           approach_height=msg.approach_height, speed=msg.speed,
-                           wrist_yaw=msg.wrist_yaw)
+                           width=float(msg.gripper_width), force=float(msg.grip_force),
+                           grasp_type=grasp_type, approach_height=float(msg.approach_height),
+                           speed=float(msg.speed), wrist_yaw=float(msg.wrist_yaw))
 
 
 # ---- outcomes -----------------------------------------------------------------------------
@@ -80,13 +76,16 @@ def event_to_msg(event: PhysicalEvent) -> Any:
 
 
 def outcome_from_msg(msg: GraspOutcomeMsg) -> AttemptOutcome:
-    """The details win when present; a message from an older sender has only the texts."""
-    events = ([event_from_msg(e) for e in msg.event_details]
-              if len(msg.event_details) == len(msg.events) and len(msg.events)
+    """The details win when present; a message from an older sender (or a bag recorded
+    before GraspEvent) has only the texts."""
+    details = list(getattr(msg, "event_details", []) or [])
+    events = ([event_from_msg(e) for e in details]
+              if len(details) == len(msg.events) and len(msg.events)
               else [event_from_text(text) for text in msg.events])
     return AttemptOutcome(
-        success=msg.success, quality=msg.quality, phi=np.asarray(msg.phi, dtype=float),
-        events=events,
+        success=bool(msg.success), quality=float(msg.quality),
+        phi=np.asarray(msg.phi, dtype=float), events=events,
         phase_reached=Phase(msg.phase_reached) if msg.phase_reached else Phase.APPROACH,
-        measurements=dict(zip(msg.measurement_names, msg.measurement_values)),
-        duration_s=msg.duration_s)
+        measurements=dict(zip(list(msg.measurement_names),
+                              [float(v) for v in msg.measurement_values])),
+        duration_s=float(msg.duration_s))

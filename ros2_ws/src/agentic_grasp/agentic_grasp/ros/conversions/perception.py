@@ -12,13 +12,13 @@ from geometry_msgs.msg import Pose
 from std_msgs.msg import Header
 
 from agentic_grasp.core.errors import ValidationError
-from agentic_grasp.ros.msg_fields import float32_decimal, from_xyz
 from agentic_grasp.core.types import ObjectInstance, Shape
 from agentic_grasp_interfaces.msg import ObjectObservation as ObjectMsg
 from agentic_grasp_interfaces.msg import SceneGraph as SceneGraphMsg
 from agentic_grasp_interfaces.msg import PerceptionResult as PerceptionResultMsg
-from agentic_grasp.ros.conversions.fields import (_STATES, _STATES_INV, point, quaternion_yaw, vec3,
-                                                  yaw_quaternion)
+from agentic_grasp.ros.conversions.fields import (SHAPE_NAMES, STATE_NAMES, enum_code, enum_value,
+                                                  float32_decimal, from_xyz, point,
+                                                  quaternion_yaw, vec3, yaw_quaternion)
 from agentic_grasp.ros.conversions.grasp import affordance_from_msg, affordance_to_msg
 
 if TYPE_CHECKING:  # scene_graph pulls in networkx (~0.3 s): imported where it is used
@@ -31,11 +31,11 @@ def object_to_msg(obj: ObjectInstance, pixel: Optional[Sequence[float]] = None,
                   confidence: float = 1.0) -> ObjectMsg:
     msg = ObjectMsg(id=obj.id, category=obj.category, name=obj.name,
                     pose=Pose(position=point(obj.position), orientation=yaw_quaternion(obj.yaw)),
-                    size=vec3(obj.size), state=_STATES[obj.state],
+                    size=vec3(obj.size), state=enum_code(ObjectMsg, STATE_NAMES, obj.state),
                     fragility=float(obj.fragility), mass=float(obj.mass),
                     affordance=affordance_to_msg(obj.affordance), confidence=float(confidence),
                     upright=bool(obj.upright), damaged=bool(obj.damaged),
-                    shape=_SHAPES.get(obj.shape, ObjectMsg.SHAPE_UNKNOWN), yaw_known=True,
+                    shape=shape_code(obj.shape), yaw_known=True,
                     handle_known=False, handle_yaw=0.0, rim_height=math.nan,
                     interior_depth=math.nan)
     msg.pixel_u, msg.pixel_v = ((float(pixel[0]), float(pixel[1])) if pixel is not None
@@ -43,25 +43,30 @@ def object_to_msg(obj: ObjectInstance, pixel: Optional[Sequence[float]] = None,
     return msg
 
 
-_SHAPES = {Shape.BOX: ObjectMsg.SHAPE_BOX, Shape.CYLINDER: ObjectMsg.SHAPE_CYLINDER,
-           Shape.SPHERE: ObjectMsg.SHAPE_SPHERE}
-_SHAPES_INV = {v: k for k, v in _SHAPES.items()}
+def shape_code(shape: Optional[Shape]) -> int:
+    """ObjectObservation.shape of a core shape (SHAPE_UNKNOWN for None)."""
+    return enum_code(ObjectMsg, SHAPE_NAMES, shape) if shape is not None \
+        else int(ObjectMsg.SHAPE_UNKNOWN)
 
 
 def shape_from_msg(msg: ObjectMsg) -> Optional[Shape]:
-    """The primitive an observation names; None for SHAPE_UNKNOWN (or a value we lack)."""
-    return _SHAPES_INV.get(int(msg.shape))
+    """The primitive an observation names; None for SHAPE_UNKNOWN (or a value we lack), and
+    for a bag recorded before the shape field (or with its older textual one)."""
+    code = getattr(msg, "shape", None)
+    if not isinstance(code, int):
+        return None
+    by_code = {int(getattr(type(msg), name)): shape for shape, name in SHAPE_NAMES.items()}
+    return by_code.get(code)
 
 
 def object_from_msg(msg: ObjectMsg) -> ObjectInstance:
     """Domain object from an observation; shape as the message says (a box when unknown)."""
-    if msg.state not in _STATES_INV:
-        raise ValidationError(f"object {msg.id!r}: state {msg.state} is not 0, 1 or 2")
+    state = enum_value(msg, STATE_NAMES, msg.state, f"object {msg.id!r}: state")
     return ObjectInstance(id=msg.id, category=msg.category,
                           shape=shape_from_msg(msg) or Shape.BOX,
                           position=from_xyz(msg.pose.position), size=from_xyz(msg.size),
                           yaw=quaternion_yaw(msg.pose.orientation), fragility=msg.fragility,
-                          mass=msg.mass if msg.mass > 0 else 0.1, state=_STATES_INV[msg.state],
+                          mass=msg.mass if msg.mass > 0 else 0.1, state=state,
                           affordance=affordance_from_msg(msg.affordance),
                           material=msg.affordance.material or "unknown", name=msg.name,
                           upright=msg.upright, damaged=msg.damaged)
@@ -83,8 +88,7 @@ def perceived_object_to_msg(obj: "PerceivedObject") -> Optional[ObjectMsg]:
     msg = object_to_msg(instance, pixel=obj.pixel,
                         confidence=min(1.0, max(0.0, float(obj.confidence))))
     msg.mass = 0.0
-    msg.shape = _SHAPES.get(obj.shape, ObjectMsg.SHAPE_UNKNOWN) if obj.shape is not None \
-        else ObjectMsg.SHAPE_UNKNOWN
+    msg.shape = shape_code(obj.shape)
     msg.yaw_known = bool(obj.yaw_known)
     msg.handle_known = obj.handle_yaw is not None and math.isfinite(obj.handle_yaw)
     msg.handle_yaw = float(obj.handle_yaw) if msg.handle_known else 0.0
@@ -133,12 +137,13 @@ def perceived_object_from_msg(msg: ObjectMsg) -> "PerceivedObject":
     """A PerceivedObject of an ObjectObservation (the inverse of perceived_object_to_msg).
 
     SHAPE_UNKNOWN becomes shape None, so PerceivedObject.to_object_instance guesses it from
-    the category. No pixel box travels.
+    the category. No pixel box travels. The planner node and bag replay both read with it: a
+    field an older bag's layout lacks (the geometry fields, yaw_known, warnings) reads as
+    PerceivedObject's default, what that bag's planner knew.
     """
     from agentic_grasp.core.perception import PerceivedObject
 
-    if msg.state not in _STATES_INV:
-        raise ValidationError(f"object {msg.id!r}: state {msg.state} is not 0, 1 or 2")
+    state = enum_value(msg, STATE_NAMES, msg.state, f"object {msg.id!r}: state")
     try:
         affordance = affordance_from_msg(msg.affordance)
     except (ValidationError, ValueError) as exc:
@@ -147,19 +152,22 @@ def perceived_object_from_msg(msg: ObjectMsg) -> "PerceivedObject":
         affordance = dataclasses.replace(
             affordance, fragility=float32_decimal(msg.affordance.fragility))
     size = from_xyz(msg.size)
+    rim = float(getattr(msg, "rim_height", math.nan))
+    depth = float(getattr(msg, "interior_depth", math.nan))
     return PerceivedObject(
         id=msg.id, category=msg.category, pixel=(float(msg.pixel_u), float(msg.pixel_v)),
         bbox=None, position=from_xyz(msg.pose.position),
         size=size if np.all(np.isfinite(size)) and np.all(size > 0.0) else None,
-        state=_STATES_INV[msg.state], fragility=float32_decimal(msg.fragility),
+        state=state, fragility=float32_decimal(msg.fragility),
         affordance=affordance, confidence=float(msg.confidence), name=msg.name,
         shape=shape_from_msg(msg), yaw=quaternion_yaw(msg.pose.orientation),
-        yaw_known=bool(msg.yaw_known), upright=bool(msg.upright),
-        handle_yaw=float(msg.handle_yaw) if msg.handle_known else None,
-        rim_z=float(msg.rim_height) if math.isfinite(msg.rim_height) else None,
-        interior_depth=(float(msg.interior_depth) if math.isfinite(msg.interior_depth)
-                        and math.isfinite(msg.rim_height) else None),
-        warnings=list(msg.warnings))
+        yaw_known=bool(getattr(msg, "yaw_known", False)),
+        upright=bool(getattr(msg, "upright", True)),
+        handle_yaw=float(msg.handle_yaw) if getattr(msg, "handle_known", False) else None,
+        rim_z=float(rim) if math.isfinite(rim) else None,
+        interior_depth=(float(depth) if math.isfinite(depth) and math.isfinite(rim)
+                        else None),
+        warnings=list(getattr(msg, "warnings", [])))
 
 
 def perception_result_from_msg(msg: PerceptionResultMsg) -> "PerceptionResult":

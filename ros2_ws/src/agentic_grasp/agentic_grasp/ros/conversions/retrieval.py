@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 import numpy as np
 
 from agentic_grasp.core.errors import ValidationError
-from agentic_grasp.ros.msg_fields import float32_decimal
+from agentic_grasp.ros.conversions.fields import float32_decimal
 from agentic_grasp_interfaces.msg import (Experience as ExperienceMsg,
                                           RetrievedStrategy as RetrievedStrategyMsg)
 from agentic_grasp.ros.conversions.grasp import (affordance_from_msg, affordance_to_msg,

@@ -10,12 +10,11 @@ import numpy as np
 from std_msgs.msg import Header
 
 from agentic_grasp.core.errors import ValidationError
-from agentic_grasp.ros.msg_fields import float32_decimal, from_xyz
 from agentic_grasp.core.types import ObjectInstance
 from agentic_grasp_interfaces.msg import ObjectObservation as ObjectMsg
 from agentic_grasp_interfaces.msg import (Constraint as ConstraintMsg, SceneGraph as SceneGraphMsg,
                                           SpatialRelation as RelationMsg)
-from agentic_grasp.ros.conversions.fields import vec3
+from agentic_grasp.ros.conversions.fields import float32_decimal, from_xyz, vec3
 from agentic_grasp.ros.conversions.perception import object_from_msg
 
 if TYPE_CHECKING:  # scene_graph pulls in networkx (~0.3 s): imported where it is used

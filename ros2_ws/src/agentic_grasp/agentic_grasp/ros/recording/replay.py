@@ -30,16 +30,16 @@ import numpy as np
 
 from agentic_grasp.core.arm import ArmBackend, ArmError, ArmResult, CancelCheck, PhaseCallback
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.geometry import quaternion_yaw
-from agentic_grasp.core.perception import PerceivedObject, PerceptionResult
+from agentic_grasp.core.perception import PerceptionResult
 from agentic_grasp.core.planner import EpisodicMemory, PlannerConfig, ReflectivePlanner
 from agentic_grasp.core.planner import get_configuration
 from agentic_grasp.core.planner.planner import scene_graph_builder, scene_graph_constraints
 from agentic_grasp.core.scene_graph import SceneGraphConfig
-from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, AttemptOutcome,
-                                      GraspParameters, GraspType, ObjectState, Phase,
-                                      Shape, event_from_text)
-from agentic_grasp.ros.msg_fields import event_from_msg, float32_decimal, from_xyz
+from agentic_grasp.core.types import GraspParameters
+# The bag's messages are read with the converters the planner node uses on the live ones
+# (duck-typed: rosbags objects read like rclpy messages; enums by their constants' names).
+from agentic_grasp.ros.conversions.grasp import grasp_from_msg, outcome_from_msg
+from agentic_grasp.ros.conversions.perception import perception_result_from_msg
 
 _LOG = logging.getLogger(__name__)
 
@@ -53,81 +53,6 @@ GOAL_LOG_TOPIC = "/planner/goal_log"
 TOLERANCES: Dict[str, float] = {"position_m": 1e-4, "approach_rad": 1e-3, "width_m": 1e-4,
                                 "force_n": 1e-3, "approach_height_m": 1e-4,
                                 "speed_mps": 1e-4, "wrist_yaw_rad": 1e-3}
-_GRASP_TYPES = {0: GraspType.POWER, 1: GraspType.PINCH, 2: GraspType.SIDE}
-_STATES = {0: ObjectState.EMPTY, 1: ObjectState.FILLED, 2: ObjectState.STACKED}
-
-
-# ---- messages (rosbags objects, duck-typed) -> core ----------------------------------------
-
-def _yaw(q: Any) -> float:
-    return quaternion_yaw(q.x, q.y, q.z, q.w)
-
-
-# agentic_grasp.ros.conversions imports the ROS message packages, and bags are read without
-# ROS: the field readers come from agentic_grasp.ros.msg_fields, which both use. Objects and
-# outcomes keep their own readers: bags recorded before the shape code, the geometry fields
-# and event_details were added lack them, and these give such bags their recorded meaning.
-_xyz, _f32 = from_xyz, float32_decimal
-
-
-def perceived_object(msg: Any) -> PerceivedObject:
-    """The core object of an ObjectObservation, as the planner node's conversion builds it."""
-    aff = msg.affordance
-    affordance = None
-    if aff.type or aff.material or aff.graspable_region:
-        affordance = AffordanceDescriptor(type=AffordanceType.parse(aff.type),
-                                          material=aff.material, fragility=_f32(aff.fragility),
-                                          region=aff.graspable_region)
-    size = _xyz(msg.size)
-    return PerceivedObject(
-        id=msg.id, category=msg.category, pixel=(float(msg.pixel_u), float(msg.pixel_v)),
-        bbox=None, position=_xyz(msg.pose.position),
-        size=size if np.all(np.isfinite(size)) and np.all(size > 0.0) else None,
-        state=_STATES[int(msg.state)], fragility=_f32(msg.fragility), affordance=affordance,
-        confidence=float(msg.confidence), name=msg.name, shape=_shape(msg),
-        yaw=_yaw(msg.pose.orientation))
-
-
-def _shape(msg: Any) -> Optional[Shape]:
-    """The observation's shape when its layout has a textual ``shape`` field (bags recorded
-    before it have none: None, the planner's category guess, as the node does)."""
-    value = getattr(msg, "shape", "")
-    return Shape(value) if isinstance(value, str) and value in Shape._value2member_map_ \
-        else None
-
-
-def perception_result(msg: Any) -> PerceptionResult:
-    objects = [perceived_object(m) for m in msg.objects]
-    target = next((o for o in objects if msg.target_id and o.id == msg.target_id), None)
-    return PerceptionResult(
-        backend=msg.backend, target_found=bool(msg.target_found), target=target,
-        objects=objects, warnings=list(msg.warnings), error=msg.error,
-        latency_s=float(msg.latency_s), prompt_tokens=int(msg.prompt_tokens),
-        completion_tokens=int(msg.completion_tokens), requests=int(msg.requests))
-
-
-def grasp(msg: Any) -> GraspParameters:
-    return GraspParameters(position=_xyz(msg.position), approach=_xyz(msg.approach_direction),
-                           width=float(msg.gripper_width), force=float(msg.grip_force),
-                           grasp_type=_GRASP_TYPES[int(msg.grasp_type)],
-                           approach_height=float(msg.approach_height), speed=float(msg.speed),
-                           wrist_yaw=float(msg.wrist_yaw))
-
-
-def outcome(msg: Any) -> AttemptOutcome:
-    """Events with their details where the bag has them (recorded after GraspEvent)."""
-    details = list(getattr(msg, "event_details", []) or [])
-    if details and len(details) == len(msg.events):
-        events = [event_from_msg(d) for d in details]
-    else:
-        events = [event_from_text(text) for text in msg.events]
-    return AttemptOutcome(
-        success=bool(msg.success), quality=float(msg.quality),
-        phi=np.asarray(msg.phi, dtype=float), events=events,
-        phase_reached=Phase(msg.phase_reached) if msg.phase_reached else Phase.APPROACH,
-        measurements=dict(zip(list(msg.measurement_names),
-                              [float(v) for v in msg.measurement_values])),
-        duration_s=float(msg.duration_s))
 
 
 def grasp_diff(planned: GraspParameters, recorded: GraspParameters) -> Dict[str, Any]:
@@ -174,7 +99,7 @@ class ReplayPerception:
         index = self._served.get(text, 0)
         self._served[text] = index + 1
         self.calls.append({"instruction": text, "recorded": index < len(queue)})
-        return perception_result(queue[min(index, len(queue) - 1)])
+        return perception_result_from_msg(queue[min(index, len(queue) - 1)])
 
 
 class ReplayArm(ArmBackend):
@@ -195,14 +120,14 @@ class ReplayArm(ArmBackend):
             return self._diverge(index, target_id, grasp_, None,
                                  {"extra_attempt": "the recording has no attempt here"})
         rec = self._attempts[index]
-        recorded = grasp(rec.grasp)
+        recorded = grasp_from_msg(rec.grasp)
         diff = grasp_diff(grasp_, recorded)
         if rec.target_id != target_id:
             diff["target_id"] = [target_id, rec.target_id]
         if diff:
             return self._diverge(index, target_id, grasp_, rec, diff)
         self.cursor += 1
-        result = outcome(rec.outcome)
+        result = outcome_from_msg(rec.outcome)
         self.log.append({"index": index, "target_id": target_id, "agree": True,
                          "recorded_success": bool(rec.outcome.success)})
         if not rec.outcome.phase_reached:      # the recorded arm never ran this attempt
@@ -213,7 +138,8 @@ class ReplayArm(ArmBackend):
                  rec: Any, diff: Dict[str, Any]) -> ArmResult:
         self.divergence = {"attempt_index": index, "target_id": target_id,
                            "planned": _grasp_dict(planned),
-                           "recorded": None if rec is None else _grasp_dict(grasp(rec.grasp)),
+                           "recorded": (None if rec is None
+                                        else _grasp_dict(grasp_from_msg(rec.grasp))),
                            "diff": diff}
         self.log.append({"index": index, "target_id": target_id, "agree": False})
         return ArmResult(ArmError.CANCELED, "replay divergence: no outcome can be observed")

@@ -38,6 +38,8 @@ import numpy as np
 from agentic_grasp.core.camera import Camera, look_at
 from agentic_grasp.core.geometry import quaternion_yaw, yaw_matrix
 from agentic_grasp.core.closing_axis import closing_axis
+from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.ros.conversions.fields import GRASP_TYPE_NAMES, enum_value, from_xyz
 
 _LOG = logging.getLogger(__name__)
 
@@ -228,10 +230,6 @@ def _yaw(q: Any) -> float:
     return quaternion_yaw(q.x, q.y, q.z, q.w)
 
 
-def _xyz(v: Any) -> np.ndarray:
-    return np.array([float(v.x), float(v.y), float(v.z)])
-
-
 def box_corners(centre: np.ndarray, size: np.ndarray, yaw: float) -> np.ndarray:
     """The 8 corners (world) of a box of full extents ``size`` turned by ``yaw`` about z."""
     R = yaw_matrix(yaw)
@@ -276,7 +274,7 @@ def _object_points(view: AttemptView, cam: Camera) -> Dict[str, np.ndarray]:
         if u >= 0.0 and v >= 0.0:
             out[obj.id] = np.array([u, v])
             continue
-        uv, z = cam.project(_xyz(obj.pose.position)[None, :])
+        uv, z = cam.project(from_xyz(obj.pose.position)[None, :])
         if z[0] > 0.0 and np.all(np.isfinite(uv)):
             out[obj.id] = uv[0]
     return out
@@ -328,15 +326,15 @@ def draw_scene(view: AttemptView) -> np.ndarray:
     boxes: Dict[str, np.ndarray] = {}
     if view.perception is not None:
         for obj in view.perception.objects:
-            size = _xyz(obj.size)
+            size = from_xyz(obj.size)
             if np.all(np.isfinite(size)) and np.all(size > 0.0):
-                uv = _project(cam, box_corners(_xyz(obj.pose.position), size,
+                uv = _project(cam, box_corners(from_xyz(obj.pose.position), size,
                                                _yaw(obj.pose.orientation)))
                 if uv is not None:
                     boxes[obj.id] = uv
     g = view.record.grasp
     hand_lines = {name: _project(cam, pts) for name, pts in gripper_lines(
-        _xyz(g.position), _xyz(g.approach_direction), float(g.gripper_width),
+        from_xyz(g.position), from_xyz(g.approach_direction), float(g.gripper_width),
         float(g.wrist_yaw), float(g.approach_height)).items()}
     zoom = _Zoom(cam, list(points.values()) + list(boxes.values())
                  + [uv for uv in hand_lines.values() if uv is not None])
@@ -408,14 +406,19 @@ def draw_scene(view: AttemptView) -> np.ndarray:
     return img
 
 
-_GRASP_TYPES = {0: "power", 1: "pinch", 2: "side"}
+def _grasp_type(g: Any) -> str:
+    """The grasp type's name by the message's own constants ('?' for a code it lacks)."""
+    try:
+        return enum_value(g, GRASP_TYPE_NAMES, g.grasp_type, "grasp_type").value
+    except ValidationError:
+        return "?"
 
 
 def panel_lines(view: AttemptView, result: str = "") -> List[Tuple[str, str]]:
     """(colour key, text) lines of the side panel."""
     rec = view.record
     g, out, diag = rec.grasp, rec.outcome, rec.diagnosis
-    d = _xyz(g.approach_direction)
+    d = from_xyz(g.approach_direction)
     lines: List[Tuple[str, str]] = [
         ("text", f"goal {view.goal_id[:8]}: {view.instruction!r}"),
         ("dim", f"configuration: {view.configuration}"),
@@ -423,7 +426,7 @@ def panel_lines(view: AttemptView, result: str = "") -> List[Tuple[str, str]]:
                  f"{int(rec.attempt) + 1} (retry level {int(rec.retry_level)})"),
         ("dim", f"thought: {rec.thought}"),
         ("head", "planned grasp"),
-        ("text", f"{_GRASP_TYPES.get(int(g.grasp_type), '?')}, opening "
+        ("text", f"{_grasp_type(g)}, opening "
                  f"{float(g.gripper_width) * 1e3:.0f} mm, force {float(g.grip_force):.1f} N"),
         ("text", f"approach ({d[0]:+.2f}, {d[1]:+.2f}, {d[2]:+.2f}), stand-off "
                  f"{float(g.approach_height) * 1e3:.0f} mm, yaw "
