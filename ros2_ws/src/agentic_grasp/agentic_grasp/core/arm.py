@@ -175,16 +175,16 @@ class ArmBackend(ABC):
 
     @abstractmethod
     def execute(self, target_id: str, grasp: GraspParameters, on_phase: PhaseCallback,
-                is_cancelled: CancelCheck) -> ArmResult:
+                is_canceled: CancelCheck) -> ArmResult:
         """Run the attempt; call on_phase(phase, index, count) as each phase starts and stop
-        (leaving the object and the gripper safe) as soon as is_cancelled() returns True."""
+        (leaving the object and the gripper safe) as soon as is_canceled() returns True."""
 
     def wrist_camera(self) -> Optional[WristCameraInfo]:
         """The wrist camera's model, or None when this arm carries none: then the planner
         cannot look from another viewpoint."""
         return None
 
-    def move_camera_to(self, T_world_cam: Any, is_cancelled: CancelCheck) -> ViewResult:
+    def move_camera_to(self, T_world_cam: Any, is_canceled: CancelCheck) -> ViewResult:
         """Move the arm so the wrist camera's optical frame is at ``T_world_cam`` (4x4)."""
         return ViewResult(ArmError.BACKEND_UNAVAILABLE,
                           f"the {self.name} arm backend has no wrist camera")
@@ -202,7 +202,7 @@ class InProcessSimArm(ArmBackend):
         self.simulator = simulator
 
     def execute(self, target_id: str, grasp: GraspParameters, on_phase: PhaseCallback,
-                is_cancelled: CancelCheck) -> ArmResult:
+                is_canceled: CancelCheck) -> ArmResult:
         try:
             self.simulator.validate(target_id, grasp)
             attempt = self.simulator.begin_attempt(target_id, grasp)
@@ -210,9 +210,9 @@ class InProcessSimArm(ArmBackend):
             return error_for_exception(exc)
         outcome = None
         for index, phase in enumerate(PHASES, start=1):
-            if is_cancelled():
+            if is_canceled():
                 self.simulator.abort(attempt)
-                return ArmResult(ArmError.CANCELED, f"cancelled before {phase.value}", outcome)
+                return ArmResult(ArmError.CANCELED, f"canceled before {phase.value}", outcome)
             on_phase(phase, index, len(PHASES))
             outcome = self.simulator.advance(attempt, phase)
             if self.simulator.attempt_finished(attempt):
@@ -223,9 +223,9 @@ class InProcessSimArm(ArmBackend):
         mount = self.simulator.wrist_camera
         return WristCameraInfo(mount.intrinsics(), mount.min_range_m, mount.T_tcp_cam)
 
-    def move_camera_to(self, T_world_cam: Any, is_cancelled: CancelCheck) -> ViewResult:
-        if is_cancelled():
-            return ViewResult(ArmError.CANCELED, "cancelled before the view motion")
+    def move_camera_to(self, T_world_cam: Any, is_canceled: CancelCheck) -> ViewResult:
+        if is_canceled():
+            return ViewResult(ArmError.CANCELED, "canceled before the view motion")
         try:
             motion = self.simulator.move_camera_to(T_world_cam)
         except Exception as exc:  # noqa: BLE001 - mapped to a typed error code

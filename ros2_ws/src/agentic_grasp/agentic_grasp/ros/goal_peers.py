@@ -117,7 +117,7 @@ class BoundPerception:
             self._warn(f"perception error, asking again: {result.error}")
             self._announce(f"perception error ({result.error}); asking again")
             signal.wait_event(threading.Event(), self._delay)
-            if signal.cancelled:
+            if signal.canceled:
                 raise GoalCanceled("canceled while waiting to perceive again")
             result = self._ask(text, camera)
         return result
@@ -189,9 +189,9 @@ class BoundArm(ArmBackend):
         self._world = world
 
     def execute(self, target_id: str, grasp: GraspParameters, on_phase: PhaseCallback,
-                is_cancelled: CancelCheck) -> ArmResult:
+                is_canceled: CancelCheck) -> ArmResult:
         try:
-            return self._arm.execute(target_id, grasp, on_phase, is_cancelled,
+            return self._arm.execute(target_id, grasp, on_phase, is_canceled,
                                      signal=self._signal)
         finally:
             if self._world is not None:      # the motion has ended: later captures show it
@@ -200,8 +200,8 @@ class BoundArm(ArmBackend):
     def wrist_camera(self) -> Optional[WristCameraInfo]:
         return self._arm.wrist_camera(self._signal)
 
-    def move_camera_to(self, T_world_cam: Any, is_cancelled: CancelCheck) -> ViewResult:
-        result = self._arm.move_camera_to(T_world_cam, is_cancelled, signal=self._signal)
+    def move_camera_to(self, T_world_cam: Any, is_canceled: CancelCheck) -> ViewResult:
+        result = self._arm.move_camera_to(T_world_cam, is_canceled, signal=self._signal)
         if self._world is not None and result.error != ArmError.NONE:
             self._world.mark()               # refused or stopped: maybe moved, maybe not
         elif self._world is not None:

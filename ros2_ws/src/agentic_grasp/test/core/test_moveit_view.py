@@ -72,7 +72,7 @@ class _Arm(MoveItViewMixin):
         self.cfg, self.wrist_mount = CFG, mount
         self.calls, self._goal = [], None
         self._plan_code, self._fail, self._cancel_in = plan_code, fail, cancel_in_execute
-        self.cancelled = False
+        self.canceled = False
         clock = SimpleNamespace(now=lambda: SimpleNamespace(nanoseconds=123))
         self._node = SimpleNamespace(get_clock=lambda: clock)
 
@@ -85,7 +85,7 @@ class _Arm(MoveItViewMixin):
 
         self._psm = SimpleNamespace(read_only=read_only)
 
-    def _update_scene(self, target_id, _is_cancelled):
+    def _update_scene(self, target_id, _is_canceled):
         self.calls.append(("scene", target_id))
 
     def _plan_to(self, pose, request, scaling):
@@ -93,17 +93,17 @@ class _Arm(MoveItViewMixin):
         self._goal = pose
         return (None, self._plan_code) if self._plan_code is not None else ("traj", None)
 
-    def _execute(self, trajectory, is_cancelled):
+    def _execute(self, trajectory, is_canceled):
         self.calls.append(("execute", trajectory))
         if self._cancel_in:
-            self.cancelled = True
+            self.canceled = True
             raise RuntimeError("stand-in for _Canceled")
         return self._fail
 
 
 def test_a_view_is_a_collision_checked_transit_to_the_camera_goal():
     arm = _Arm(MOUNT)
-    result = arm.move_camera_to(VIEW, lambda: arm.cancelled)
+    result = arm.move_camera_to(VIEW, lambda: arm.canceled)
     assert result.reached, result.message
     assert arm.calls[0] == ("scene", "")            # every perceived object an obstacle
     assert arm.calls[1] == ("plan", CFG.transit_request, None)
@@ -122,7 +122,7 @@ def test_view_refusals_and_cancel():
     arm = _Arm(MOUNT, fail="CONTROL_FAILED")
     assert arm.move_camera_to(VIEW, lambda: False).error == ArmError.BACKEND_FAILURE
     arm = _Arm(MOUNT, cancel_in_execute=True)
-    assert arm.move_camera_to(VIEW, lambda: arm.cancelled).error == ArmError.CANCELED
+    assert arm.move_camera_to(VIEW, lambda: arm.canceled).error == ArmError.CANCELED
     arm = _Arm(None)
     result = arm.move_camera_to(VIEW, lambda: False)
     assert result.error == ArmError.BACKEND_UNAVAILABLE and "wrist_camera.enabled" in \

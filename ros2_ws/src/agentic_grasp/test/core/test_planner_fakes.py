@@ -75,7 +75,7 @@ class ScriptedArm(ArmBackend):
 
     A script item is an AttemptOutcome (executed), an ArmResult (returned as is) or an
     ArmError (returned with no outcome). ``cancel_at`` makes the arm report CANCELED when
-    is_cancelled() is true before a phase, like InProcessSimArm.
+    is_canceled() is true before a phase, like InProcessSimArm.
     """
 
     name = "scripted"
@@ -86,13 +86,13 @@ class ScriptedArm(ArmBackend):
         self.targets: List[str] = []
         self.phases: List[Phase] = []
 
-    def execute(self, target_id, grasp, on_phase, is_cancelled) -> ArmResult:
+    def execute(self, target_id, grasp, on_phase, is_canceled) -> ArmResult:
         self.grasps.append(grasp.copy())
         self.targets.append(target_id)
         item = self.script.pop(0) if self.script else outcome(success=True)
         for index, phase in enumerate(PHASES, start=1):
-            if is_cancelled():
-                return ArmResult(ArmError.CANCELED, f"cancelled before {phase.value}")
+            if is_canceled():
+                return ArmResult(ArmError.CANCELED, f"canceled before {phase.value}")
             on_phase(phase, index, len(PHASES))
             self.phases.append(phase)
         if isinstance(item, ArmResult):

@@ -92,7 +92,7 @@ class ScriptedArm(ArmBackend):
         self.grasps = []
         self.outcomes = []
 
-    def execute(self, target_id, grasp, on_phase, is_cancelled):
+    def execute(self, target_id, grasp, on_phase, is_canceled):
         ok = len(self.grasps) > 0
         outcome = AttemptOutcome(
             success=ok, quality=0.8 if ok else 0.2, phi=np.full(7, 0.5),

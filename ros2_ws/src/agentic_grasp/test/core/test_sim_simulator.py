@@ -112,7 +112,7 @@ def test_phases_reveal_events_in_order_and_success_only_after_lift(sim):
         sim.advance(attempt, Phase.LIFT)                          # finished
 
 
-def test_collision_during_approach_is_committed_even_if_cancelled(sim):
+def test_collision_during_approach_is_committed_even_if_canceled(sim):
     sim.load_task("it_cup_near_vase", 0)
     cup = sim.get("cup_1")
     before = sim.get("vase_1")

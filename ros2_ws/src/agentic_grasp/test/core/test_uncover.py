@@ -247,7 +247,7 @@ def test_an_arm_without_a_wrist_camera_refuses_a_view():
     class Plain(ArmBackend):
         name = "plain"
 
-        def execute(self, target_id, grasp, on_phase, is_cancelled):
+        def execute(self, target_id, grasp, on_phase, is_canceled):
             return ArmResult(0)
 
     arm = Plain()

@@ -82,7 +82,7 @@ def test_session_publishes_one_record_per_attempt_with_its_reflection():
 
 
 class _DyingArm(ScriptedArm):
-    def execute(self, target_id, grasp, on_phase, is_cancelled):
+    def execute(self, target_id, grasp, on_phase, is_canceled):
         on_phase(Phase.APPROACH, 1, 3)
         raise RuntimeError("executor lost")
 
@@ -188,7 +188,7 @@ class _WristArm(ScriptedArm):
 
         return WristCameraInfo(Camera(), 0.18)
 
-    def move_camera_to(self, T_world_cam, is_cancelled):
+    def move_camera_to(self, T_world_cam, is_canceled):
         from agentic_grasp.core.arm import ArmError, ViewResult
         from agentic_grasp.core.camera import Camera
 

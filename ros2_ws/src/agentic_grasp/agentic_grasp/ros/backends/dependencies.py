@@ -53,7 +53,7 @@ class GoalSignal:
 
     def __init__(self, restart_budget_s: float = 0.0) -> None:
         self._lock = threading.Lock()
-        self._cancelled = False
+        self._canceled = False
         self._lost: Optional[PeerLost] = None
         self._waiters: Set[threading.Event] = set()
         #: How long, in all, this goal's calls may wait for restarting peers (s; PeerCall).
@@ -68,8 +68,8 @@ class GoalSignal:
         self._restart_spent += max(0.0, float(seconds))
 
     @property
-    def cancelled(self) -> bool:
-        return self._cancelled
+    def canceled(self) -> bool:
+        return self._canceled
 
     @property
     def lost(self) -> Optional[PeerLost]:
@@ -104,7 +104,7 @@ class GoalSignal:
 
     def cancel(self) -> None:
         with self._lock:
-            self._cancelled = True
+            self._canceled = True
             waiters = list(self._waiters)
         for event in waiters:
             event.set()
@@ -112,7 +112,7 @@ class GoalSignal:
     def wait_event(self, event: threading.Event, timeout_s: float) -> None:
         """Block until ``event`` is set, the goal is canceled, or ``timeout_s`` passes."""
         with self._lock:
-            if self._cancelled or self._lost is not None:
+            if self._canceled or self._lost is not None:
                 return
             self._waiters.add(event)
         try:
@@ -129,7 +129,7 @@ class GoalSignal:
             return "done"
         if self._lost is not None:
             return "lost"
-        return "canceled" if self._cancelled else "timeout"
+        return "canceled" if self._canceled else "timeout"
 
 
 #: A goal request unanswered this long is sent again, with the same goal id (s), by

@@ -70,10 +70,10 @@ class ExecutorArmBackend(ArmBackend):
         self.last_outcome_msg: Optional[Any] = None
 
     def execute(self, target_id: str, grasp: GraspParameters, on_phase: PhaseCallback,
-                is_cancelled: CancelCheck, signal: Optional[GoalSignal] = None) -> ArmResult:
+                is_canceled: CancelCheck, signal: Optional[GoalSignal] = None) -> ArmResult:
         signal = signal if signal is not None else GoalSignal()
         self.last_outcome_msg = None
-        if is_cancelled():
+        if is_canceled():
             return ArmResult(ArmError.CANCELED, "canceled before the attempt started")
 
         def feedback(message: Any) -> None:
@@ -137,9 +137,9 @@ class ExecutorArmBackend(ArmBackend):
     def wrist_camera(self, signal: Optional[GoalSignal] = None) -> Optional[WristCameraInfo]:
         return self.view.wrist_camera(signal)
 
-    def move_camera_to(self, T_world_cam: Any, is_cancelled: CancelCheck,
+    def move_camera_to(self, T_world_cam: Any, is_canceled: CancelCheck,
                        signal: Optional[GoalSignal] = None) -> ViewResult:
-        return self.view.move_camera_to(T_world_cam, is_cancelled, signal)
+        return self.view.move_camera_to(T_world_cam, is_canceled, signal)
 
     def close(self) -> None:
         self._client.destroy()

@@ -53,10 +53,10 @@ class ExecutorView:
             self._camera = wrist_camera_from_response(response)
         return self._camera
 
-    def move_camera_to(self, T_world_cam: Any, is_cancelled: CancelCheck,
+    def move_camera_to(self, T_world_cam: Any, is_canceled: CancelCheck,
                        signal: Optional[GoalSignal] = None) -> ViewResult:
         signal = signal if signal is not None else GoalSignal()
-        if is_cancelled():
+        if is_canceled():
             return ViewResult(ArmError.CANCELED, "canceled before the view motion")
         goal = MoveCamera.Goal(camera_pose=pose_to_msg(T_world_cam))
         try:

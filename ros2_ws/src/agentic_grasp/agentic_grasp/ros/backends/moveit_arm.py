@@ -283,7 +283,7 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
             return self._width[0] if self._width[1] > since else math.nan
 
     # ------------------------------------------------------------------ motion
-    def _update_scene(self, target_id: str, is_cancelled) -> None:
+    def _update_scene(self, target_id: str, is_canceled) -> None:
         """Table and perceived neighbours into MoveItPy's scene (OMPL and Pilz plan there)
         and, for cartesian_method service, into move_group's (its Cartesian service checks
         collisions against its own scene only)."""
@@ -302,9 +302,9 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
             scene.current_state.update()
         self._scene_ids = [s.id for s in specs]
         if self._apply_scene is not None:
-            self._send_scene_to_move_group(messages, is_cancelled)
+            self._send_scene_to_move_group(messages, is_canceled)
 
-    def _send_scene_to_move_group(self, messages, is_cancelled) -> None:
+    def _send_scene_to_move_group(self, messages, is_canceled) -> None:
         service = self.cfg.apply_planning_scene_service
         request = ApplyPlanningScene.Request()
         # As PlanningSceneInterface::applyCollisionObjects builds it (moveit2 2.12.4
@@ -316,7 +316,7 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
             raise ConnectionError(f"{service} is not available (is move_group running?); "
                                   "/compute_cartesian_path would not see the table")
         state, response = _wait(self._apply_scene.call_async(request),
-                                self.cfg.action_timeout_s, is_cancelled)
+                                self.cfg.action_timeout_s, is_canceled)
         if state == "canceled":
             raise _Canceled()
         if state == "timeout":
@@ -337,13 +337,13 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
         state.joint_velocities = velocities
         return state
 
-    def _execute(self, trajectory, is_cancelled) -> str:
+    def _execute(self, trajectory, is_canceled) -> str:
         """Run a trajectory; "" on success, else the ExecutionStatus text. A cancel stops it."""
         finished = threading.Event()
 
         def watch() -> None:
             while not finished.wait(_POLL_S):
-                if is_cancelled():
+                if is_canceled():
                     self._tem.stop_execution()
                     return
 
@@ -354,7 +354,7 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
         finally:
             finished.set()
             watcher.join()
-        if is_cancelled():
+        if is_canceled():
             raise _Canceled()
         if bool(status):
             return ""
@@ -376,7 +376,7 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
             return result.trajectory, None
         return None, int(result.error_code.val)
 
-    def _plan_straight(self, waypoints: Sequence[Pose], scaling: float, is_cancelled):
+    def _plan_straight(self, waypoints: Sequence[Pose], scaling: float, is_canceled):
         """A straight segment: (trajectory, None, 1.0) or (None, error code, fraction)."""
         if self.cfg.cartesian_method == "pilz_lin":
             trajectory, code = self._plan_to(waypoints[-1], self.cfg.cartesian_request, scaling)
@@ -398,7 +398,7 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
             raise ConnectionError(f"{self.cfg.cartesian_service} is not available "
                                   "(is move_group running?)")
         state, response = _wait(self._cartesian.call_async(request),
-                                self.cfg.action_timeout_s, is_cancelled)
+                                self.cfg.action_timeout_s, is_canceled)
         if state == "canceled":
             raise _Canceled()
         if state == "timeout":
@@ -412,7 +412,7 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
         trajectory.joint_model_group_name = self.cfg.planning_group
         return trajectory, None, float(response.fraction)
 
-    def _move(self, obs: AttemptObservation, stage: str, trajectory_or_code, is_cancelled,
+    def _move(self, obs: AttemptObservation, stage: str, trajectory_or_code, is_canceled,
               fraction: float = math.nan) -> bool:
         """Execute a planned motion or record why there is none; True when it ran through."""
         trajectory, code = trajectory_or_code
@@ -423,48 +423,48 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
             obs.planning_error, obs.planning_stage = code, stage
             obs.cartesian_fraction = fraction
             return False
-        failure = self._execute(trajectory, is_cancelled)
+        failure = self._execute(trajectory, is_canceled)
         if failure:
             obs.execution_failure, obs.execution_stage = failure, stage
             return False
         return True
 
-    def _release_held_object(self, is_cancelled) -> Optional[str]:
+    def _release_held_object(self, is_canceled) -> Optional[str]:
         """Put a held object down at the drop-off pose; None or why it failed."""
         trajectory, code = self._plan_to(dropoff_pose(self.cfg), self.cfg.transit_request,
                                          self.cfg.transit_velocity_scaling)
         if trajectory is None:
             return f"no plan to the drop-off pose ({moveit_error_name(code)})"
-        failure = self._execute(trajectory, is_cancelled)
+        failure = self._execute(trajectory, is_canceled)
         if failure:
             return f"drop-off motion failed: {failure}"
-        if not self._gripper.move(0.08, self.cfg.gripper_open_speed_mps, is_cancelled):
+        if not self._gripper.move(0.08, self.cfg.gripper_open_speed_mps, is_canceled):
             return "gripper did not open at the drop-off"
         self._holding = False
         return None
 
-    def _retreat(self, motion, opening_m: float, is_cancelled) -> None:
+    def _retreat(self, motion, opening_m: float, is_canceled) -> None:
         """After a failed close: open the fingers and back out along the approach, so the
         next attempt does not start with the hand around the object (best effort)."""
-        if not self._gripper.move(opening_m, self.cfg.gripper_open_speed_mps, is_cancelled):
+        if not self._gripper.move(opening_m, self.cfg.gripper_open_speed_mps, is_canceled):
             self._log.warning("gripper did not reopen after the failed grasp")
             return
         trajectory, code, _ = self._plan_straight([motion.pre_grasp],
-                                                  motion.descent_velocity_scaling, is_cancelled)
+                                                  motion.descent_velocity_scaling, is_canceled)
         failure = (f"no plan ({moveit_error_name(code)})" if trajectory is None
-                   else self._execute(trajectory, is_cancelled))
+                   else self._execute(trajectory, is_canceled))
         if failure:
             self._log.warning(f"retreat to the pre-grasp pose failed: {failure}")
 
     # ------------------------------------------------------------------ the attempt
-    def execute(self, target_id: str, grasp: GraspParameters, on_phase, is_cancelled) -> ArmResult:
+    def execute(self, target_id: str, grasp: GraspParameters, on_phase, is_canceled) -> ArmResult:
         if not self._gripper.ready(timeout_s=2.0):
             return ArmResult(ArmError.BACKEND_UNAVAILABLE, "gripper action server(s) not "
                              f"available ({self.cfg.gripper_interface})")
         obs = AttemptObservation()
         start = time.monotonic()
         try:
-            return self._attempt(target_id, grasp, on_phase, is_cancelled, obs, start)
+            return self._attempt(target_id, grasp, on_phase, is_canceled, obs, start)
         except _Canceled:
             plan = cancel_plan(self._holding, self._gripper.goal_active)
             if plan.cancel_gripper_goal:
@@ -483,9 +483,9 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
             self._log.error(f"MoveIt backend failed: {exc}")
             return ArmResult(ArmError.BACKEND_FAILURE, str(exc))
 
-    def _attempt(self, target_id, grasp, on_phase, is_cancelled, obs, start) -> ArmResult:
+    def _attempt(self, target_id, grasp, on_phase, is_canceled, obs, start) -> ArmResult:
         def check() -> None:
-            if is_cancelled():
+            if is_canceled():
                 raise _Canceled()
 
         def finish(message: str) -> ArmResult:
@@ -495,11 +495,11 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
             return ArmResult(ArmError.NONE, message, outcome)
 
         if not self._homed:
-            if not self._gripper.homing(is_cancelled):
+            if not self._gripper.homing(is_canceled):
                 return ArmResult(ArmError.BACKEND_FAILURE, "Franka Hand homing failed")
             self._homed = True
         if self._holding:
-            why = self._release_held_object(is_cancelled)
+            why = self._release_held_object(is_canceled)
             if why is not None:
                 return ArmResult(ArmError.BACKEND_FAILURE, f"cannot release the held object: {why}")
         known = {o.id for o in self._objects}
@@ -507,26 +507,26 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
         if target is None:
             self._log.warning(f"target {target_id!r} is not in the last perception result "
                               f"({sorted(known)}); grasping without its width or scene")
-        self._update_scene(target_id, is_cancelled)
+        self._update_scene(target_id, is_canceled)
         motion = plan_grasp_motion(grasp, self.cfg)
         count = len(PHASES)
 
         # APPROACH: open, free motion to the pre-grasp, straight descent.
         on_phase(Phase.APPROACH, 1, count)
         opening = gripper_open_goal(grasp, self.cfg)
-        if not self._gripper.move(opening.width, opening.speed, is_cancelled):
+        if not self._gripper.move(opening.width, opening.speed, is_canceled):
             return ArmResult(ArmError.BACKEND_FAILURE, "gripper did not open")
         obs.opening_m = self._fresh_width()
         check()
         planned = self._plan_to(motion.pre_grasp, self.cfg.transit_request,
                                 self.cfg.transit_velocity_scaling)
-        if not self._move(obs, "pre-grasp", planned, is_cancelled):
+        if not self._move(obs, "pre-grasp", planned, is_canceled):
             return finish("pre-grasp not reached")
         check()
         trajectory, code, fraction = self._plan_straight(motion.descent,
                                                          motion.descent_velocity_scaling,
-                                                         is_cancelled)
-        if not self._move(obs, "descent", (trajectory, code), is_cancelled, fraction):
+                                                         is_canceled)
+        if not self._move(obs, "descent", (trajectory, code), is_canceled, fraction):
             return finish("descent not completed")
 
         # CLOSE
@@ -534,7 +534,7 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
         on_phase(Phase.CLOSE, 2, count)
         obs.phase_reached = Phase.CLOSE
         obs.grasp_goal = gripper_grasp_goal(grasp, target, self.cfg)
-        answered = self._gripper.grasp(obs.grasp_goal, is_cancelled)
+        answered = self._gripper.grasp(obs.grasp_goal, is_canceled)
         if answered is None:
             raise TimeoutError("gripper grasp action did not answer")
         obs.width_after_close_m = self._fresh_width()
@@ -544,7 +544,7 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
         obs.grasp_action_ok = (answered if self.cfg.gripper_interface == "franka"
                                else lo < obs.width_after_close_m < hi)
         if not obs.grasp_action_ok:
-            self._retreat(motion, opening.width, is_cancelled)
+            self._retreat(motion, opening.width, is_canceled)
             return finish("grasp failed")
         self._holding = True
 
@@ -554,14 +554,14 @@ class MoveItArmBackend(MoveItViewMixin, ArmBackend):
         obs.phase_reached = Phase.LIFT
         if motion.liftoff:
             trajectory, code, fraction = self._plan_straight(
-                motion.liftoff, motion.lift_velocity_scaling, is_cancelled)
-            if not self._move(obs, "lift-off", (trajectory, code), is_cancelled, fraction):
+                motion.liftoff, motion.lift_velocity_scaling, is_canceled)
+            if not self._move(obs, "lift-off", (trajectory, code), is_canceled, fraction):
                 return finish("lift-off not completed")
             obs.width_after_liftoff_m = self._fresh_width()
         check()
         trajectory, code, fraction = self._plan_straight(motion.lift, motion.lift_velocity_scaling,
-                                                         is_cancelled)
-        if not self._move(obs, "lift", (trajectory, code), is_cancelled, fraction):
+                                                         is_canceled)
+        if not self._move(obs, "lift", (trajectory, code), is_canceled, fraction):
             return finish("lift not completed")
         obs.width_after_lift_m = self._fresh_width()
         outcome = outcome_from_observation(obs, self.cfg, target_id,

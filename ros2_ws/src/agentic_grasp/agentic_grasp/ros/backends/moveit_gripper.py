@@ -23,7 +23,7 @@ class _Canceled(Exception):
     """The goal was canceled while a step ran; the step already stopped the robot."""
 
 
-def _wait(future, timeout_s: float, is_cancelled: Callable[[], bool]) -> Tuple[str, object]:
+def _wait(future, timeout_s: float, is_canceled: Callable[[], bool]) -> Tuple[str, object]:
     """Wait for an rclpy future from a callback thread: ("done", result), ("timeout", None)
     or ("canceled", None). The node's executor completes the future on another thread."""
     deadline = time.monotonic() + timeout_s
@@ -31,7 +31,7 @@ def _wait(future, timeout_s: float, is_cancelled: Callable[[], bool]) -> Tuple[s
 
     def poll(done: threading.Event, _timeout_s: float) -> None:
         while not done.wait(_POLL_S):
-            if is_cancelled():
+            if is_canceled():
                 ended[0] = "canceled"
                 return
             if time.monotonic() > deadline:
@@ -72,11 +72,11 @@ class _Gripper:
     def ready(self, timeout_s: float) -> bool:
         return all(c.wait_for_server(timeout_sec=timeout_s) for c in self._clients.values())
 
-    def _send(self, kind: str, goal, is_cancelled: Callable[[], bool]) -> Optional[bool]:
+    def _send(self, kind: str, goal, is_canceled: Callable[[], bool]) -> Optional[bool]:
         """Run one goal; True/False = action succeeded/failed, None = no answer in time."""
         client = self._clients[kind]
         state, handle = _wait(client.send_goal_async(goal), self._cfg.action_timeout_s,
-                              is_cancelled)
+                              is_canceled)
         if state != "done" or handle is None or not handle.accepted:
             if state == "canceled":
                 raise _Canceled()
@@ -84,7 +84,7 @@ class _Gripper:
         self._active_goal = handle
         try:
             state, wrapped = _wait(handle.get_result_async(), self._cfg.action_timeout_s,
-                                   is_cancelled)
+                                   is_canceled)
             if state == "canceled":
                 handle.cancel_goal_async()      # franka_gripper calls gripper->stop()
                 raise _Canceled()
@@ -98,27 +98,27 @@ class _Gripper:
             return bool(result.reached_goal or result.stalled)
         return bool(result.success)
 
-    def homing(self, is_cancelled) -> Optional[bool]:
+    def homing(self, is_canceled) -> Optional[bool]:
         if "homing" not in self._clients:
             return True
-        return self._send("homing", self._types["homing"].Goal(), is_cancelled)
+        return self._send("homing", self._types["homing"].Goal(), is_canceled)
 
-    def move(self, width: float, speed: float, is_cancelled) -> Optional[bool]:
+    def move(self, width: float, speed: float, is_canceled) -> Optional[bool]:
         if "move" in self._clients:
             return self._send("move", self._types["move"].Goal(width=width, speed=speed),
-                              is_cancelled)
+                              is_canceled)
         goal = self._types["command"].Goal()
         goal.command.position, goal.command.max_effort = width / 2.0, 0.0
-        return self._send("command", goal, is_cancelled)
+        return self._send("command", goal, is_canceled)
 
-    def grasp(self, goal, is_cancelled) -> Optional[bool]:
+    def grasp(self, goal, is_canceled) -> Optional[bool]:
         if "grasp" in self._clients:
             msg = self._types["grasp"].Goal(width=goal.width, speed=goal.speed, force=goal.force)
             msg.epsilon.inner, msg.epsilon.outer = goal.epsilon_inner, goal.epsilon_outer
-            return self._send("grasp", msg, is_cancelled)
+            return self._send("grasp", msg, is_canceled)
         msg = self._types["command"].Goal()      # close fully; the object stalls the fingers
         msg.command.position, msg.command.max_effort = 0.0, goal.force
-        return self._send("command", msg, is_cancelled)
+        return self._send("command", msg, is_canceled)
 
     def cancel(self) -> None:
         handle = self._active_goal

@@ -118,24 +118,24 @@ class MoveItViewMixin:
         p, q = pose.position, pose.orientation
         return Pose((p.x, p.y, p.z), (q.x, q.y, q.z, q.w)).matrix()
 
-    def move_camera_to(self, T_world_cam: Any, is_cancelled) -> ViewResult:
+    def move_camera_to(self, T_world_cam: Any, is_canceled) -> ViewResult:
         mount = self.wrist_mount
         if mount is None:
             return ViewResult(ArmError.BACKEND_UNAVAILABLE, "the moveit arm has no wrist "
                               "camera (executor parameter wrist_camera.enabled is false)")
-        if is_cancelled():
-            return ViewResult(ArmError.CANCELED, "cancelled before the view motion")
+        if is_canceled():
+            return ViewResult(ArmError.CANCELED, "canceled before the view motion")
         start = time.monotonic()
         try:
-            self._update_scene("", is_cancelled)        # every perceived object an obstacle
+            self._update_scene("", is_canceled)        # every perceived object an obstacle
             trajectory, code = self._plan_to(view_link_pose(T_world_cam, mount, self.cfg),
                                              self.cfg.transit_request, None)
             if trajectory is None:
                 error, message = view_error(code)
                 return ViewResult(error, message)
-            failure = self._execute(trajectory, is_cancelled)
+            failure = self._execute(trajectory, is_canceled)
         except Exception as exc:  # noqa: BLE001 - _Canceled included: mapped below
-            if is_cancelled():
+            if is_canceled():
                 return ViewResult(ArmError.CANCELED, "canceled during the view motion; "
                                   "motion stopped")
             return ViewResult(ArmError.BACKEND_FAILURE, f"{type(exc).__name__}: {exc}")

@@ -120,7 +120,7 @@ class PeerCall:
         appear_deadline = time.monotonic() + self.timeout_s
         while True:
             signal.raise_if_lost()
-            if signal.cancelled:
+            if signal.canceled:
                 raise GoalCanceled(f"canceled while waiting for {what}")
             lost = self._lost_now()
             if lost is None and ready():
@@ -191,7 +191,7 @@ class PeerCall:
             if lost is not None:
                 return self._peer_lost(signal, lost)
             left = deadline - time.monotonic()
-            if self.watch is None or left <= 0.0 or signal.cancelled:
+            if self.watch is None or left <= 0.0 or signal.canceled:
                 return None
             signal.wait_event(poll, min(DISCOVERY_POLL_S, left))
 
@@ -231,7 +231,7 @@ class PeerCall:
                 drop()
                 return done
             woke.clear()
-            if signal.cancelled:
+            if signal.canceled:
                 drop()
                 raise GoalCanceled(f"canceled while waiting for {what}")
             lost = self._lost_since(losses)

@@ -107,19 +107,19 @@ class SimArmBackend(ArmBackend):
         self._abort.call_async(SimArmPhase.Request(phase=SimArmPhase.Request.ABORT,
                                                    attempt_id=attempt_id))
 
-    def execute(self, target_id, grasp: GraspParameters, on_phase, is_cancelled) -> ArmResult:
+    def execute(self, target_id, grasp: GraspParameters, on_phase, is_canceled) -> ArmResult:
         if not self._client.service_is_ready() and not self._client.wait_for_service(
                 timeout_sec=self._timeout):
             return ArmResult(ArmError.BACKEND_UNAVAILABLE,
                              f"simulator arm service not available within {self._timeout:.1f} s")
         attempt_id = uuid.uuid4().hex
         if self._whole:
-            return self._execute_whole(attempt_id, target_id, grasp, on_phase, is_cancelled)
+            return self._execute_whole(attempt_id, target_id, grasp, on_phase, is_canceled)
         last = None
         for index, phase in enumerate(PHASES, start=1):
-            if is_cancelled():
+            if is_canceled():
                 self._send_abort(attempt_id)
-                return ArmResult(ArmError.CANCELED, f"cancelled before {phase.value}",
+                return ArmResult(ArmError.CANCELED, f"canceled before {phase.value}",
                                  outcome_from_msg(last.outcome) if last else None)
             on_phase(phase, index, len(PHASES))
             request = SimArmPhase.Request(phase=_PHASE_CODES[phase], attempt_id=attempt_id)
@@ -145,15 +145,15 @@ class SimArmBackend(ArmBackend):
                          outcome_from_msg(last.outcome) if last else None)
 
     def _execute_whole(self, attempt_id: str, target_id: str, grasp: GraspParameters,
-                       on_phase, is_cancelled) -> ArmResult:
+                       on_phase, is_canceled) -> ArmResult:
         """The attempt as one ATTEMPT call (class docstring)."""
-        if is_cancelled():
-            return ArmResult(ArmError.CANCELED, f"cancelled before {PHASES[0].value}")
+        if is_canceled():
+            return ArmResult(ArmError.CANCELED, f"canceled before {PHASES[0].value}")
         on_phase(PHASES[0], 1, len(PHASES))
         sent = []
 
         def abort_once() -> bool:
-            if not sent and is_cancelled():
+            if not sent and is_canceled():
                 self._send_abort(attempt_id)
                 sent.append(True)
             return bool(sent)
@@ -174,7 +174,7 @@ class SimArmBackend(ArmBackend):
         for index in range(2, ran + 1):
             on_phase(PHASES[index - 1], index, len(PHASES))
         if response.ok and response.error_code == int(ArmError.CANCELED) and ran < len(PHASES):
-            return ArmResult(ArmError.CANCELED, f"cancelled before {PHASES[ran].value}",
+            return ArmResult(ArmError.CANCELED, f"canceled before {PHASES[ran].value}",
                              outcome_from_msg(response.outcome) if ran else None)
         if not response.ok:
             return ArmResult(ArmError(response.error_code or ArmError.BACKEND_FAILURE),
@@ -194,9 +194,9 @@ class SimArmBackend(ArmBackend):
                 self._camera = wrist_camera_from_response(response)
         return self._camera
 
-    def move_camera_to(self, T_world_cam, is_cancelled) -> ViewResult:
-        if is_cancelled():
-            return ViewResult(ArmError.CANCELED, "cancelled before the view motion")
+    def move_camera_to(self, T_world_cam, is_canceled) -> ViewResult:
+        if is_canceled():
+            return ViewResult(ArmError.CANCELED, "canceled before the view motion")
         if not self._ready(self._view):
             return ViewResult(ArmError.BACKEND_UNAVAILABLE, "simulator view service not "
                               f"available within {self._timeout:.1f} s")

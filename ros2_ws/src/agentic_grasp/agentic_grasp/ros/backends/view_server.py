@@ -79,12 +79,12 @@ class ViewServer:
             return ViewResult(ArmError.INVALID_PARAMETERS, str(exc))
         losses = self._client_lost()
 
-        def cancelled() -> bool:
+        def canceled() -> bool:
             return goal_handle.is_cancel_requested or self._client_lost() != losses
 
         goal_handle.publish_feedback(MoveCamera.Feedback(stage="moving"))
         try:
-            return self._backend.move_camera_to(T, cancelled)
+            return self._backend.move_camera_to(T, canceled)
         except Exception as exc:  # noqa: BLE001 - a backend bug must not kill the node
             self._node.get_logger().error(f"arm backend raised on a view: {exc!r}")
             return ViewResult(ArmError.BACKEND_FAILURE, f"{type(exc).__name__}: {exc}")

@@ -123,12 +123,12 @@ class ExecutorNode(Node):
 
         losses = self._client_watch.losses(self._client_name)
 
-        def cancelled() -> bool:
+        def canceled() -> bool:
             return (goal_handle.is_cancel_requested
                     or self._client_watch.losses(self._client_name) != losses)
 
         try:
-            return self.backend.execute(request.target_id, grasp, on_phase, cancelled)
+            return self.backend.execute(request.target_id, grasp, on_phase, canceled)
         except Exception as exc:  # noqa: BLE001 - a backend bug must not kill the node
             self.get_logger().error(f"arm backend raised: {exc!r}")
             return ArmResult(ArmError.BACKEND_FAILURE, f"{type(exc).__name__}: {exc}")

@@ -171,7 +171,7 @@ class FrontNode(Node):
             waiting = GoalSignal()
             with self._lock:
                 self._forwarded, self._waiting = handle, waiting
-                canceled = signal.cancelled
+                canceled = signal.canceled
             if canceled:                    # a cancel that came while the goal was sent
                 handle.cancel_goal_async()
             since = self._call.losses()

@@ -258,15 +258,15 @@ class PlannerNode(Node):
                                    self.get_logger().warning, world, goal_id)
 
         def canceled_by_client() -> bool:
-            return signal.cancelled or goal_handle.is_cancel_requested
+            return signal.canceled or goal_handle.is_cancel_requested
 
-        def cancelled() -> bool:            # the core also stops between steps for a lost peer
+        def canceled() -> bool:            # the core also stops between steps for a lost peer
             return canceled_by_client() or signal.lost is not None
 
         task: Optional[TaskOutcome] = None
         try:
             task = planner.run_task(instruction, perceive, BoundArm(self.arm, signal, world),
-                                    memory, cancel=cancelled, on_event=session.on_event,
+                                    memory, cancel=canceled, on_event=session.on_event,
                                     look=perceive.look)
             code, message = task_error(task)
         except Exception as exc:  # noqa: BLE001 - a planner bug must not take the node down

@@ -114,7 +114,7 @@ class ReplayArm(ArmBackend):
         self.divergence: Optional[Dict[str, Any]] = None
 
     def execute(self, target_id: str, grasp_: GraspParameters, on_phase: PhaseCallback,
-                is_cancelled: CancelCheck) -> ArmResult:
+                is_canceled: CancelCheck) -> ArmResult:
         index = self.cursor
         if index >= len(self._attempts):
             return self._diverge(index, target_id, grasp_, None,
