@@ -47,7 +47,9 @@ COLLISION               approach height + 30 mm                                 
 POSITION_ERROR          re-perceive; grasp point moved 10 mm (or the whole offset    project
                         when shorter) towards the perceived centre, horizontally; a
                         finger that landed on an already centred grasp means too
-                        much material under the fingertips: grasp point + 10 mm
+                        much material under the fingertips: grasp point + 10 mm;
+                        on a part outside the body (a handle): opening + 2 x 10 mm
+                        instead (towards the centre is onto the body)
 UNREACHABLE_POSE        tilted approach -> vertical; vertical -> wrist + 90 deg;     project
                         pre-grasp unreachable -> approach height - 30 mm too
 APPROACH_ANGLE          tilted approach -> vertical; vertical -> grasp point + 10 mm project
