@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from agentic_grasp.core.constraints import ConstraintSet
-from agentic_grasp.core.grasping.along import pivot_grip_force
+from agentic_grasp.core.grasping.along import HAND_CONTINUOUS_FORCE_N, pivot_grip_force
 from agentic_grasp.core.grasping.fit import fit_strategy
 from agentic_grasp.core.heuristic import geometric_grasps, heuristic_grasp
 from agentic_grasp.core.planner.configurations import VLM_TYPE_FOR_AFFORDANCE
@@ -215,6 +215,7 @@ class InitialGrasp:
         """A part grasp of a non-fragile container gets the grip force that holds its weight
         against turning about the pads (grasping/along.pivot_grip_force); the note says so.
         A container: a container word in its perceived category or a perceived open rim.
+        At most the hand's continuous force (along.HAND_CONTINUOUS_FORCE_N).
         Part of fitting a strategy to the perceived object: off with ``fit_strategies``
         (the paper's stored grasp copied unchanged)."""
         sg = self.scene_graph_config
@@ -223,7 +224,7 @@ class InitialGrasp:
                 self._rim_z is not None or sg.is_container(target.category)):
             return grasp, ""
         need = pivot_grip_force(grasp, target, self.config.grasp_synthesis)
-        need = min(need, self.config.limits.max_force_n)
+        need = min(need, self.config.limits.max_force_n, HAND_CONTINUOUS_FORCE_N)
         if need <= grasp.force:
             return grasp, ""
         return grasp.copy(force=need), (
