@@ -131,6 +131,12 @@ def content_grip_force(grasp: GraspParameters, target: ObjectInstance,
     return CONTENT_SAFETY * mass * GRAVITY * d / (4.0 / 3.0 * CONTENT_PAD_FRICTION * r)
 
 
+#: The grip a pivot rule may ask for: the Franka Hand's continuous grasping force (70 N;
+#: 140 N only as a short peak), also the experience schema's bound on a stored grasp's force
+#: (kb_data/schema), so an acquired handle grasp stays a valid experience.
+HAND_CONTINUOUS_FORCE_N = 70.0
+
+
 def pivot_grip_force(grasp: GraspParameters, target: ObjectInstance,
                      cfg: GraspSynthesisConfig) -> float:
     """The grip force a part grasp of a hollow object (a container, empty or not) needs so
@@ -204,6 +210,6 @@ def finger_body_gap(finger_corners: np.ndarray, target: ObjectInstance) -> float
     return float(np.min(radial[below_top]) - r)
 
 
-__all__ = ["ALONG_STEPS", "LONG_ASPECT", "PALM_OVER_TOP_M", "along_shifts",
-           "content_grip_force", "finger_body_gap", "on_part", "part_pitches",
+__all__ = ["ALONG_STEPS", "HAND_CONTINUOUS_FORCE_N", "LONG_ASPECT", "PALM_OVER_TOP_M",
+           "along_shifts", "content_grip_force", "finger_body_gap", "on_part", "part_pitches",
            "pivot_grip_force", "principal_axis"]

@@ -3,10 +3,11 @@ sub-goal starts from.
 
 Episodic memory first, then the HAA-RAG strategies fitted to the perceived target (the one
 whose approach agrees with a direction the constraints impose), or a Table II
-configuration's default, VLM or heuristic proposal. :class:`InitialGrasp` is the part of
+configuration's default, VLM or heuristic proposal, and the grip a part grasp of a
+container needs against its own weight. :class:`InitialGrasp` is the part of
 :class:`~agentic_grasp.core.planner.planner.ReflectivePlanner` that chooses it; the planner's
-attributes (config, configuration, retriever, hand, the perceived handle and rim) are set by
-its constructor. Split out of ``planner`` (issue 27).
+attributes (config, configuration, retriever, hand, scene-graph thresholds, the perceived
+handle and rim) are set by its constructor. Split out of ``planner`` (issue 27).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from agentic_grasp.core.constraints import ConstraintSet
+from agentic_grasp.core.grasping.along import HAND_CONTINUOUS_FORCE_N, pivot_grip_force
 from agentic_grasp.core.grasping.fit import fit_strategy
 from agentic_grasp.core.heuristic import geometric_grasps, heuristic_grasp
 from agentic_grasp.core.planner.configurations import VLM_TYPE_FOR_AFFORDANCE
@@ -207,3 +209,24 @@ class InitialGrasp:
             if float(grasp.approach @ np.asarray(override, dtype=float)) >= cos_tol:
                 return k
         return 0
+
+    def _pivot_grip(self, grasp: GraspParameters, target: ObjectInstance
+                    ) -> Tuple[GraspParameters, str]:
+        """A part grasp of a non-fragile container gets the grip force that holds its weight
+        against turning about the pads (grasping/along.pivot_grip_force); the note says so.
+        A container: a container word in its perceived category or a perceived open rim.
+        At most the hand's continuous force (along.HAND_CONTINUOUS_FORCE_N).
+        Part of fitting a strategy to the perceived object: off with ``fit_strategies``
+        (the paper's stored grasp copied unchanged)."""
+        sg = self.scene_graph_config
+        if not self.config.grasp_synthesis.fit_strategies \
+                or target.fragility >= sg.fragile_threshold or not (
+                self._rim_z is not None or sg.is_container(target.category)):
+            return grasp, ""
+        need = pivot_grip_force(grasp, target, self.config.grasp_synthesis)
+        need = min(need, self.config.limits.max_force_n, HAND_CONTINUOUS_FORCE_N)
+        if need <= grasp.force:
+            return grasp, ""
+        return grasp.copy(force=need), (
+            f"{need:.0f} N grip (was {grasp.force:.0f} N) so the {target.category} does not "
+            "turn about the pinched part under its own weight")

@@ -64,7 +64,6 @@ from agentic_grasp.core.planner.tasks import (KIND_NAMED, TaskPlan, instruction_
                                               names_only_landmarks, plan_subgoals)
 from agentic_grasp.core.planner.uncover import poorly_located, run_uncover
 from agentic_grasp.core.grasping import clearance as grasp_clearance
-from agentic_grasp.core.grasping.along import pivot_grip_force
 from agentic_grasp.core.grasping.fit import handle_yaw_of
 from agentic_grasp.core.grasping.hand import HandModel
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND, check_hand_limits
@@ -432,26 +431,6 @@ class ReflectivePlanner(InitialGrasp):
         return goal
 
     # ------------------------------------------------------------------ helpers
-    def _pivot_grip(self, grasp: GraspParameters, target: ObjectInstance
-                    ) -> Tuple[GraspParameters, str]:
-        """A part grasp of a non-fragile container gets the grip force that holds its weight
-        against turning about the pads (grasping/along.pivot_grip_force); the note says so.
-        A container: a container word in its perceived category or a perceived open rim.
-        Part of fitting a strategy to the perceived object: off with ``fit_strategies``
-        (the paper's stored grasp copied unchanged)."""
-        sg = self.scene_graph_config
-        if not self.config.grasp_synthesis.fit_strategies \
-                or target.fragility >= sg.fragile_threshold or not (
-                self._rim_z is not None or sg.is_container(target.category)):
-            return grasp, ""
-        need = pivot_grip_force(grasp, target, self.config.grasp_synthesis)
-        need = min(need, self.config.limits.max_force_n)
-        if need <= grasp.force:
-            return grasp, ""
-        return grasp.copy(force=need), (
-            f"{need:.0f} N grip (was {grasp.force:.0f} N) so the {target.category} does not "
-            "turn about the pinched part under its own weight")
-
     def _acquire(self, record: AttemptRecord, target: ObjectInstance,
                  goal: GoalOutcome) -> None:
         if self.attempt_sink is None:
