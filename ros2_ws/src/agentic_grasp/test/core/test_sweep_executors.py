@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -182,7 +183,8 @@ def test_ray_interrupted_sweep_resumes(tmp_path, reference):
 def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
     """A head and a worker node (separate ``ray start`` processes, 1 CPU each) and a driver
     process (``bench --executor ray --ray-address``, its Ray tasks held at their start:
-    agentic_grasp.core.testing.ray_hold). One unit is let run to the records file; then, while a
+    agentic_grasp.core.testing.ray_hold, driven by ray_hold_driver.py). One unit is let run
+    to the records file; then, while a
     held task occupies the head's CPU, Ray runs the next one on the worker node, and the
     worker node is SIGKILLed with that task running there. The records file must equal the
     local pool's, trial for trial. No sleep decides anything: the test waits on markers."""
@@ -200,7 +202,8 @@ def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
     hold = tmp_path / "hold"
     hold.mkdir()
     with LocalRayCluster(extra_env={HOLD_ENV: str(hold)}) as cluster:
-        cmd = [sys.executable, "-m", "agentic_grasp.core.testing.ray_hold", "--only", "table2",
+        driver_script = Path(__file__).with_name("ray_hold_driver.py")
+        cmd = [sys.executable, str(driver_script), "--only", "table2",
                "--configurations", ",".join(CONFS), "--tasks", ",".join(TASKS),
                "--trials", "5", "--seeds", "0,1", "--no-figures", "--no-progress",
                "--no-oracle-comparison", "--executor", "ray", "--ray-address",

@@ -7,15 +7,15 @@ started on a Ray worker, writes ``<dir>/<name>.held`` (its pid) and runs its uni
 when ``<dir>/<name>.go`` or ``<dir>/all.go`` exists. Ray itself places the tasks (1 CPU
 each): while a held task occupies one node's CPU, the next one is run on the other node.
 
-``python -m agentic_grasp.core.testing.ray_hold BENCH-ARGS...`` runs ``bench`` (the
-:mod:`agentic_grasp.commands.bench_paper` entry point) with the held task body in place of
-:func:`agentic_grasp.core.evaluation.sweep._ray_task`. The folder is ``$%s`` on the
+``python test/core/ray_hold_driver.py BENCH-ARGS...`` runs ``bench`` (the
+:mod:`agentic_grasp.commands.bench_paper` entry point) with :func:`held_unit_task` in place
+of :func:`agentic_grasp.core.evaluation.sweep._ray_task` (the driver lives beside the test:
+core never imports commands/). The folder is ``$%s`` on the
 nodes (:class:`.ray_cluster.LocalRayCluster` ``extra_env``). Test code only.
 """
 from __future__ import annotations
 
 import os
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -55,17 +55,3 @@ def held_tasks(folder: Path) -> Dict[str, int]:
 def release(folder: Path, name: Optional[str] = None) -> None:
     """Let the task ``name`` run its unit, or every task (now and later) for None."""
     (folder / (f"{name}.go" if name else "all.go")).touch()
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    from agentic_grasp.commands import bench_paper
-    from agentic_grasp.core.evaluation import sweep
-    # this module by its name, not as __main__: Ray pickles the task body by reference
-    from agentic_grasp.core.testing.ray_hold import held_unit_task as task
-
-    sweep._ray_task = task                      # noqa: SLF001 - run_units reads it per call
-    return bench_paper.main(argv)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
