@@ -1,7 +1,7 @@
 """Recording a whole-graph run to rosbag2 and replaying it (agentic-grasp bringup --record).
 
 The graph runs as processes with the recorder beside them (Launcher with ``record``); one
-GraspObject goal (sg_cup seed 0: a failed first attempt, a corrected second that succeeds)
+GraspObject goal (sg_apple seed 4: a failed first attempt, a corrected second that succeeds)
 is recorded (MCAP, the default), the graph stopped with SIGINT, and the bag read back with
 rosbags and with a third-party reader (PyPI's mcap + mcap-ros2-support, from the embedded
 schemas). The same bag is then replayed: the goal log gives the configuration, the
@@ -76,9 +76,9 @@ def recorded(tmp_path_factory):
             assert time.monotonic() < deadline + 60.0, "show --live did not attach in time"
             assert live.poll() is None, live.stdout.read()
             time.sleep(0.1)
-        loaded = grasp_cli.load_scene(client, "sg_cup", 0, timeout_s=60.0)
+        loaded = grasp_cli.load_scene(client, "sg_apple", 4, timeout_s=60.0)
         grasp_cli.wait_until_perceived(client, perceive, loaded.object_ids, timeout_s=60.0)
-        handle = planner.send("pick up the ceramic cup", "", None, 10.0)
+        handle = planner.send("pick up the apple", "", None, 10.0)
         assert handle.accepted
         status, result = planner.wait(handle, 90.0)
         assert status == GoalStatus.STATUS_SUCCEEDED, result.message
@@ -165,13 +165,13 @@ def test_bag_holds_every_topic_readable_by_rosbags(recorded):
         result.attempts[-1].grasp.gripper_width)
     image = msgs["/camera/color/image_raw"][-1][1]
     assert (image.width, image.height, image.encoding) == (640, 480, "rgb8")
-    assert any(m.instruction == "pick up the ceramic cup"
+    assert any(m.instruction == "pick up the apple"
                for _, m in msgs["/perception/result"])
     stages = [m.feedback.stage for _, m in msgs["/grasp_object/_action/feedback"]]
     assert stages[-1] == "done"
     log, = [m for _, m in msgs["/planner/goal_log"] if m.goal_id == goal_id]
     assert (log.instruction, log.configuration, log.success, list(log.grasped_ids),
-            log.attempt_count) == ("pick up the ceramic cup", "full", True, ["cup_1"], 2)
+            log.attempt_count) == ("pick up the apple", "full", True, ["apple_1"], 2)
     assert log.end_stamp.sec * 10**9 + log.end_stamp.nanosec > \
         log.start_stamp.sec * 10**9 + log.start_stamp.nanosec
     details = attempts[0].outcome.event_details
@@ -244,7 +244,7 @@ def test_replay_of_the_recording(recorded):
     goal = logged["goals"][0]
     assert goal["configuration_source"] == "goal_log" and logged["warnings"] == []
     assert goal["metrics"]["result_agrees"] and goal["recorded"]["source"] == "goal_log"
-    assert goal["recorded"]["grasped_ids"] == goal["replayed"]["grasped_ids"] == ["cup_1"]
+    assert goal["recorded"]["grasped_ids"] == goal["replayed"]["grasped_ids"] == ["apple_1"]
     full = replay_bag(bag, "full")
     assert [g["goal_id"] for g in full["goals"]] == [goal_id]
     goal = full["goals"][0]
@@ -252,7 +252,7 @@ def test_replay_of_the_recording(recorded):
     assert full["agrees"], full          # the whole report: decisions, attempts, divergence
     assert m["agreement"] == [True, True] and m["recorded_success"] and m["replay_success"]
     decision = goal["decisions"][0]
-    assert decision["target_id"] == "cup_1" and decision["retrieved"]
+    assert decision["target_id"] == "apple_1" and decision["retrieved"]
     assert decision["attempts"][0]["failure_type"] and decision["attempts"][0]["correction"]
     assert replay_bag(bag, "full") == full                       # deterministic
     other = replay_bag(bag, "heuristic")
