@@ -24,6 +24,16 @@ from agentic_grasp_interfaces.action import MoveCamera
 from agentic_grasp_interfaces.srv import WristCamera
 
 
+def accept_when_free(busy: threading.Lock, logger, rejection: str) -> GoalResponse:
+    """An executor goal callback: take the arm's motion lock at acceptance (released when the
+    goal's execution ends), else reject with ``rejection`` logged. Taking it here, not in
+    the execute callback, leaves no window in which a second motion goal is accepted."""
+    if not busy.acquire(blocking=False):
+        logger.warning(rejection)
+        return GoalResponse.REJECT
+    return GoalResponse.ACCEPT
+
+
 class ViewServer:
     """``move_camera`` and ``wrist_camera`` on ``node`` for ``backend`` (module docstring).
 
@@ -52,10 +62,8 @@ class ViewServer:
                                  f"the {self._backend.name} arm has no wrist camera")
 
     def _on_goal(self, _goal) -> GoalResponse:
-        if not self._busy.acquire(blocking=False):
-            self._node.get_logger().warning("rejecting MoveCamera goal: the arm is busy")
-            return GoalResponse.REJECT
-        return GoalResponse.ACCEPT
+        return accept_when_free(self._busy, self._node.get_logger(),
+                                "rejecting MoveCamera goal: the arm is busy")
 
     def _execute(self, goal_handle):
         try:
@@ -90,4 +98,4 @@ class ViewServer:
             return ViewResult(ArmError.BACKEND_FAILURE, f"{type(exc).__name__}: {exc}")
 
 
-__all__ = ["ViewServer"]
+__all__ = ["ViewServer", "accept_when_free"]

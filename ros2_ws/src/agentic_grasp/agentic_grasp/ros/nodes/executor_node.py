@@ -14,7 +14,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
-from agentic_grasp.ros.backends.view_server import ViewServer
+from agentic_grasp.ros.backends.view_server import ViewServer, accept_when_free
 from agentic_grasp.ros.conversions.grasp import grasp_from_msg, outcome_to_msg
 from agentic_grasp.core.arm import ArmBackend, ArmError, ArmResult, ExecutorLimits, check_request
 from agentic_grasp.core.errors import ConfigError, ValidationError
@@ -83,12 +83,8 @@ class ExecutorNode(Node):
         super().destroy_node()
 
     def _on_goal(self, _goal) -> GoalResponse:
-        # Taken here, at acceptance, and released when the goal's execution ends: checking
-        # only in the execute callback left a window in which a second goal was accepted.
-        if not self._busy.acquire(blocking=False):
-            self.get_logger().warning("rejecting ExecuteGrasp goal: another grasp is running")
-            return GoalResponse.REJECT
-        return GoalResponse.ACCEPT
+        return accept_when_free(self._busy, self.get_logger(),
+                                "rejecting ExecuteGrasp goal: another grasp is running")
 
     def _execute(self, goal_handle):
         try:
