@@ -103,11 +103,24 @@ class SimArmBackend(ArmBackend):
         client.remove_pending_request(future)
         return "lost" if self._monitor.losses(self.peer) != losses else None
 
+    def _await_back(self, is_canceled: Callable[[], bool]) -> None:
+        """Before an attempt's (or a view's) first request: while this node's own watch still
+        says the sim is lost, wait up to ``timeout_s`` for it to come back. Nothing was sent
+        to it yet, so a restarted sim can take the request; the planner's watch may have seen
+        the new instance before this one did (each node discovers it on its own; CI saw the
+        executor's watch 0.9 s behind the planner's, and the attempt end as lost)."""
+        deadline = time.monotonic() + self._timeout
+        poll = threading.Event()                 # never set: a sleep
+        while self._monitor.lost(self.peer) and time.monotonic() < deadline \
+                and not is_canceled():
+            poll.wait(0.05)
+
     def _send_abort(self, attempt_id: str) -> None:
         self._abort.call_async(SimArmPhase.Request(phase=SimArmPhase.Request.ABORT,
                                                    attempt_id=attempt_id))
 
     def execute(self, target_id, grasp: GraspParameters, on_phase, is_canceled) -> ArmResult:
+        self._await_back(is_canceled)
         if not self._client.service_is_ready() and not self._client.wait_for_service(
                 timeout_sec=self._timeout):
             return ArmResult(ArmError.BACKEND_UNAVAILABLE,
@@ -197,6 +210,7 @@ class SimArmBackend(ArmBackend):
     def move_camera_to(self, T_world_cam, is_canceled) -> ViewResult:
         if is_canceled():
             return ViewResult(ArmError.CANCELED, "canceled before the view motion")
+        self._await_back(is_canceled)
         if not self._ready(self._view):
             return ViewResult(ArmError.BACKEND_UNAVAILABLE, "simulator view service not "
                               f"available within {self._timeout:.1f} s")
