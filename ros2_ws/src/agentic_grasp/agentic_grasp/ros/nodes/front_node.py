@@ -19,7 +19,10 @@ So the public action is served here, by a thin process that only forwards:
 - a goal sent while the planner is restarting (dead and not back, not discovered yet, or
   dead before it answered the forwarded goal) waits for it, ``planner_wait_s`` in all
   (backends.peer_call.PeerCall, the planner's own peer call), then is forwarded; a planner
-  that never appears ends it with ERROR_DEPENDENCY_TIMEOUT.
+  that never appears ends it with ERROR_DEPENDENCY_TIMEOUT;
+- a planner that came back moments ago may take the goal and drop its answer (its response
+  writer not matched yet): the goal is sent again under the same id, which rclpy's server
+  refuses while it holds the goal, so the goal runs once and its result is asked for by id.
 
 The front holds no state a goal needs beyond the forwarded handle, so its own restart costs
 only the goal in flight (the launcher restarts it like any node; a client that must survive
@@ -35,7 +38,9 @@ from __future__ import annotations
 import threading
 from typing import Any, Optional
 
+from action_msgs.msg import GoalStatus
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.client import ClientGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -158,11 +163,22 @@ class FrontNode(Node):
             with self._lock:
                 self._relay_to = (bytes(goal_handle.goal_id.uuid), goal_handle)
                 self._relayed_done.clear()
+            sends = []
+
+            def send() -> Any:
+                sends.append(True)
+                return self._planner.send_goal_async(goal_handle.request,
+                                                     goal_uuid=goal_handle.goal_id)
+
+            # resend=True: a planner that came back moments ago may drop its goal response
+            # (its response writer not matched yet: "failed to send response (timeout)")
+            # while it runs the goal; the copy is sent under the same goal id, so the planner
+            # never runs it twice (rclpy's server refuses a goal id it holds).
             handle = self._call.call(
-                signal, f"action {PLANNER_ACTION}", self._planner.server_is_ready,
-                lambda: self._planner.send_goal_async(goal_handle.request,
-                                                      goal_uuid=goal_handle.goal_id),
-                _cancel_once_accepted, resend=False, again_after_loss=True)
+                signal, f"action {PLANNER_ACTION}", self._planner.server_is_ready, send,
+                self._abandon, resend=True)
+            if not handle.accepted and len(sends) > 1:
+                handle = self._taken(goal_handle.goal_id)
             if not handle.accepted:
                 return self._end(goal_handle, False, Result(
                     error_code=Result.ERROR_INTERNAL,
@@ -178,6 +194,12 @@ class FrontNode(Node):
             response = self._call.follow(waiting, handle.get_result_async(),
                                          f"{PLANNER_ACTION} result", lambda _f: None, since,
                                          timeout_s=RESULT_WAIT_S)
+            if int(response.status) == GoalStatus.STATUS_UNKNOWN:
+                # _taken's guess was wrong: no copy was taken, the planner refused them all
+                return self._end(goal_handle, False, Result(
+                    error_code=Result.ERROR_INTERNAL,
+                    message="the planner rejected the goal (busy with a goal not sent "
+                            "through grasp_object)"))
         except GoalCanceled:
             return self._end(goal_handle, True, Result(
                 error_code=Result.ERROR_CANCELED,
@@ -194,16 +216,39 @@ class FrontNode(Node):
                 message=f"dependency timeout: the planner node did not answer ({exc.detail})"))
         return self._mirror(goal_handle, response)
 
+    def _taken(self, goal_id: Any) -> ClientGoalHandle:
+        """A handle to the goal an earlier copy started, when a resent copy was refused.
+
+        rclpy's server refuses a goal id it already holds without asking the planner, so a
+        refused copy after an unanswered one most likely means the first was taken and its
+        answer lost. Its result is then asked for under that id; a planner that holds no
+        such goal answers STATUS_UNKNOWN at once (rclpy/action/server.py), which _forward
+        reports as the refusal it was."""
+        taken = GraspObject.Impl.SendGoalService.Response(accepted=True)
+        return ClientGoalHandle(self._planner, goal_id, taken)
+
+    def _abandon(self, send: Any) -> None:
+        """A forwarded copy left unanswered: canceled, should the planner take it, unless it is
+        the goal this node still follows (every copy of a goal carries the same id)."""
+        with self._lock:
+            uuid = self._relay_to[0] if self._relay_to is not None else None
+
+        def taken(future: Any) -> None:
+            with self._lock:
+                following = self._relay_to is not None and self._relay_to[0] == uuid
+            if not following and future.result() is not None and future.result().accepted:
+                future.result().cancel_goal_async()
+
+        send.add_done_callback(taken)
+
     def _mirror(self, goal_handle: Any, response: Any) -> GraspObject.Result:
         """End the goal as the planner ended it, with its result unchanged."""
-        from action_msgs.msg import GoalStatus as Status
-
         result = response.result
         # the planner published "done" before it ended the goal: relay it first
         self._relayed_done.wait(DONE_GRACE_S)
-        if int(response.status) == Status.STATUS_SUCCEEDED:
+        if int(response.status) == GoalStatus.STATUS_SUCCEEDED:
             goal_handle.succeed()
-        elif int(response.status) == Status.STATUS_CANCELED and goal_handle.is_cancel_requested:
+        elif int(response.status) == GoalStatus.STATUS_CANCELED and goal_handle.is_cancel_requested:
             goal_handle.canceled()
         else:
             goal_handle.abort()
@@ -227,12 +272,6 @@ class FrontNode(Node):
         for signal in signals:
             signal.cancel()
         super().destroy_node()
-
-
-def _cancel_once_accepted(send: Any) -> None:
-    """A forwarded goal abandoned before its answer: canceled should it still be accepted."""
-    send.add_done_callback(lambda f: f.result() is not None and f.result().accepted
-                           and f.result().cancel_goal_async())
 
 
 def main(args=None) -> None:
