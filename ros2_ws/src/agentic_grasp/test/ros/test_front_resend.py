@@ -141,3 +141,58 @@ def test_a_goal_whose_response_a_restarted_planner_dropped_runs_once_and_ends():
         for stand_in in (first, second):
             if stand_in is not None and stand_in.context.ok():
                 stand_in.close()
+
+
+class _Answer:
+    def __init__(self, accepted: bool) -> None:
+        self.accepted = accepted
+        self.canceled = 0
+
+    def cancel_goal_async(self) -> None:
+        self.canceled += 1
+
+
+class _Client:
+    """An OrderedActionClient's part GoalCopies uses; no server holds an earlier copy."""
+
+    def __init__(self) -> None:
+        self.sent = []
+
+    def send_goal_async(self, goal, feedback_callback=None, goal_uuid=None):
+        from rclpy.task import Future
+
+        self.sent.append(bytes(goal_uuid.uuid))
+        return Future()
+
+    def accepted_copy(self, goal_id, futures):
+        return None
+
+
+def test_copies_share_one_goal_id_and_a_late_taken_copy_nobody_follows_is_canceled():
+    from agentic_grasp.ros.backends.dependencies import GoalCopies
+
+    client = _Client()
+    copies = GoalCopies(client, goal=object())
+    first, second = copies.send(), copies.send()
+    assert len(set(client.sent)) == 1                     # one goal id for every copy
+    copies.abandon(first)                                 # left unanswered by PeerCall
+    refused = _Answer(False)
+    second.set_result(refused)
+    assert copies.handle(refused) is refused              # no earlier copy was taken
+    late = _Answer(True)
+    first.set_result(late)                                # ... until now: nobody follows it
+    assert late.canceled == 1
+
+
+def test_a_late_answer_to_a_copy_of_the_followed_goal_is_left_alone():
+    from agentic_grasp.ros.backends.dependencies import GoalCopies
+
+    copies = GoalCopies(_Client(), goal=object())
+    first, second = copies.send(), copies.send()
+    copies.abandon(first)
+    taken = _Answer(True)
+    second.set_result(taken)
+    assert copies.handle(taken) is taken
+    late = _Answer(True)
+    first.set_result(late)
+    assert late.canceled == 0

@@ -189,10 +189,10 @@ class OrderedActionClient(ActionClient):
             return None
         handle = next((h for h in done if h.accepted), done[0])
         if not handle.accepted and len(futures) > 1:
-            handle = self._accepted_copy(goal_id, futures) or handle
+            handle = self.accepted_copy(goal_id, futures) or handle
         return handle
 
-    def _accepted_copy(self, goal_id: Any, futures: List[Any]) -> Optional[Any]:
+    def accepted_copy(self, goal_id: Any, futures: List[Any]) -> Optional[Any]:
         """The handle of the goal when an earlier copy was accepted, else None."""
         from rclpy.action.client import ClientGoalHandle
 
@@ -234,5 +234,64 @@ class OrderedActionClient(ActionClient):
         await super().execute(taken_data)
 
 
+class GoalCopies:
+    """One goal sent, perhaps more than once, under one goal id through an
+    OrderedActionClient (peer_call.goal_call): ``send`` and ``abandon`` for PeerCall.call,
+    ``handle`` for the answer it returned, ``give_up`` when the call raised.
+
+    A copy refused after an earlier one was sent most likely stands for that earlier one,
+    taken with its answer lost: the server's status list says so
+    (OrderedActionClient.accepted_copy). Copies left unanswered are canceled should the
+    server take them once nobody follows the goal (the call gave up, or no copy was
+    taken); while the goal is followed a late answer to a copy is the goal itself.
+    """
+
+    def __init__(self, client: "OrderedActionClient", goal: Any,
+                 feedback_callback: Optional[Callable] = None, goal_id: Any = None) -> None:
+        from unique_identifier_msgs.msg import UUID
+
+        self._client, self._goal, self._feedback = client, goal, feedback_callback
+        self.goal_id = goal_id if goal_id is not None else UUID(uuid=list(uuid.uuid4().bytes))
+        self._lock = threading.Lock()
+        self._futures: List[Any] = []
+        self._given_up = False
+
+    def send(self) -> Any:
+        future = self._client.send_goal_async(self._goal, feedback_callback=self._feedback,
+                                              goal_uuid=self.goal_id)
+        with self._lock:
+            self._futures.append(future)
+        return future
+
+    def abandon(self, future: Any) -> None:
+        future.add_done_callback(self._cancel_if_given_up)
+
+    def give_up(self) -> None:
+        with self._lock:
+            self._given_up = True
+            futures = list(self._futures)
+        for future in futures:
+            if future.done():
+                self._cancel_if_given_up(future)
+
+    def handle(self, answered: Any) -> Any:
+        with self._lock:
+            futures = list(self._futures)
+        if answered.accepted or len(futures) < 2:
+            return answered
+        taken = self._client.accepted_copy(self.goal_id, futures)
+        if taken is None:
+            self.give_up()          # refused: an earlier copy taken late is nobody's goal
+            return answered
+        return taken
+
+    def _cancel_if_given_up(self, future: Any) -> None:
+        with self._lock:
+            given_up = self._given_up
+        if given_up and future.exception() is None and future.result() is not None \
+                and future.result().accepted:
+            future.result().cancel_goal_async()
+
+
 __all__ = ["GOAL_RESEND_S", "DependencyError", "DependencyTimeout", "GoalCanceled",
-           "GoalSignal", "PeerLost", "OrderedActionClient"]
+           "GoalCopies", "GoalSignal", "PeerLost", "OrderedActionClient"]

@@ -13,7 +13,7 @@ from rclpy.node import Node
 
 from agentic_grasp.ros.backends.dependencies import (DependencyTimeout, GoalCanceled, GoalSignal,
                                                      OrderedActionClient)
-from agentic_grasp.ros.backends.peer_call import PeerCall
+from agentic_grasp.ros.backends.peer_call import PeerCall, goal_call
 from agentic_grasp.ros.conversions.grasp import grasp_to_msg, outcome_from_msg
 from agentic_grasp.ros.backends.executor_view import ExecutorView
 from agentic_grasp.core.arm import (ArmBackend, ArmError, ArmResult, CancelCheck,
@@ -88,10 +88,8 @@ class ExecutorArmBackend(ArmBackend):
         try:
             # waits for a restarting executor (or sim) first; a goal the executor died
             # before answering is sent to its restart; a motion under way is never resent
-            handle = self.caller.call(
-                signal, f"action {self._action}", self._client.server_is_ready,
-                lambda: self._client.send_goal_async(goal, feedback_callback=feedback),
-                _cancel_once_accepted, resend=False, again_after_loss=True)
+            handle = goal_call(self.caller, self._client, goal, f"action {self._action}",
+                               signal, feedback)
         except GoalCanceled:
             return ArmResult(ArmError.CANCELED, "canceled before the executor accepted")
         if not handle.accepted:
@@ -145,12 +143,6 @@ class ExecutorArmBackend(ArmBackend):
         self._client.destroy()
         self.view.close()
 
-
-def _cancel_once_accepted(send: Any) -> None:
-    """An unanswered goal request abandoned (cancel, timeout, lost peer): should it still be
-    accepted, it is canceled as soon as its handle exists."""
-    send.add_done_callback(lambda f: f.result() is not None and f.result().accepted
-                           and f.result().cancel_goal_async())
 
 
 __all__ = ["CANCEL_GRACE_S", "DEPENDS", "ExecutorArmBackend"]

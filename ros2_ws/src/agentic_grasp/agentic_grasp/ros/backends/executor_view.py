@@ -19,7 +19,7 @@ from rclpy.node import Node
 
 from agentic_grasp.ros.backends.dependencies import (DependencyTimeout, GoalCanceled, GoalSignal,
                                                      OrderedActionClient)
-from agentic_grasp.ros.backends.peer_call import PeerCall, service_call
+from agentic_grasp.ros.backends.peer_call import PeerCall, goal_call, service_call
 from agentic_grasp.ros.backends.wrist_view import (pose_to_msg, view_result_from_msg,
                                                    wrist_camera_from_response)
 from agentic_grasp.core.arm import ArmError, CancelCheck, ViewResult, WristCameraInfo
@@ -60,10 +60,8 @@ class ExecutorView:
             return ViewResult(ArmError.CANCELED, "canceled before the view motion")
         goal = MoveCamera.Goal(camera_pose=pose_to_msg(T_world_cam))
         try:
-            handle = self.caller.call(
-                signal, f"action {self._action}", self._client.server_is_ready,
-                lambda: self._client.send_goal_async(goal), _cancel_once_accepted,
-                resend=False, again_after_loss=True)
+            handle = goal_call(self.caller, self._client, goal, f"action {self._action}",
+                               signal)
         except GoalCanceled:
             return ViewResult(ArmError.CANCELED, "canceled before the executor accepted")
         if not handle.accepted:
@@ -83,11 +81,6 @@ class ExecutorView:
     def close(self) -> None:
         self._client.destroy()
 
-
-def _cancel_once_accepted(send: Any) -> None:
-    """An unanswered view goal abandoned: cancel it should the executor still accept it."""
-    send.add_done_callback(lambda f: f.exception() is None and f.result().accepted
-                           and f.result().cancel_goal_async())
 
 
 __all__ = ["ExecutorView"]

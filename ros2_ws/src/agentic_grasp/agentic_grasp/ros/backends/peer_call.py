@@ -39,8 +39,9 @@ import threading
 import time
 from typing import Any, Callable, Optional, Protocol, Sequence
 
-from agentic_grasp.ros.backends.dependencies import (DependencyError, DependencyTimeout,
-                                                     GoalCanceled, GoalSignal, PeerLost)
+from agentic_grasp.ros.backends.dependencies import (GOAL_RESEND_S, DependencyError,
+                                                     DependencyTimeout, GoalCanceled,
+                                                     GoalCopies, GoalSignal, PeerLost)
 
 #: After a peer restarted, an unanswered query is sent again this often (s) (item 5).
 RESEND_S = 0.5
@@ -146,7 +147,8 @@ class PeerCall:
     # ---- the call -----------------------------------------------------------------------------
     def call(self, signal: Optional[GoalSignal], what: str, ready: Callable[[], bool],
              send: Callable[[], Any], abandon: Callable[[Any], None],
-             resend: bool = True, again_after_loss: Optional[bool] = None) -> Any:
+             resend: bool = True, again_after_loss: Optional[bool] = None,
+             resend_s: Optional[float] = None) -> Any:
         """``send()`` (returns an rclpy future) until it completes; its result.
 
         ``ready()``: whether the peer's service or action is discovered; ``abandon(future)``:
@@ -154,8 +156,9 @@ class PeerCall:
         ``resend``: the request is a query (module docstring, 4. and 5.).
         ``again_after_loss`` (default: ``resend``): a request its peer died before answering
         is sent again once the peer is back, but never periodically (an action goal: the
-        dead instance never said it took it, and its arm was stopped with it). An answer
-        that is an exception raises DependencyError naming ``what``.
+        dead instance never said it took it, and its arm was stopped with it). ``resend_s``:
+        this call's resend period (default the caller's; :func:`goal_call` uses a longer
+        one). An answer that is an exception raises DependencyError naming ``what``.
         """
         signal = signal if signal is not None else GoalSignal()
         again = resend if again_after_loss is None else again_after_loss
@@ -164,7 +167,7 @@ class PeerCall:
             losses = self.losses()
             future = send()
             outcome = self._wait(signal, future, losses, send, abandon, resend, what,
-                                 self.timeout_s, again)
+                                 self.timeout_s, again, resend_s)
             if outcome is not None:
                 return self._answer(outcome, what)
             # a query whose peer died: wait for it to come back, and ask again
@@ -207,7 +210,8 @@ class PeerCall:
 
     def _wait(self, signal: GoalSignal, future: Any, losses: tuple, send: Callable[[], Any],
               abandon: Callable[[Any], None], resend: bool, what: str,
-              timeout_s: float, again: bool) -> Optional[Any]:
+              timeout_s: float, again: bool,
+              resend_s: Optional[float] = None) -> Optional[Any]:
         """The first copy of the request that completes, or None after a loss of a query's
         peer (to send again). Copies sent to a restarting peer stay outstanding (a slow
         answer to an earlier copy is as good as a later one); the rest are abandoned."""
@@ -225,7 +229,8 @@ class PeerCall:
             restarting = resend and (self.resend_always or self._restarting())
             left = deadline - time.monotonic()
             if not any(c.done() for c in copies):
-                signal.wait_event(woke, min(left, self.resend_s) if restarting else left)
+                period = self.resend_s if resend_s is None else resend_s
+                signal.wait_event(woke, min(left, period) if restarting else left)
             done = next((c for c in copies if c.done()), None)
             if done is not None:
                 drop()
@@ -258,4 +263,30 @@ def service_call(caller: PeerCall, client: Any, request: Any,
                        lambda: client.call_async(request), client.remove_pending_request)
 
 
-__all__ = ["BACK_S", "DISCOVERY_POLL_S", "PeerCall", "PeerWatch", "RESEND_S", "service_call"]
+def goal_call(caller: PeerCall, client: Any, goal: Any, what: str,
+              signal: Optional[GoalSignal] = None, feedback_callback: Optional[Callable] = None,
+              goal_id: Any = None) -> Any:
+    """An action goal (``what``: "action <name>") through ``caller`` and ``client`` (an
+    OrderedActionClient): its ClientGoalHandle (check ``accepted``).
+
+    A peer that came back moments ago may take a goal and drop its answer (its response
+    writer not matched yet: "failed to send response (timeout)"), so the goal is sent again
+    to it, as a query is (module docstring, 5.), every GOAL_RESEND_S, and every copy carries
+    one goal id (``goal_id``, default a new one): rclpy's server refuses an id it holds, so
+    the goal runs once, and a refused copy after an unanswered one stands for the goal an
+    earlier copy started (:class:`GoalCopies`). A goal its peer died before answering is
+    sent again once the peer is back; copies left when the call gives up are canceled
+    should the server still take them.
+    """
+    copies = GoalCopies(client, goal, feedback_callback, goal_id)
+    try:
+        answered = caller.call(signal, what, client.server_is_ready, copies.send,
+                               copies.abandon, resend=True, resend_s=GOAL_RESEND_S)
+    except BaseException:
+        copies.give_up()
+        raise
+    return copies.handle(answered)
+
+
+__all__ = ["BACK_S", "DISCOVERY_POLL_S", "PeerCall", "PeerWatch", "RESEND_S", "goal_call",
+           "service_call"]

@@ -40,14 +40,13 @@ from typing import Any, Optional
 
 from action_msgs.msg import GoalStatus
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.action.client import ClientGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from agentic_grasp.ros.backends.dependencies import (DependencyTimeout, GoalCanceled, GoalSignal,
                                                      OrderedActionClient, PeerLost)
-from agentic_grasp.ros.backends.peer_call import PeerCall
+from agentic_grasp.ros.backends.peer_call import PeerCall, goal_call
 from agentic_grasp.ros.liveness import PeerMonitor
 from agentic_grasp.ros.nodes.runner import spin_node
 from agentic_grasp.ros.params import declare
@@ -163,22 +162,11 @@ class FrontNode(Node):
             with self._lock:
                 self._relay_to = (bytes(goal_handle.goal_id.uuid), goal_handle)
                 self._relayed_done.clear()
-            sends = []
-
-            def send() -> Any:
-                sends.append(True)
-                return self._planner.send_goal_async(goal_handle.request,
-                                                     goal_uuid=goal_handle.goal_id)
-
-            # resend=True: a planner that came back moments ago may drop its goal response
-            # (its response writer not matched yet: "failed to send response (timeout)")
-            # while it runs the goal; the copy is sent under the same goal id, so the planner
-            # never runs it twice (rclpy's server refuses a goal id it holds).
-            handle = self._call.call(
-                signal, f"action {PLANNER_ACTION}", self._planner.server_is_ready, send,
-                self._abandon, resend=True)
-            if not handle.accepted and len(sends) > 1:
-                handle = self._taken(goal_handle.goal_id)
+            # a planner that came back moments ago may take the goal and drop its answer:
+            # the goal is sent again under the client's own goal id (goal_call), so the
+            # planner's GoalLog and AttemptRecords name the id the client holds
+            handle = goal_call(self._call, self._planner, goal_handle.request,
+                               f"action {PLANNER_ACTION}", signal, goal_id=goal_handle.goal_id)
             if not handle.accepted:
                 return self._end(goal_handle, False, Result(
                     error_code=Result.ERROR_INTERNAL,
@@ -194,12 +182,6 @@ class FrontNode(Node):
             response = self._call.follow(waiting, handle.get_result_async(),
                                          f"{PLANNER_ACTION} result", lambda _f: None, since,
                                          timeout_s=RESULT_WAIT_S)
-            if int(response.status) == GoalStatus.STATUS_UNKNOWN:
-                # _taken's guess was wrong: no copy was taken, the planner refused them all
-                return self._end(goal_handle, False, Result(
-                    error_code=Result.ERROR_INTERNAL,
-                    message="the planner rejected the goal (busy with a goal not sent "
-                            "through grasp_object)"))
         except GoalCanceled:
             return self._end(goal_handle, True, Result(
                 error_code=Result.ERROR_CANCELED,
@@ -215,31 +197,6 @@ class FrontNode(Node):
                 error_code=Result.ERROR_DEPENDENCY_TIMEOUT,
                 message=f"dependency timeout: the planner node did not answer ({exc.detail})"))
         return self._mirror(goal_handle, response)
-
-    def _taken(self, goal_id: Any) -> ClientGoalHandle:
-        """A handle to the goal an earlier copy started, when a resent copy was refused.
-
-        rclpy's server refuses a goal id it already holds without asking the planner, so a
-        refused copy after an unanswered one most likely means the first was taken and its
-        answer lost. Its result is then asked for under that id; a planner that holds no
-        such goal answers STATUS_UNKNOWN at once (rclpy/action/server.py), which _forward
-        reports as the refusal it was."""
-        taken = GraspObject.Impl.SendGoalService.Response(accepted=True)
-        return ClientGoalHandle(self._planner, goal_id, taken)
-
-    def _abandon(self, send: Any) -> None:
-        """A forwarded copy left unanswered: canceled, should the planner take it, unless it is
-        the goal this node still follows (every copy of a goal carries the same id)."""
-        with self._lock:
-            uuid = self._relay_to[0] if self._relay_to is not None else None
-
-        def taken(future: Any) -> None:
-            with self._lock:
-                following = self._relay_to is not None and self._relay_to[0] == uuid
-            if not following and future.result() is not None and future.result().accepted:
-                future.result().cancel_goal_async()
-
-        send.add_done_callback(taken)
 
     def _mirror(self, goal_handle: Any, response: Any) -> GraspObject.Result:
         """End the goal as the planner ended it, with its result unchanged."""
