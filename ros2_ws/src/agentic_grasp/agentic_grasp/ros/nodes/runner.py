@@ -14,6 +14,15 @@ choice, for measuring one against the other (README, "ROS overhead").
 Shutdown order matters: the executor is shut down (its worker threads joined) before the node
 is destroyed, so no callback runs on a destroyed entity during Ctrl-C.
 
+A callback still blocked when the node stops (a goal's thread waiting on a peer that stopped
+with it: its answer will never come, and the executor no longer delivers it) would hold the
+process until its own timeout: Python joins every executor worker thread at exit, and rclpy's
+MultiThreadedExecutor never stops them. The graph's launcher gives a node 5 s after SIGINT
+and 2 s after SIGTERM before SIGKILL, which the test suite saw on the executor after a vLLM
+goal. So after the node is destroyed, callbacks still running get :data:`STOP_GRACE_S` to end,
+and then the process ends without them (``os._exit``, streams flushed, the blocked workers
+named on stderr): what they would have done is lost either way, as with the SIGKILL.
+
 Every node announces its liveliness (agentic_grasp.ros.liveness), so its peers learn within a
 lease when its process dies.
 """
@@ -21,6 +30,8 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, List, Optional, Tuple, Type
 
 import rclpy
@@ -31,6 +42,9 @@ from agentic_grasp.core.supervision import EXIT_CONFIG
 from agentic_grasp.ros.liveness import announce
 
 
+#: How long threads still running after the node is destroyed may take to end (s): well
+#: inside the launcher's 5 s between SIGINT and SIGTERM (module docstring).
+STOP_GRACE_S = 2.0
 #: Environment variable that overrides every node's executor: "multi" or "events".
 EXECUTOR_ENV = "AGENTIC_GRASP_EXECUTOR"
 EXECUTORS = ("multi", "events")
@@ -85,5 +99,32 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
             node.destroy_node()
         if rclpy.ok():
             rclpy.try_shutdown()
+    _end_without_blocked_callbacks(executor, code, STOP_GRACE_S)
     if code:
         sys.exit(code)
+
+
+def _end_without_blocked_callbacks(executor: Optional[Executor], code: int,
+                                   grace_s: float) -> None:
+    """Stop the executor's worker threads, wait up to ``grace_s`` for those still in a
+    callback, and end the process now if some are still blocked (module docstring).
+
+    rclpy's MultiThreadedExecutor keeps its workers in a ThreadPoolExecutor (``_executor``,
+    rclpy/executors.py) that it never shuts down; shutting it down here lets idle workers
+    end at once, so only a callback that is really blocked is waited for."""
+    pool = getattr(executor, "_executor", None)
+    if not isinstance(pool, ThreadPoolExecutor):
+        return
+    pool.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + grace_s
+    workers = list(getattr(pool, "_threads", ()))
+    for thread in workers:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    blocked = [t.name for t in workers if t.is_alive()]
+    if not blocked:
+        return
+    sys.stderr.write(f"{len(blocked)} callback(s) still blocked {grace_s:g} s after the node "
+                     f"stopped ({', '.join(blocked)}); ending the process without them\n")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,75 @@
+"""A node whose callback is still blocked when it is stopped exits within the launcher's grace.
+
+Python joins every executor worker at exit, and rclpy's MultiThreadedExecutor never stops its
+workers, so one callback blocked on an answer that will not come (a peer that stopped with
+the graph) kept node processes alive past SIGINT and SIGTERM until the launcher's SIGKILL
+(CI: the executor at the teardown of test_vllm_graph). spin_node now lets idle workers end,
+waits STOP_GRACE_S for the busy ones and then ends the process without them.
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("rclpy")
+
+#: A node with one callback that blocks for a minute once it has run, and one that is idle.
+NODE_SCRIPT = """
+import sys
+import threading
+import rclpy
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+from agentic_grasp.ros.nodes.runner import spin_node
+
+BLOCK = {block}
+
+class Blocked(Node):
+    def __init__(self):
+        super().__init__("runner_stop_probe")
+        self.timer = self.create_timer(0.05, self._once, callback_group=ReentrantCallbackGroup())
+
+    def _once(self):
+        self.timer.cancel()
+        print("callback running", flush=True)
+        if BLOCK:
+            threading.Event().wait(60.0)
+
+spin_node(Blocked, num_threads=4)
+print("spin_node returned", flush=True)
+"""
+#: The launcher's grace between SIGINT and SIGTERM (ros/launcher.py).
+SIGINT_GRACE_S = 5.0
+
+
+def _stop(block: bool):
+    process = subprocess.Popen([sys.executable, "-c", NODE_SCRIPT.format(block=block)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "callback running", process.stderr.read()
+    time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    try:
+        out, err = process.communicate(timeout=30.0)
+    finally:
+        process.kill()
+    return process.returncode, time.monotonic() - started, out, err
+
+
+def test_a_node_with_a_blocked_callback_ends_within_the_sigint_grace():
+    code, took, out, err = _stop(block=True)
+    assert code == 0, err
+    assert took < SIGINT_GRACE_S, f"exited {took:.1f} s after SIGINT"
+    assert "still blocked" in err and "ending the process without them" in err
+
+
+def test_a_node_with_no_blocked_callback_ends_at_once_and_in_order():
+    code, took, out, err = _stop(block=False)
+    assert code == 0, err
+    assert took < 2.0, f"exited {took:.1f} s after SIGINT"
+    assert "spin_node returned" in out             # the normal way out, not os._exit
+    assert "still blocked" not in err
