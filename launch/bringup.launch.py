@@ -28,7 +28,7 @@ from launch_ros.actions import Node
 
 from agentic_grasp.core.supervision import DEFAULT_POLICY
 from agentic_grasp.ros.graph import (DEFAULT_ARGS, RECORD_ACTION_TOPICS, RECORD_TOPICS,
-                                     selected_nodes)
+                                     RECORD_VIEW_TOPICS, selected_nodes)
 
 
 def _nodes(context, *_args, **_kwargs):
@@ -136,4 +136,4 @@ def record_command(output) -> list:
     what ``agentic-grasp bringup --record`` writes.
     """
     return (["ros2", "bag", "record", "-s", "mcap", "--include-hidden-topics", "-o", output,
-             "--topics"] + RECORD_TOPICS + RECORD_ACTION_TOPICS)
+             "--topics"] + RECORD_TOPICS + RECORD_VIEW_TOPICS + RECORD_ACTION_TOPICS)

@@ -62,6 +62,13 @@ RECORD_TOPICS: List[str] = [
     "/joint_states", "/sim/ground_truth", "/perception/result", "/scene_graph/graph",
     "/scene_graph/markers", "/planner/attempts", "/planner/markers", "/planner/goal_log",
 ]
+#: The wrist camera's topics (ros/backends/sim_wrist.py), recorded too: a replayed goal that
+#: looked behind an occluder (the planner's wrist view) shows what it saw there. Published
+#: only when a view is taken, so a bag of goals without one has none of them.
+RECORD_VIEW_TOPICS: List[str] = [
+    "/wrist_camera/color/image_raw", "/wrist_camera/depth/image_raw",
+    "/wrist_camera/color/camera_info", "/wrist_camera/ground_truth",
+]
 #: The GraspObject action's feedback and status topics, recorded too (goal progress).
 RECORD_ACTION_TOPICS: List[str] = ["/grasp_object/_action/feedback",
                                    "/grasp_object/_action/status"]

@@ -3,7 +3,8 @@ import argparse
 import ast
 
 from agentic_grasp.core import paths
-from agentic_grasp.ros.graph import DEFAULT_ARGS, NODES, RECORD_ACTION_TOPICS, RECORD_TOPICS
+from agentic_grasp.ros.graph import (DEFAULT_ARGS, NODES, RECORD_ACTION_TOPICS, RECORD_TOPICS,
+                                     RECORD_VIEW_TOPICS)
 
 
 def _launch_tree():
@@ -40,7 +41,8 @@ def _record_command(output="out/bags/run1"):
     tree = _launch_tree()
     func = next(n for n in tree.body
                 if isinstance(n, ast.FunctionDef) and n.name == "record_command")
-    namespace = {"RECORD_TOPICS": RECORD_TOPICS, "RECORD_ACTION_TOPICS": RECORD_ACTION_TOPICS}
+    namespace = {"RECORD_TOPICS": RECORD_TOPICS, "RECORD_VIEW_TOPICS": RECORD_VIEW_TOPICS,
+                 "RECORD_ACTION_TOPICS": RECORD_ACTION_TOPICS}
     exec(compile(ast.Module(body=[func], type_ignores=[]), "bringup.launch.py", "exec"),
          namespace)
     return namespace["record_command"](output)
@@ -68,7 +70,7 @@ def test_bag_record_lists_every_topic_with_hidden_topics_included():
     cmd = _record_command("out/bags/run1")
     assert cmd[:3] == ["ros2", "bag", "record"]
     args = _ros2bag_record_args(cmd[3:])
-    wanted = RECORD_TOPICS + RECORD_ACTION_TOPICS
+    wanted = RECORD_TOPICS + RECORD_VIEW_TOPICS + RECORD_ACTION_TOPICS
     assert args.topics == wanted and args.topics_positional == []   # --topics, not positional
     assert args.output == "out/bags/run1" and args.storage == "mcap"
     hidden = [t for t in wanted if _is_hidden(t)]

@@ -300,3 +300,17 @@ def test_sigint_stopped_recorder_leaves_a_readable_bag(tmp_path):
             proc.wait()
     info = bag_info(bag)
     assert {t["topic"] for t in info["topics"]} >= set(RECORD_TOPICS)
+
+
+def test_the_recorder_types_every_topic_it_records_the_wrist_camera_included():
+    from agentic_grasp.ros.backends.sim_wrist import PREFIX
+    from agentic_grasp.ros.graph import RECORD_VIEW_TOPICS
+    from agentic_grasp.ros.recording.recorder import TOPIC_TYPES, recorded_topics
+
+    assert set(recorded_topics()) == set(TOPIC_TYPES)
+    assert set(RECORD_VIEW_TOPICS) <= set(recorded_topics())
+    # the topics the sim's wrist camera publishes on (sim_wrist.py), by name and type
+    assert {t for t in RECORD_VIEW_TOPICS} == {
+        f"/{PREFIX}/color/image_raw", f"/{PREFIX}/depth/image_raw",
+        f"/{PREFIX}/color/camera_info", f"/{PREFIX}/ground_truth"}
+    assert TOPIC_TYPES[f"/{PREFIX}/ground_truth"][0] == TOPIC_TYPES["/sim/ground_truth"][0]

@@ -30,7 +30,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.signals import SignalHandlerOptions
 from rosbags.rosbag2 import StoragePlugin, Writer
 
-from agentic_grasp.ros.graph import RECORD_ACTION_TOPICS, RECORD_TOPICS
+from agentic_grasp.ros.graph import RECORD_ACTION_TOPICS, RECORD_TOPICS, RECORD_VIEW_TOPICS
 from agentic_grasp.ros.recording.typestore import connection_args
 
 NODE_NAME = "recorder"
@@ -50,6 +50,10 @@ TOPIC_TYPES: Dict[str, Tuple[str, bool]] = {
     "/planner/attempts": ("agentic_grasp_interfaces/msg/AttemptRecord", True),
     "/planner/markers": ("visualization_msgs/msg/MarkerArray", True),
     "/planner/goal_log": ("agentic_grasp_interfaces/msg/GoalLog", True),
+    "/wrist_camera/color/image_raw": ("sensor_msgs/msg/Image", True),
+    "/wrist_camera/depth/image_raw": ("sensor_msgs/msg/Image", True),
+    "/wrist_camera/color/camera_info": ("sensor_msgs/msg/CameraInfo", True),
+    "/wrist_camera/ground_truth": ("agentic_grasp_interfaces/msg/SceneGraph", True),
     "/grasp_object/_action/feedback":
         ("agentic_grasp_interfaces/action/GraspObject_FeedbackMessage", False),
     "/grasp_object/_action/status": ("action_msgs/msg/GoalStatusArray", True),
@@ -62,8 +66,9 @@ STORAGE_PLUGINS: Dict[str, StoragePlugin] = {"mcap": StoragePlugin.MCAP,
 
 
 def recorded_topics() -> List[str]:
-    """What the recorder subscribes to: RECORD_TOPICS then the action topics."""
-    return list(RECORD_TOPICS) + [t for t in ACTION_TOPICS if t not in RECORD_TOPICS]
+    """What the recorder subscribes to: RECORD_TOPICS, the wrist camera's, the action's."""
+    topics = list(RECORD_TOPICS) + list(RECORD_VIEW_TOPICS)
+    return topics + [t for t in ACTION_TOPICS if t not in topics]
 
 
 def _python_type(ros_type: str):
