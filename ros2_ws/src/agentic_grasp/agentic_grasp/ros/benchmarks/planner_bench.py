@@ -8,7 +8,10 @@ trial, and the planner runs with ``memory_lifetime: goal`` so every trial plans 
 retrieval as the first one does. Beside it, in the same run: a do-nothing action round
 trip (ros/benchmarks/bare_action_server.py, the floor any action pays here), one ExecuteGrasp
 goal sent straight to the graph's executor (the banana reloaded first, untimed), and the
-same trial in process (core.planner.run_trial), which is the planner's own cost without ROS.
+same trial in process (core.planner.run_trial), which is the planner's own cost without ROS,
+and the same trial sent straight to the planner's ``planner/grasp_object`` (the scene
+reloaded first, untimed), which shows what the front (``grasp_object``, ros/nodes/front_node.py,
+one forwarding hop) costs.
 The trial's feedback is timed from the client too: when each stage was first reported
 (perceive, retrieve, reason, plan, execute, reflect, done), which shows where the hops go.
 """
@@ -91,12 +94,13 @@ def run(n: int = 50, warmup: int = 5, settle_s: float = 0.15,
             planner = OrderedActionClient(graph.node, GraspObject, "grasp_object")
             bare_client = OrderedActionClient(graph.node, ExecuteGrasp, "bare_execute_grasp")
             execute = OrderedActionClient(graph.node, ExecuteGrasp, "execute_grasp")
+            direct = OrderedActionClient(graph.node, GraspObject, "planner/grasp_object")
             perceive = graph.node.create_client(Perceive, "perceive")
-            for client in (planner, bare_client, execute):
+            for client in (planner, bare_client, execute, direct):
                 if not client.wait_for_server(timeout_sec=60.0):
                     raise RuntimeError("action server did not come up")
             goal = GraspObject.Goal(instruction=INSTRUCTION)
-            samples: Dict[str, list] = {"trial": [], "bare": [], "execute": []}
+            samples: Dict[str, list] = {"trial": [], "bare": [], "execute": [], "direct": []}
             stage_samples: Dict[str, list] = {}
             successes = 0
             failures = []
@@ -112,10 +116,15 @@ def run(n: int = 50, warmup: int = 5, settle_s: float = 0.15,
                 graph.load_scene(TASK, i % 5)        # untimed: the banana back on the table
                 time.sleep(settle_s)
                 t_exec, _ = _round_trip(execute, _execute_goal(graph, loaded.target_ids[0]))
+                loaded = load_scene(graph, TASK, i % 5)          # untimed, as the first
+                wait_until_perceived(graph, perceive, loaded.object_ids)
+                time.sleep(settle_s)
+                t_direct, _ = _round_trip(direct, goal)
                 if i >= warmup:
                     samples["trial"].append(t_trial)
                     samples["bare"].append(t_bare)
                     samples["execute"].append(t_exec)
+                    samples["direct"].append(t_direct)
                     for stage, at in stages.items():
                         stage_samples.setdefault(stage, []).append(at)
                     ok = response is not None and response.result.success
@@ -126,10 +135,11 @@ def run(n: int = 50, warmup: int = 5, settle_s: float = 0.15,
             out["planner_trial_ros"] = summarize(samples["trial"])
             out["bare_action_round_trip"] = summarize(samples["bare"])
             out["execute_grasp_ros"] = summarize(samples["execute"])
+            out["planner_trial_direct"] = summarize(samples["direct"])
             out["stages_first_seen"] = {k: summarize(v) for k, v in stage_samples.items()}
             out["trial_success_rate"] = successes / max(1, n)
             out["failures"] = failures
-            for client in (planner, bare_client, execute):
+            for client in (planner, bare_client, execute, direct):
                 client.destroy()
     finally:
         bare.send_signal(2)
@@ -139,6 +149,7 @@ def run(n: int = 50, warmup: int = 5, settle_s: float = 0.15,
     bare_p50 = out["bare_action_round_trip"]["p50_ms"]
     out["ratio_p50"] = out["planner_trial_ros"]["p50_ms"] / bare_p50
     out["execute_ratio_p50"] = out["execute_grasp_ros"]["p50_ms"] / bare_p50
+    out["direct_ratio_p50"] = out["planner_trial_direct"]["p50_ms"] / bare_p50
     return out
 
 
@@ -159,10 +170,12 @@ def report(result: Dict[str, Any]) -> str:
         line("GraspObject trial through the graph", result["planner_trial_ros"]),
         line("bare rclpy action round trip", result["bare_action_round_trip"]),
         line("ExecuteGrasp through the graph's executor", result["execute_grasp_ros"]),
+        line("same trial straight to planner/grasp_object", result["planner_trial_direct"]),
         line("same trial in process (run_trial)", result["planner_trial_inprocess"]),
         f"trial / bare action p50 ratio: {result['ratio_p50']:.1f}; ExecuteGrasp / bare: "
         f"{result['execute_ratio_p50']:.1f}; trials succeeded: "
-        f"{result['trial_success_rate']:.0%}",
+        f"{result['trial_success_rate']:.0%}; straight to the planner / bare: "
+        f"{result['direct_ratio_p50']:.1f} (the front's hop is the difference)",
         "feedback stage first seen (p50 ms after the goal was sent): "
         + ", ".join(f"{k} {v['p50_ms']:.1f}" for k, v in
                     sorted(stages.items(), key=lambda kv: kv[1]["p50_ms"]))]
