@@ -20,7 +20,7 @@ from agentic_grasp.ros.conversions.records import attempt_record_to_msg, recorde
 from agentic_grasp.core.errors import ConfigError  # noqa: E402
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig  # noqa: E402
 from agentic_grasp.core.planner import EpisodicMemory, PlannerConfig  # noqa: E402
-from agentic_grasp.core.planner import ReflectivePlanner  # noqa: E402
+from agentic_grasp.core.planner import FunctionPerceiver, ReflectivePlanner  # noqa: E402
 from agentic_grasp.core.planner.outcomes import AttemptRecord  # noqa: E402
 from agentic_grasp.core.types import GraspParameters, Phase  # noqa: E402
 from agentic_grasp.ros.goal_session import GoalSession  # noqa: E402
@@ -50,8 +50,9 @@ def _run(arm, sinks):
                                                            fit_strategies=False)),
         FixedRetriever([experience("cup-001", "cup", GRASP)]))
     try:
-        task = planner.run_task("pick up the cup", lambda _t: perception_of([cup], "cup_1"),
-                                arm, EpisodicMemory(), on_event=session.on_event)
+        task = planner.run_task("pick up the cup",
+                                FunctionPerceiver(lambda _t: perception_of([cup], "cup_1")), arm,
+                                EpisodicMemory(), on_event=session.on_event)
     finally:
         session.close()
     return session, task
@@ -170,8 +171,8 @@ def test_a_target_beyond_the_hand_ends_with_its_own_error_code():
     apple = make_object("apple_1", "apple", xy=(0.5, 0.0), size=(0.09, 0.09, 0.09),
                         shape=Shape.SPHERE)
     arm = ScriptedArm([ok()])
-    task = ReflectivePlanner().run_task("pick up the apple",
-                                        lambda _i: perception_of([apple], "apple_1"), arm)
+    eyes = FunctionPerceiver(lambda _i: perception_of([apple], "apple_1"))
+    task = ReflectivePlanner().run_task("pick up the apple", eyes, arm)
     code, message = task_error(task)
     assert code == GraspObject.Result.ERROR_BEYOND_HAND_LIMITS == 9
     assert not arm.grasps and "90 mm" in message and "78 mm" in message
@@ -216,8 +217,9 @@ def test_session_records_every_uncover_view_like_an_attempt():
         FixedRetriever([experience("cup-001", "cup", GRASP)]))
     try:
         task = planner.run_task("pick up the cup behind the box",
-                                lambda _t: perception_of([box], "nothing"), arm,
-                                EpisodicMemory(), on_event=session.on_event, look=look)
+                                FunctionPerceiver(lambda _t: perception_of([box], "nothing"),
+                                                  look), arm,
+                                EpisodicMemory(), on_event=session.on_event)
     finally:
         session.close()
     assert task.success and task.grasped == ["cup_1"] and len(looks) == 1
@@ -244,7 +246,8 @@ def test_without_a_wrist_camera_the_goal_ends_target_not_found():
         FixedRetriever([experience("cup-001", "cup", GRASP)]))
     arm = ScriptedArm([ok()])
     task = planner.run_task("pick up the cup behind the box",
-                            lambda _t: perception_of([box], "nothing"), arm, EpisodicMemory())
+                            FunctionPerceiver(lambda _t: perception_of([box], "nothing")), arm,
+                            EpisodicMemory())
     code, message = task_error(task)
     assert code == Result.ERROR_TARGET_NOT_FOUND and "no wrist camera" in message
     assert not task.goals and not arm.grasps
