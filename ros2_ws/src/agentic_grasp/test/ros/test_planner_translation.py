@@ -3,6 +3,7 @@ AttemptRecord messages and markers (goal_session), the message conversion of the
 record, the grasp markers and the node-level settings."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -99,6 +100,38 @@ def test_an_attempt_the_arm_never_reported_is_sent_on_close_without_outcome_or_d
     assert record.duration_s >= 0.0
 
 
+def test_an_attempt_whose_reflection_was_interrupted_is_sent_as_observed():
+    """The planner builds an attempt's record once it has reflected on it; when the
+    re-perception of the reflection fails, the session sends the attempt as the arm
+    observed it (its outcome), without a diagnosis or correction."""
+    sinks = _Sinks()
+    arm = ScriptedArm([slip(), ok()])
+    session = sinks.session(arm)
+    cup = make_object("cup_1", "cup", xy=(0.5, 0.0))
+    looks = iter([perception_of([cup], "cup_1")])
+
+    def perceive(_text):
+        for answer in looks:
+            return answer
+        raise RuntimeError("perception lost")
+
+    planner = ReflectivePlanner(
+        PlannerConfig(grasp_synthesis=GraspSynthesisConfig(constraint_mode="paper",
+                                                           fit_strategies=False)),
+        FixedRetriever([experience("cup-001", "cup", GRASP)]))
+    with pytest.raises(RuntimeError, match="perception lost"):
+        try:
+            planner.run_task("pick up the cup", FunctionPerceiver(perceive), arm,
+                             EpisodicMemory(), on_event=session.on_event)
+        finally:
+            session.close()
+    (record,) = sinks.attempts
+    assert record.attempt == 0 and len(arm.grasps) == 1
+    assert record.outcome.quality == 1.0                # observed: the executor's outcome
+    assert record.diagnosis.failure_type == FailureDiagnosis.NONE
+    assert record.diagnosis.correction == ""
+
+
 def _record(candidate=None) -> AttemptRecord:
     grasp = GraspParameters(position=np.array([0.5, 0.1234567891, 0.05]),
                             approach=np.array([0.0, 0.3, -1.0]))
@@ -120,8 +153,8 @@ def test_attempt_record_msg_of_the_core_record():
                                  "g", 0, "cup_1", None, 0.0)
     assert near.clearance_m == pytest.approx(0.012) and near.clearance_nearest == "vase_1"
     assert msg.memory_transfer == ""                 # nothing transferred
-    recalled = _record()
-    recalled.memory = "episodic memory (level 2, similar object): the grasp of mug_1"
+    recalled = dataclasses.replace(
+        _record(), memory="episodic memory (level 2, similar object): the grasp of mug_1")
     assert attempt_record_to_msg(recalled, "g", 0, "cup_1", None, 0.0).memory_transfer == \
         recalled.memory
 

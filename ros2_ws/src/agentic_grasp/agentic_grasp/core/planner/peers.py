@@ -46,8 +46,8 @@ def as_retriever(rag: Any) -> Optional[Retriever]:
 
 class SceneGraphReasoner(ConstraintReasoner):
     """BuildSceneGraph + InferConstraints in process, of one configuration and camera
-    (None: the default SceneGraphConfig; the graph's camera-dependent relations left out
-    when ``camera_position`` is None)."""
+    (None: the default SceneGraphConfig, and the fixed camera of config/camera.yaml, as
+    build_scene_graph defaults)."""
 
     def __init__(self, config: Optional[SceneGraphConfig] = None,
                  camera_position: Optional[Sequence[float]] = None) -> None:
