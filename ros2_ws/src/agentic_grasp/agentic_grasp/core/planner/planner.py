@@ -26,7 +26,9 @@ A Table II configuration (configurations.py) switches mechanisms off; the loop i
 :meth:`ReflectivePlanner.run_task` runs a whole instruction: sub-goals (tasks.py), a fresh
 perception per sub-goal, support dependencies discovered at run time inserted first.
 Both report their progress as the typed events of events.py (the attempt events carry the
-AttemptRecord of outcomes.py, its Diagnosis and its Correction).
+AttemptObservation and the AttemptRecord of outcomes.py, its Diagnosis and its Correction;
+the record is built once, when the planner is done with the attempt). The planner's peers
+(perception, HAA-RAG, the scene-graph reasoning, the arm) are the ports of ports.py.
 """
 from __future__ import annotations
 
