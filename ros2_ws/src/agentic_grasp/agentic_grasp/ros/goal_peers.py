@@ -8,6 +8,9 @@
 - :class:`BoundRetriever`: the retrieval service, announcing each query as feedback;
 - :class:`BoundSceneGraph`: the scene graph's constraints, where a sub-goal starts;
 - :class:`BoundArm`: the executor's arm, its waits cut short by the goal's cancel.
+
+The four Bound* classes implement the planner's ports (core/planner/ports.py), as the
+in-process benchmark's and replay's peers do.
 """
 from __future__ import annotations
 
@@ -22,9 +25,15 @@ from agentic_grasp.ros.backends.perception_service import PerceptionService
 from agentic_grasp.ros.backends.retrieval_service import RetrievalService
 from agentic_grasp.ros.backends.scene_graph_service import SceneGraphService
 from agentic_grasp.ros.backends.wrist_view import time_of
-from agentic_grasp.core.arm import (ArmBackend, ArmError, ArmResult, CancelCheck, PhaseCallback,
-                                    ViewResult, WristCameraInfo)
+from agentic_grasp.core.arm import (ArmError, ArmResult, CancelCheck, PhaseCallback, ViewResult,
+                                    WristCameraInfo)
+from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.constraints import ConstraintSet
 from agentic_grasp.core.perception.backend import PerceptionResult
+from agentic_grasp.core.planner.ports import (Arm, ConstraintReasoner, Perceiver,
+                                              RetrievalRequest, Retriever)
+from agentic_grasp.core.retrieval.haa_rag import RetrievalResult
+from agentic_grasp.core.scene_graph import SceneGraph
 from agentic_grasp.core.types import GraspParameters
 
 
@@ -75,8 +84,8 @@ class TargetCrops:
         return query
 
 
-class BoundPerception:
-    """The perceive service for one goal: ``perceive(text)`` for the planner.
+class BoundPerception(Perceiver):
+    """The perceive service for one goal: the planner's Perceiver in the node graph.
 
     Each call asks for a capture taken at or after ``world.changed`` and names the goal
     (re-perception is per goal); the answer's crop goes to ``crops``. An answer with an
@@ -84,6 +93,8 @@ class BoundPerception:
     ``retry_delay_s``; ``announce`` publishes the ``perceive`` feedback
     (GoalSession.stage), ``warn`` logs the retry.
     """
+
+    wrist_camera = True         # look(): the executor's wrist camera (perception decides)
 
     def __init__(self, service: PerceptionService, signal: GoalSignal, crops: TargetCrops,
                  retries: int, retry_delay_s: float, announce: Callable[[str], None],
@@ -106,7 +117,10 @@ class BoundPerception:
                         answer.capture_ns)
         return answer.result
 
-    def __call__(self, text: str, camera: Any = None) -> PerceptionResult:
+    def perceive(self, instruction: str) -> PerceptionResult:
+        return self._perceive(instruction)
+
+    def _perceive(self, text: str, camera: Any = None) -> PerceptionResult:
         signal = self._signal
         self._announce(f"perceiving: {text}" + (" (wrist camera)" if camera else ""))
         self._crops.set("", None)
@@ -122,13 +136,13 @@ class BoundPerception:
             result = self._ask(text, camera)
         return result
 
-    def look(self, text: str, camera: Any) -> PerceptionResult:
-        """The planner's ``look``: perceive the wrist camera's capture, ``camera`` being
-        the wrist camera where the last view motion put it (core Camera)."""
-        return self(text, camera)
+    def look(self, instruction: str, camera: Camera) -> PerceptionResult:
+        """Perceive the wrist camera's capture, ``camera`` being the wrist camera where the
+        last view motion put it (core Camera)."""
+        return self._perceive(instruction, camera)
 
 
-class BoundRetriever:
+class BoundRetriever(Retriever):
     """The retrieval service for one goal: feedback first, waits cut short by its cancel.
 
     ``announce(text)`` publishes the ``retrieve`` feedback of the goal (GoalSession.stage).
@@ -140,19 +154,17 @@ class BoundRetriever:
         self._signal = signal
         self._announce = announce
 
-    def retrieve(self, category: str, affordance: Any, embedding: Any = None,
-                 crop: Any = None, embedding_model: Optional[str] = None,
-                 k: Optional[int] = None, mode: Optional[str] = None,
-                 size: Any = None, perception_backend: Optional[str] = None) -> Any:
+    def retrieve(self, request: RetrievalRequest) -> RetrievalResult:
+        affordance = request.affordance
         kind = getattr(getattr(affordance, "type", None), "value", affordance)
-        self._announce(f"HAA-RAG for category {category!r}, affordance {kind}")
-        return self._service.retrieve(category, affordance, embedding, crop, embedding_model,
-                                      k, mode, size, perception_backend,
-                                      signal=self._signal)
+        self._announce(f"HAA-RAG for category {request.category!r}, affordance {kind}")
+        return self._service.retrieve(request.category, affordance, None, request.crop, None,
+                                      request.k, None, request.size,
+                                      request.perception_backend, signal=self._signal)
 
 
-class BoundSceneGraph:
-    """The scene graph's ``infer_constraints`` for one goal, as the planner's constraint_fn.
+class BoundSceneGraph(ConstraintReasoner):
+    """The scene-graph node for one goal, as the planner's ConstraintReasoner.
 
     The planner asks for constraints first thing in a sub-goal, so the call also tells the
     session that the sub-goal on ``target_id`` has started.
@@ -163,19 +175,19 @@ class BoundSceneGraph:
         self._signal = signal
         self._session = session
 
-    def __call__(self, objects: Sequence[Any], target_id: str) -> Any:
+    def constraints(self, objects: Sequence[Any], target_id: str) -> ConstraintSet:
         self._session.enter(target_id)
         self._session.stage("reason", f"scene graph of {len(objects)} objects, constraints "
                                       f"on {target_id}")
         return self._service.constraints(objects, target_id, self._signal)
 
-    def graph(self, objects: Sequence[Any]) -> Any:
-        """The scene graph of a perception, for the task plan (the planner's scene_graph_fn;
-        no feedback: the task plan that follows is the step a client sees)."""
+    def scene_graph(self, objects: Sequence[Any]) -> SceneGraph:
+        """The scene graph of a perception, for the task plan (no feedback: the task plan
+        that follows is the step a client sees)."""
         return self._service.graph(objects, self._signal)
 
 
-class BoundArm(ArmBackend):
+class BoundArm(Arm):
     """The executor arm for one goal: its waits are cut short by the goal's cancel. A view
     motion marks the world clock at the instant the arm reports reaching the view, so the
     wrist look asks for a capture from then on."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Tuple
 
 from std_msgs.msg import Header
@@ -27,7 +27,7 @@ from agentic_grasp.core.planner.events import (ObservationEvent, PhaseEvent, Pla
                                                PlannerEvent, ReflectionEvent, ResultEvent,
                                                TaskPlanEvent, TaskResultEvent, ThoughtEvent,
                                                UncoverEvent)
-from agentic_grasp.core.planner.outcomes import AttemptRecord
+from agentic_grasp.core.planner.outcomes import AttemptObservation, AttemptRecord
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND
 from agentic_grasp_interfaces.action import GraspObject
 from agentic_grasp_interfaces.msg import AttemptRecord as AttemptRecordMsg, GraspOutcome
@@ -43,7 +43,8 @@ class _Pending:
     subgoal_index: int
     thought: ThoughtEvent
     started: float
-    record: Optional[AttemptRecord] = None    # set by its Observation
+    observation: Optional[AttemptObservation] = None    # set by its Observation
+    record: Optional[AttemptRecord] = None    # the planner's, once it is done with it
     outcome: Any = None                       # the executor's GraspOutcome message
     duration_s: float = 0.0
 
@@ -143,7 +144,9 @@ class GoalSession:
         elif isinstance(event, ObservationEvent):
             self._observe(event)
         elif isinstance(event, ReflectionEvent):
-            self._flush(reflected=True)
+            if self._pending is not None:
+                self._pending.record = event.record
+            self._flush()
             self.stage("reflect", event.diagnosis.evidence,
                        failure_type=event.diagnosis.failure_type.value,
                        correction=event.correction.text, retry_level=event.correction.level)
@@ -179,15 +182,16 @@ class GoalSession:
             return
         pending.outcome = self._last_outcome()
         pending.duration_s = time.perf_counter() - pending.started
-        pending.record = record = event.record
-        n, outcome = record.index + 1, record.outcome
-        if record.success:
+        pending.observation = seen = event.observation
+        pending.record = event.record           # None: a reflection follows
+        n, outcome = seen.index + 1, seen.outcome
+        if seen.success:
             # the quality as the attempt records store it (4 decimals), then shown with 2
             quality = round(float(outcome.quality), 4)
             self.stage("execute", f"attempt {n} succeeded (Q {quality:.2f})")
             self._flush()
-        elif record.arm_error != ArmError.NONE:
-            self.stage("execute", f"attempt {n} not run: {record.arm_error.name}")
+        elif seen.arm_error != ArmError.NONE:
+            self.stage("execute", f"attempt {n} not run: {seen.arm_error.name}")
         else:
             events = ", ".join(f"{e.kind}:{_value(e.phase)}"
                                for e in (outcome.events if outcome else []))
@@ -195,20 +199,21 @@ class GoalSession:
             self.stage("execute", f"attempt {n} failed at {reached}"
                                   + (f" ({events})" if events else ""))
 
-    def _flush(self, reflected: bool = False) -> None:
-        """Publish the pending attempt; its diagnosis and correction only once reflected on
-        (a record the planner was interrupted in reflecting on is sent without them)."""
+    def _flush(self) -> None:
+        """Publish the pending attempt: the planner's AttemptRecord once it has built it;
+        an attempt it never finished (interrupted in reflecting on it: observed only; the arm
+        never reported back: cancel, lost peer, timeout) is sent without a reflection."""
         pending, self._pending = self._pending, None
         if pending is None:
             return
         record = pending.record
-        if record is None:         # the arm never reported back (cancel, lost peer, timeout)
+        if record is None and pending.observation is not None:
+            record = AttemptRecord.of(pending.observation)
+        elif record is None:
             pending.duration_s = time.perf_counter() - pending.started
             t = pending.thought
             record = AttemptRecord(t.attempt, t.retry_level, t.text, t.grasp, False, None,
                                    candidate=t.candidate)
-        elif not reflected:
-            record = replace(record, diagnosis=None, correction=None)
         msg = attempt_record_to_msg(record, self.goal_id, pending.subgoal_index,
                                     pending.thought.target_id, pending.outcome,
                                     pending.duration_s, self._header())

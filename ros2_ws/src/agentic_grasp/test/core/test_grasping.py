@@ -13,7 +13,7 @@ from agentic_grasp.core.geometry import yaw_matrix
 from agentic_grasp.core.grasping.hand import Box, gap_matrix, obb_gap, object_box
 from agentic_grasp.core.planner.configurations import PlannerConfig
 from agentic_grasp.core.planner.failure import Diagnosis
-from agentic_grasp.core.planner.recovery import CorrectionContext, get_correction
+from agentic_grasp.core.planner.recovery import CorrectionContext, NextCandidates, get_correction
 from agentic_grasp.core.types import (FailureType, GraspParameters, ObjectInstance, ObjectState,
                                       Shape)
 
@@ -134,7 +134,8 @@ def test_a_collision_moves_to_the_next_best_candidate():
                         width=0.04, force=10.0, grasp_type="power")
     nxt = g.copy(wrist_yaw=0.5)
     ctx = CorrectionContext(target=obj(), g0=g, b0=g, constrain=lambda x: x,
-                            rng=np.random.default_rng(0), candidates=[[g.copy(), nxt]])
+                            rng=np.random.default_rng(0),
+                            candidates=NextCandidates([g.copy(), nxt]))
     diag = Diagnosis(FailureType.COLLISION, "palm hits v", "event")
     corr = get_correction(diag, 1, g, g, ctx, PlannerConfig())
     assert corr.ops == {"next_candidate": True} and corr.grasp.wrist_yaw == pytest.approx(0.5)

@@ -95,7 +95,9 @@ def test_planner_refuses_with_zero_attempts_and_its_own_status():
                           confidence=1.0, shape=Shape.SPHERE)
     perception = PerceptionResult("vlm_sim", True, big, [big])
 
-    class NoArm:
+    from agentic_grasp.core.arm import ArmBackend
+
+    class NoArm(ArmBackend):
         def execute(self, *a, **k):
             raise AssertionError("no attempt may be made")
 

@@ -11,8 +11,7 @@ from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.heuristic import heuristic_grasp
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.planner import (CONFIGURATIONS, TABLE_II_ORDER, EpisodicMemory,
-                                        PlannerConfig, ReflectivePlanner,
-                                        scene_graph_constraints)
+                                        PlannerConfig, ReflectivePlanner, SceneGraphReasoner)
 from agentic_grasp.core.types import GraspType, Shape
 
 from test_planner_fakes import (FixedRetriever, ScriptedArm, experience, make_object, never,
@@ -29,14 +28,16 @@ def scene():
     return [target, vase]
 
 
-class Spy:
+class Spy(SceneGraphReasoner):
+    """The in-process scene-graph reasoning, counting the constraint questions."""
+
     def __init__(self):
-        self.inner = scene_graph_constraints()
+        super().__init__()
         self.calls = 0
 
-    def __call__(self, objects, target_id):
+    def constraints(self, objects, target_id):
         self.calls += 1
-        return self.inner(objects, target_id)
+        return super().constraints(objects, target_id)
 
 
 def run(configuration, script, memory=None):
@@ -133,11 +134,11 @@ def test_heuristic_box_is_the_size_rule_with_recovery():
 
 
 class _Seen(Spy):
-    """A constraint function that remembers the objects it was given."""
+    """A constraint reasoner that remembers the objects it was given."""
 
-    def __call__(self, objects, target_id):
+    def constraints(self, objects, target_id):
         self.objects = list(objects)
-        return super().__call__(objects, target_id)
+        return super().constraints(objects, target_id)
 
 
 def test_heuristic_uses_the_scene_graph_and_recovery_on_geometry_alone():

@@ -1,4 +1,8 @@
 """The planner's typed events (core/planner/events.py) and their plain-dict form."""
+import dataclasses
+
+import pytest
+
 from agentic_grasp.core.planner import EpisodicMemory
 from agentic_grasp.core.planner.events import (ObservationEvent, PlanEvent, ReflectionEvent,
                                                ResultEvent, ThoughtEvent)
@@ -32,11 +36,17 @@ def test_attempt_events_carry_the_core_record_diagnosis_and_correction():
     goal, events = _run()
     first = goal.attempts[0]
     observations = [e for e in events if isinstance(e, ObservationEvent)]
-    assert [o.record for o in observations] == goal.attempts
-    assert all(isinstance(o.record, AttemptRecord) for o in observations)
+    assert [o.observation.index for o in observations] == [a.index for a in goal.attempts]
+    assert [o.observation.grasp for o in observations] == [a.grasp for a in goal.attempts]
+    # the record is built once the planner is done with the attempt: the success's comes
+    # with its observation, the failure's with its reflection; neither is changed after
+    assert observations[0].record is None and observations[1].record is goal.attempts[1]
+    assert all(isinstance(a, AttemptRecord) for a in goal.attempts)
     (reflection,) = [e for e in events if isinstance(e, ReflectionEvent)]
     assert reflection.record is first and reflection.diagnosis is first.diagnosis
     assert reflection.correction is first.correction and reflection.executed
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.diagnosis = None
     thoughts = [e for e in events if isinstance(e, ThoughtEvent)]
     assert [t.grasp for t in thoughts] == [a.grasp for a in goal.attempts]
     assert isinstance(events[0], PlanEvent) and isinstance(events[-1], ResultEvent)

@@ -11,6 +11,7 @@ import numpy as np
 
 from agentic_grasp.core.arm import ArmBackend, ArmError, ArmResult, PHASES
 from agentic_grasp.core.perception.backend import PerceivedObject, PerceptionResult
+from agentic_grasp.core.planner.ports import RetrievalRequest, Retriever
 from agentic_grasp.core.retrieval import Experience, RetrievalResult, ScoredStrategy
 from agentic_grasp.core.types import (AffordanceDescriptor, AttemptOutcome, GraspParameters,
                                       ObjectInstance, ObjectState, Phase, PhysicalEvent,
@@ -114,17 +115,19 @@ def experience(eid: str, category: str, grasp: Dict, success: bool = True,
                       failure_mode=None if success else "slip")
 
 
-class FixedRetriever:
-    """Returns the same strategies (in the given rank order) for any query; counts calls."""
+class FixedRetriever(Retriever):
+    """Returns the same strategies (in the given rank order) for any query; counts calls
+    (``requests``: every RetrievalRequest, in order)."""
 
     def __init__(self, experiences: Sequence[Experience], reason: str = "fixed") -> None:
         self.experiences = list(experiences)
         self.reason = reason
         self.calls: List[tuple] = []
+        self.requests: List[RetrievalRequest] = []
 
-    def retrieve(self, category, affordance, embedding=None, crop=None, embedding_model=None,
-                 k=None, mode=None, size=None, perception_backend=None) -> RetrievalResult:
-        self.calls.append((category, affordance))
+    def retrieve(self, request: RetrievalRequest) -> RetrievalResult:
+        self.calls.append((request.category, request.affordance))
+        self.requests.append(request)
         strategies = [ScoredStrategy(experience=e, s_cat=1.0, s_aff=1.0, s_aff_terms={},
                                      s_vis=0.0, penalty=0.0 if e.success else 0.3,
                                      s_final=0.6 - 0.01 * i, rank=i + 1,

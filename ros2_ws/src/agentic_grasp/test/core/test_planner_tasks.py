@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from agentic_grasp.core.planner import (EpisodicMemory, PlannerConfig, ReflectivePlanner,
+from agentic_grasp.core.planner import (EpisodicMemory, FunctionPerceiver, Perceiver,
+                                        PlannerConfig, ReflectivePlanner, SceneGraphReasoner,
                                         plan_subgoals)
 from agentic_grasp.core.planner.tasks import KIND_CLEAR, KIND_NAMED, KIND_SORT
 from agentic_grasp.core.scene_graph import build_scene_graph
@@ -71,7 +72,7 @@ def test_nothing_named():
 
 
 # ------------------------------------------------------------------ run_task
-class World:
+class World(Perceiver):
     """A tiny stand-in for the simulator: perceive what is left; remove what is grasped."""
 
     def __init__(self, objects):
@@ -106,7 +107,7 @@ def test_run_task_sorts_and_transfers_memory_between_cups():
     world = World(cups)
     arm = ScriptedArm([ok(), slip(), ok(), ok()])      # block, cup_a (slips once), cup_b
     memory = EpisodicMemory()
-    task = planner().run_task("sort the objects by fragility", world.perceive, arm, memory,
+    task = planner().run_task("sort the objects by fragility", world, arm, memory,
                               after_success=world.remove)
     assert task.success and task.grasped == ["block_1", "cup_a", "cup_b"]
     assert world.removed == task.grasped
@@ -124,11 +125,11 @@ def test_run_task_sorts_and_transfers_memory_between_cups():
 
 def test_run_task_stops_after_a_failed_subgoal_unless_configured():
     objs = table()
-    task = planner().run_task("clear the table", World(objs).perceive,
+    task = planner().run_task("clear the table", World(objs),
                               ScriptedArm([slip()] * 4 + [ok()] * 4), EpisodicMemory())
     assert not task.success and len(task.goals) == 1
     task = planner(continue_after_subgoal_failure=True).run_task(
-        "clear the table", World(table()).perceive, ScriptedArm([slip()] * 4 + [ok()] * 8),
+        "clear the table", World(table()), ScriptedArm([slip()] * 4 + [ok()] * 8),
         EpisodicMemory())
     assert not task.success and len(task.goals) == 3 and task.grasped == ["cup_1", "block_1"]
 
@@ -147,7 +148,7 @@ def test_run_task_inserts_a_support_dependency_found_at_run_time():
         return world.perceive(instruction)
 
     arm = ScriptedArm([ok(), ok()])
-    task = p.run_task("pick up the box", perceive, arm, EpisodicMemory(),
+    task = p.run_task("pick up the box", FunctionPerceiver(perceive), arm, EpisodicMemory(),
                       after_success=world.remove)
     assert task.success and task.grasped == ["block_1", "box_1"]
     assert task.goals[0].status == "blocked_by_prerequisites"
@@ -161,56 +162,50 @@ def test_run_task_cancel_between_subgoals():
         calls["n"] += 1
         return calls["n"] > 5          # the first sub-goal runs, the next one is not started
 
-    task = planner().run_task("clear the table", World(table()).perceive,
+    task = planner().run_task("clear the table", World(table()),
                               ScriptedArm([ok()] * 3), EpisodicMemory(), cancel=cancel)
     assert task.status == "canceled" and task.grasped == ["glass_1"]
 
 
 def test_run_task_with_nothing_to_do():
-    task = planner().run_task("pick up the banana", World(table()).perceive,
+    task = planner().run_task("pick up the banana", World(table()),
                               ScriptedArm([]), EpisodicMemory())
     assert not task.success and "names no perceived object" in task.message
 
 
 def test_task_trace_is_serialisable():
     import json
-    task = planner().run_task("clear the table", World(table()).perceive,
+    task = planner().run_task("clear the table", World(table()),
                               ScriptedArm([slip(), ok(), ok(), ok()]), EpisodicMemory())
     text = json.dumps(task.to_dict())
     assert "slip" in text and np.isfinite(task.motion_s)
 
 
 def test_the_plan_uses_the_scene_reasoning_graph_and_size_reaches_retrieval():
-    """One graph per perception, of the constraint function's configuration: run_task plans
-    on scene_graph_fn's graph (in the node graph, the scene-graph node's), and the perceived
-    size and perception backend are always passed to the retriever (no signature probe)."""
+    """One graph per perception, of the constraint reasoner's configuration: run_task plans
+    on the reasoner's graph (in the node graph, the scene-graph node's), and the perceived
+    size and perception backend are always in the retriever's typed request."""
     from agentic_grasp.core.scene_graph import graph_from_relations
 
     seen = []
     full = build_scene_graph(stack())
 
-    def only_support(objects):        # the graph a scene-graph node answered, rebuilt
-        seen.append(sorted(o.id for o in objects))
-        return graph_from_relations(objects, full.relations("Supports")
-                                    + full.relations("On_Top_Of"))
+    class OnlySupport(SceneGraphReasoner):
+        def scene_graph(self, objects):  # the graph a scene-graph node answered, rebuilt
+            seen.append(sorted(o.id for o in objects))
+            return graph_from_relations(objects, full.relations("Supports")
+                                        + full.relations("On_Top_Of"))
 
     retriever = FixedRetriever([experience("any-001", "box", {"width": 0.06, "force": 10.0})])
-    calls = []
-    inner = retriever.retrieve
-
-    def spy(*args, **kwargs):
-        calls.append(kwargs)
-        return inner(*args, **kwargs)
-
-    retriever.retrieve = spy
-    p = ReflectivePlanner(PlannerConfig(), retriever, scene_graph_fn=only_support)
+    p = ReflectivePlanner(PlannerConfig(), retriever, OnlySupport())
     world = World(stack())
-    task = p.run_task("pick up the box", world.perceive, ScriptedArm([ok()] * 4),
+    task = p.run_task("pick up the box", world, ScriptedArm([ok()] * 4),
                       EpisodicMemory(), after_success=world.remove)
     assert seen and seen[0] == ["block_1", "box_1", "cup_1"]
     assert task.plan.target_ids[:2] == ["block_1", "box_1"]     # support order from that graph
-    assert calls and all(np.asarray(c["size"]).shape == (3,) for c in calls)
-    assert all("perception_backend" in c for c in calls)
+    calls = retriever.requests
+    assert calls and all(np.asarray(c.size).shape == (3,) for c in calls)
+    assert all(c.perception_backend == "test" for c in calls)
 
 
 def test_graph_from_relations_rejects_unknown_objects_and_relations():

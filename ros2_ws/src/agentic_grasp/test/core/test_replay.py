@@ -20,7 +20,8 @@ from agentic_grasp.core.arm import ArmBackend, ArmError, ArmResult  # noqa: E402
 from agentic_grasp.core.camera import Camera  # noqa: E402
 from agentic_grasp.core.planner import (EpisodicMemory, PlannerConfig,  # noqa: E402
                                         ReflectivePlanner)
-from agentic_grasp.core.planner.planner import scene_graph_constraints  # noqa: E402
+from agentic_grasp.core.planner.peers import (FunctionPerceiver, HaaRagRetriever,  # noqa: E402
+                                              SceneGraphReasoner)
 from agentic_grasp.core.scene_graph import SceneGraphConfig  # noqa: E402
 from agentic_grasp.core.types import AttemptOutcome, Phase, PhysicalEvent  # noqa: E402
 from agentic_grasp.ros.conversions.perception import perception_result_from_msg  # noqa: E402
@@ -130,9 +131,10 @@ def session():
     config = PlannerConfig.from_config()
     from agentic_grasp.core.retrieval import build_retriever
 
-    planner = ReflectivePlanner(config.with_configuration("full"), build_retriever(),
-                                scene_graph_constraints(SceneGraphConfig.from_config(),
-                                                        Camera().position))
+    planner = ReflectivePlanner(config.with_configuration("full"),
+                                HaaRagRetriever(build_retriever()),
+                                SceneGraphReasoner(SceneGraphConfig.from_config(),
+                                                   Camera().position))
     planner.reseed(config.seed)
     answers = []
 
@@ -142,7 +144,8 @@ def session():
         return perception_result_from_msg(msg)
 
     arm = ScriptedArm()
-    task = planner.run_task("pick up the ceramic cup", perceive, arm, EpisodicMemory())
+    task = planner.run_task("pick up the ceramic cup", FunctionPerceiver(perceive), arm,
+                            EpisodicMemory())
     assert task.success and len(arm.grasps) == 2
     return answers, arm.grasps, arm.outcomes
 

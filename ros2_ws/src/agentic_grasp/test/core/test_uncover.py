@@ -17,7 +17,9 @@ from agentic_grasp.core.perception import create_backend, load_params
 from agentic_grasp.core.planner.configurations import PlannerConfig
 from agentic_grasp.core.planner.episode import CameraPerception, retriever_for, run_trial
 from agentic_grasp.core.planner.memory import EpisodicMemory
-from agentic_grasp.core.planner.planner import ReflectivePlanner, scene_graph_constraints
+from agentic_grasp.core.planner.peers import (FunctionPerceiver, HaaRagRetriever,
+                                              SceneGraphReasoner)
+from agentic_grasp.core.planner.planner import ReflectivePlanner
 from agentic_grasp.core.planner.uncover import (UncoverConfig, occluders, poorly_located,
                                                 view_poses)
 from agentic_grasp.core.render import render_view
@@ -185,13 +187,13 @@ def _episode(sim, scene, seed, objects=None, configuration="full", look=True):
         sim.set_objects(objects(sim.objects()))
     cfg = PlannerConfig.from_config().with_configuration(configuration)
     eyes = CameraPerception(sim, "vlm_sim", seed)
-    planner = ReflectivePlanner(cfg, retriever_for(None),
-                                scene_graph_constraints(SceneGraphConfig.from_config(),
-                                                        Camera().position))
+    planner = ReflectivePlanner(cfg, HaaRagRetriever(retriever_for(None)),
+                                SceneGraphReasoner(SceneGraphConfig.from_config(),
+                                                   Camera().position))
     arm = InProcessSimArm(sim)
-    task = planner.run_task(spec.instruction, eyes.perceive, arm, EpisodicMemory(),
-                            after_success=lambda _o: sim.place_held_object(),
-                            look=eyes.look if look else None)
+    task = planner.run_task(spec.instruction, eyes if look else FunctionPerceiver(eyes.perceive),
+                            arm, EpisodicMemory(),
+                            after_success=lambda _o: sim.place_held_object())
     return spec, task
 
 

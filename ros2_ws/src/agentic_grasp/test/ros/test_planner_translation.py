@@ -3,6 +3,7 @@ AttemptRecord messages and markers (goal_session), the message conversion of the
 record, the grasp markers and the node-level settings."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from agentic_grasp.ros.conversions.records import attempt_record_to_msg, recorde
 from agentic_grasp.core.errors import ConfigError  # noqa: E402
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig  # noqa: E402
 from agentic_grasp.core.planner import EpisodicMemory, PlannerConfig  # noqa: E402
-from agentic_grasp.core.planner import ReflectivePlanner  # noqa: E402
+from agentic_grasp.core.planner import FunctionPerceiver, ReflectivePlanner  # noqa: E402
 from agentic_grasp.core.planner.outcomes import AttemptRecord  # noqa: E402
 from agentic_grasp.core.types import GraspParameters, Phase  # noqa: E402
 from agentic_grasp.ros.goal_session import GoalSession  # noqa: E402
@@ -50,8 +51,9 @@ def _run(arm, sinks):
                                                            fit_strategies=False)),
         FixedRetriever([experience("cup-001", "cup", GRASP)]))
     try:
-        task = planner.run_task("pick up the cup", lambda _t: perception_of([cup], "cup_1"),
-                                arm, EpisodicMemory(), on_event=session.on_event)
+        task = planner.run_task("pick up the cup",
+                                FunctionPerceiver(lambda _t: perception_of([cup], "cup_1")), arm,
+                                EpisodicMemory(), on_event=session.on_event)
     finally:
         session.close()
     return session, task
@@ -98,6 +100,38 @@ def test_an_attempt_the_arm_never_reported_is_sent_on_close_without_outcome_or_d
     assert record.duration_s >= 0.0
 
 
+def test_an_attempt_whose_reflection_was_interrupted_is_sent_as_observed():
+    """The planner builds an attempt's record once it has reflected on it; when the
+    re-perception of the reflection fails, the session sends the attempt as the arm
+    observed it (its outcome), without a diagnosis or correction."""
+    sinks = _Sinks()
+    arm = ScriptedArm([slip(), ok()])
+    session = sinks.session(arm)
+    cup = make_object("cup_1", "cup", xy=(0.5, 0.0))
+    looks = iter([perception_of([cup], "cup_1")])
+
+    def perceive(_text):
+        for answer in looks:
+            return answer
+        raise RuntimeError("perception lost")
+
+    planner = ReflectivePlanner(
+        PlannerConfig(grasp_synthesis=GraspSynthesisConfig(constraint_mode="paper",
+                                                           fit_strategies=False)),
+        FixedRetriever([experience("cup-001", "cup", GRASP)]))
+    with pytest.raises(RuntimeError, match="perception lost"):
+        try:
+            planner.run_task("pick up the cup", FunctionPerceiver(perceive), arm,
+                             EpisodicMemory(), on_event=session.on_event)
+        finally:
+            session.close()
+    (record,) = sinks.attempts
+    assert record.attempt == 0 and len(arm.grasps) == 1
+    assert record.outcome.quality == 1.0                # observed: the executor's outcome
+    assert record.diagnosis.failure_type == FailureDiagnosis.NONE
+    assert record.diagnosis.correction == ""
+
+
 def _record(candidate=None) -> AttemptRecord:
     grasp = GraspParameters(position=np.array([0.5, 0.1234567891, 0.05]),
                             approach=np.array([0.0, 0.3, -1.0]))
@@ -119,8 +153,8 @@ def test_attempt_record_msg_of_the_core_record():
                                  "g", 0, "cup_1", None, 0.0)
     assert near.clearance_m == pytest.approx(0.012) and near.clearance_nearest == "vase_1"
     assert msg.memory_transfer == ""                 # nothing transferred
-    recalled = _record()
-    recalled.memory = "episodic memory (level 2, similar object): the grasp of mug_1"
+    recalled = dataclasses.replace(
+        _record(), memory="episodic memory (level 2, similar object): the grasp of mug_1")
     assert attempt_record_to_msg(recalled, "g", 0, "cup_1", None, 0.0).memory_transfer == \
         recalled.memory
 
@@ -170,8 +204,8 @@ def test_a_target_beyond_the_hand_ends_with_its_own_error_code():
     apple = make_object("apple_1", "apple", xy=(0.5, 0.0), size=(0.09, 0.09, 0.09),
                         shape=Shape.SPHERE)
     arm = ScriptedArm([ok()])
-    task = ReflectivePlanner().run_task("pick up the apple",
-                                        lambda _i: perception_of([apple], "apple_1"), arm)
+    eyes = FunctionPerceiver(lambda _i: perception_of([apple], "apple_1"))
+    task = ReflectivePlanner().run_task("pick up the apple", eyes, arm)
     code, message = task_error(task)
     assert code == GraspObject.Result.ERROR_BEYOND_HAND_LIMITS == 9
     assert not arm.grasps and "90 mm" in message and "78 mm" in message
@@ -216,8 +250,9 @@ def test_session_records_every_uncover_view_like_an_attempt():
         FixedRetriever([experience("cup-001", "cup", GRASP)]))
     try:
         task = planner.run_task("pick up the cup behind the box",
-                                lambda _t: perception_of([box], "nothing"), arm,
-                                EpisodicMemory(), on_event=session.on_event, look=look)
+                                FunctionPerceiver(lambda _t: perception_of([box], "nothing"),
+                                                  look), arm,
+                                EpisodicMemory(), on_event=session.on_event)
     finally:
         session.close()
     assert task.success and task.grasped == ["cup_1"] and len(looks) == 1
@@ -244,7 +279,8 @@ def test_without_a_wrist_camera_the_goal_ends_target_not_found():
         FixedRetriever([experience("cup-001", "cup", GRASP)]))
     arm = ScriptedArm([ok()])
     task = planner.run_task("pick up the cup behind the box",
-                            lambda _t: perception_of([box], "nothing"), arm, EpisodicMemory())
+                            FunctionPerceiver(lambda _t: perception_of([box], "nothing")), arm,
+                            EpisodicMemory())
     code, message = task_error(task)
     assert code == Result.ERROR_TARGET_NOT_FOUND and "no wrist camera" in message
     assert not task.goals and not arm.grasps

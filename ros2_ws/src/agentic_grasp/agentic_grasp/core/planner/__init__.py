@@ -9,11 +9,13 @@ Public API::
         ThoughtEvent, ObservationEvent, ReflectionEvent, ...          # what the loop reports
         classify_failure, Diagnosis, get_correction, Correction,      # Sec. IV-B
         plan_subgoals, TaskPlan, SubGoal,                             # long-horizon tasks
+        Perceiver, Retriever, ConstraintReasoner, Arm,                # the ports (ports.py)
+        HaaRagRetriever, SceneGraphReasoner, FunctionPerceiver,       # in process (peers.py)
         run_trial, TrialResult)                                       # one benchmark trial
 
 Typical use (in process)::
 
-    planner = ReflectivePlanner(PlannerConfig.from_config(), build_retriever())
+    planner = ReflectivePlanner(PlannerConfig.from_config(), HaaRagRetriever(build_retriever()))
     goal = planner.plan_and_execute(perception, "cup_1", arm, EpisodicMemory())
     print(goal.success, [a.to_dict()["thought"] for a in goal.attempts])
 
@@ -21,7 +23,8 @@ Modules: configurations (constants and Table II switches), events (the typed eve
 (taxonomy classification), recovery (the three correction levels and the escalation rule),
 memory (episodic memory and its lifetime), tasks (instruction -> sub-goals), initial
 (InitGrasp: memory, retrieval or a configuration's proposal), outcomes (the attempt, goal
-and task records), planner (the loop), episode (one simulated trial).
+and task records), planner (the loop), ports (the planner's peers as abstract classes),
+peers (their in-process implementations), episode (one simulated trial).
 """
 from agentic_grasp.core.planner.configurations import (CONFIGURATIONS, TABLE_II_ORDER,
                                                        Configuration, PlannerConfig,
@@ -36,8 +39,11 @@ from agentic_grasp.core.planner.outcomes import (STATUS_BLOCKED, STATUS_CANCELED
                                                  STATUS_FAILED, STATUS_NOT_PERCEIVED,
                                                  STATUS_SUCCEEDED, AttemptRecord, GoalOutcome,
                                                  TaskOutcome)
-from agentic_grasp.core.planner.planner import (ReflectivePlanner, scene_graph_constraints,
-                                                subgoal_instruction)
+from agentic_grasp.core.planner.peers import (FunctionPerceiver, HaaRagRetriever,
+                                              SceneGraphReasoner)
+from agentic_grasp.core.planner.planner import ReflectivePlanner, subgoal_instruction
+from agentic_grasp.core.planner.ports import (Arm, ConstraintReasoner, Perceiver,
+                                              RetrievalRequest, Retriever)
 from agentic_grasp.core.planner.recovery import (CORRECTION_RULES, Correction,
                                                  CorrectionContext, CorrectionOps, clamp_grasp,
                                                  correction_level, get_correction,
@@ -54,7 +60,9 @@ def run_trial(*args, **kwargs):
 
 
 __all__ = [
-    "AttemptRecord", "CONFIGURATIONS", "CORRECTION_RULES", "Configuration",
+    "Arm", "AttemptRecord", "CONFIGURATIONS", "ConstraintReasoner", "FunctionPerceiver",
+    "HaaRagRetriever", "Perceiver", "RetrievalRequest", "Retriever", "SceneGraphReasoner",
+    "CORRECTION_RULES", "Configuration",
     "Correction", "CorrectionContext", "CorrectionOps", "Diagnosis", "EpisodicMemory",
     "GoalOutcome", "MemoryEntry", "MemoryEvent", "MemoryLifetime", "ObservationEvent",
     "PhaseEvent", "PlanEvent", "PlannerEvent", "ReflectionEvent", "ResultEvent",
@@ -64,5 +72,5 @@ __all__ = [
     "TABLE_II_ORDER", "TaskOutcome", "TaskPlan", "clamp_grasp", "classify_failure",
     "correction_level", "get_configuration", "get_correction", "instruction_kind",
     "level1_adjustment", "level1_ops",
-    "plan_subgoals", "run_trial", "scene_graph_constraints", "subgoal_instruction",
+    "plan_subgoals", "run_trial", "subgoal_instruction",
 ]

@@ -65,8 +65,9 @@ from agentic_grasp.core.planner.configurations import (PlannerConfig, get_config
 from agentic_grasp.core.planner.memory import EpisodicMemory, MemoryLifetime
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND
 from agentic_grasp.core.planner.outcomes import TaskOutcome
-from agentic_grasp.core.planner.planner import (ReflectivePlanner, scene_graph_builder,
-                                                scene_graph_constraints)
+from agentic_grasp.core.planner.peers import SceneGraphReasoner, as_retriever
+from agentic_grasp.core.planner.planner import ReflectivePlanner
+from agentic_grasp.core.planner.ports import Perceiver
 from agentic_grasp.core.planner.tasks import KIND_SORT
 from agentic_grasp.core.scene_graph import SceneGraphConfig
 from agentic_grasp.core.types import FailureType
@@ -170,13 +171,16 @@ CROP_PAD = 0.15
 PERCEPTION_MODES = ("vlm_sim", "vlm_sim_perfect", "oracle")
 
 
-class CameraPerception:
-    """The in-process camera + perception of one trial (module docstring, "Perception").
+class CameraPerception(Perceiver):
+    """The in-process camera + perception of one trial (module docstring, "Perception"):
+    the planner's Perceiver in the benchmark (ports.py).
 
     ``perceive(instruction)`` renders the simulator's current scene, runs the backend on
     the frame and keeps the frame for the camera visual query; ``crop(target)`` cuts the
     last frame at the perceived target's box.
     """
+
+    wrist_camera = True         # look(): the frame of the wrist camera where the arm put it
 
     def __init__(self, sim, mode: str, seed: int, crop_size: int = 64) -> None:
         from agentic_grasp.core.perception import create_backend
@@ -345,15 +349,10 @@ def _default_simulator():
 
 
 @lru_cache(maxsize=1)
-def _constraint_fn():
-    return scene_graph_constraints(_scene_graph_config(), Camera().position)
-
-
-@lru_cache(maxsize=1)
-def _scene_graph_fn():
-    """The task plan's graph: same configuration and camera as the constraints (one graph
+def _reasoner() -> SceneGraphReasoner:
+    """The task plan's graph and the constraints: one configuration and camera (one graph
     per perception, as the scene-graph node builds it in the node graph)."""
-    return scene_graph_builder(_scene_graph_config(), Camera().position)
+    return SceneGraphReasoner(_scene_graph_config(), Camera().position)
 
 
 def _render_query(crop_size: int = 64):
@@ -403,7 +402,8 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
 
     ``perception``: one of :data:`PERCEPTION_MODES`; ``visual_query``: none | render |
     camera (None = config/planner.yaml ``episode_visual_query``). ``retriever``: a
-    retriever to use instead of the knowledge base's (a LiveRetriever that grows);
+    retriever to use instead of the knowledge base's (a LiveRetriever that grows; a core
+    HAA-RAG is wrapped in peers.HaaRagRetriever, a ports.Retriever used as it is);
     ``attempt_sink``: the planner's experience-acquisition hook (core/retrieval/acquisition).
 
     ``simulator`` defaults to one shared ``Simulator.from_config()``; ``knowledge_base`` to
@@ -426,20 +426,17 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
         visual = _render_query()
     elif conf.retrieval and query == "camera":
         visual = eyes.crop
-    planner = ReflectivePlanner(cfg, retriever, _constraint_fn(), visual_query=visual,
-                                scene_graph_fn=_scene_graph_fn(),
-                                camera_position=eyes.camera.position,
+    planner = ReflectivePlanner(cfg, as_retriever(retriever), _reasoner(),
+                                visual_query=visual, camera_position=eyes.camera.position,
                                 scene_graph_config=_scene_graph_config())
     planner.attempt_sink = attempt_sink      # experience acquisition (bench learning)
     planner.reseed(trial_rng_seed(seed))
-    perceive = eyes.perceive
 
     if memory is None:
         memory = _MEMORIES.memory_for(conf.name, conf.memory, cfg.memory_scope)
     arm = InProcessSimArm(sim)
-    task = planner.run_task(spec.instruction, perceive, arm, memory,
-                            after_success=lambda _oid: sim.place_held_object(),
-                            look=eyes.look)
+    task = planner.run_task(spec.instruction, eyes, arm, memory,
+                            after_success=lambda _oid: sim.place_held_object())
     sim.place_held_object()
     grasped = task.grasped
     all_grasped = all(t in grasped for t in spec.targets)

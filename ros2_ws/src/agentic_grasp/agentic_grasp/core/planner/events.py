@@ -26,7 +26,7 @@ from agentic_grasp.core.types import AttemptOutcome, GraspParameters
 if TYPE_CHECKING:  # planner.py imports this module
     from agentic_grasp.core.constraints import ConstraintSet
     from agentic_grasp.core.planner.failure import Diagnosis
-    from agentic_grasp.core.planner.outcomes import AttemptRecord
+    from agentic_grasp.core.planner.outcomes import AttemptObservation, AttemptRecord
     from agentic_grasp.core.planner.recovery import Correction
     from agentic_grasp.core.planner.tasks import TaskPlan
 
@@ -115,20 +115,24 @@ class PhaseEvent:
 
 @dataclass(frozen=True)
 class ObservationEvent:
-    """Observation_r: the attempt has run (or could not); ``record`` has no reflection yet."""
+    """Observation_r: the attempt has run (or could not). ``record`` is its AttemptRecord
+    when no reflection follows (a success, a cancel); None when the planner reflects on it
+    next, and the ReflectionEvent carries the record."""
 
     kind: ClassVar[str] = "observation"
     target_id: str
-    record: "AttemptRecord"
+    observation: "AttemptObservation"
+    record: Optional["AttemptRecord"] = None
 
     @property
     def attempt(self) -> int:
-        return self.record.index
+        return self.observation.index
 
     def to_dict(self) -> Dict[str, Any]:
+        seen = self.observation
         return {"event": self.kind, "target_id": self.target_id, "attempt": self.attempt,
-                "success": self.record.success, "arm_error": self.record.arm_error.name,
-                "outcome": outcome_dict(self.record.outcome)}
+                "success": seen.success, "arm_error": seen.arm_error.name,
+                "outcome": outcome_dict(seen.outcome)}
 
 
 @dataclass(frozen=True)
@@ -147,7 +151,8 @@ class MemoryEvent:
 @dataclass(frozen=True)
 class ReflectionEvent:
     """Lines 13-16 on a failed attempt: its diagnosis F_r and the correction computed from it
-    (``executed``: whether another attempt runs it)."""
+    (``executed``: whether another attempt runs it); ``record`` is the attempt's
+    AttemptRecord, complete."""
 
     kind: ClassVar[str] = "reflection"
     target_id: str

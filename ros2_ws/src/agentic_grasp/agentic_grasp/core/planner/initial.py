@@ -12,6 +12,7 @@ handle and rim) are set by its constructor. Split out of ``planner`` (issue 27).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -22,9 +23,28 @@ from agentic_grasp.core.grasping.fit import fit_strategy
 from agentic_grasp.core.heuristic import geometric_grasps, heuristic_grasp
 from agentic_grasp.core.planner.configurations import VLM_TYPE_FOR_AFFORDANCE
 from agentic_grasp.core.planner.memory import EpisodicMemory, Recall
+from agentic_grasp.core.planner.ports import RetrievalRequest
 from agentic_grasp.core.planner.recovery import clamp_grasp, narrow_side
 from agentic_grasp.core.retrieval.knowledge_base import grasp_to_world
 from agentic_grasp.core.types import GraspParameters, GraspType, ObjectInstance
+
+
+@dataclass(frozen=True)
+class InitialChoice:
+    """What InitGrasp chose, before Delta g: the base grasp b0, where it came from
+    (``source``: memory | retrieval | default | vlm | heuristic | heuristic_box) and why
+    (``detail``), the lower-ranked alternatives (base grasps) with their names, the
+    retrieval summary reported in the goal (``retrieval``), and what memory transferred
+    (``memory``: the Recall, None when memory was not asked)."""
+
+    base: GraspParameters
+    source: str
+    detail: str
+    alternatives: List[GraspParameters] = field(default_factory=list)
+    names: List[str] = field(default_factory=list)
+    retrieval: Dict[str, Any] = field(default_factory=lambda: {"used": False})
+    memory_recalled: bool = False
+    memory: Optional[Recall] = None
 
 
 class InitialGrasp:
@@ -65,20 +85,17 @@ class InitialGrasp:
         crop = self.visual_query(target) if self.visual_query is not None else None
         # size feeds the affordance fallback; k = retrieve_k replaces the strategies the fit
         # skips (None = the retriever's configured k)
-        extra: Dict[str, Any] = {"size": np.asarray(target.size, dtype=float), "k": None,
-                                 "perception_backend": self._perception_backend}
-        if self.config.grasp_synthesis.fit_strategies:
-            extra["k"] = self.config.grasp_synthesis.retrieve_k
-        result = self.retriever.retrieve(target.category, target.affordance, crop=crop,
-                                         **extra)
-        if extra["k"] is not None and result.strategies \
+        k = self.config.grasp_synthesis.retrieve_k \
+            if self.config.grasp_synthesis.fit_strategies else None
+        request = RetrievalRequest.of(target, crop, k, self._perception_backend)
+        result = self.retriever.retrieve(request)
+        if request.k is not None and result.strategies \
                 and result.n_level2 > len(result.strategies) \
                 and not self._any_fits(result.strategies, target):
             # every strategy is ruled out by the perceived object (e.g. handle grasps with the
             # handle out of view): widen to every strategy that passed the affordance level
-            extra["k"] = int(result.n_level2)
-            result = self.retriever.retrieve(target.category, target.affordance, crop=crop,
-                                             **extra)
+            request = replace(request, k=int(result.n_level2))
+            result = self.retriever.retrieve(request)
             summary["widened_to"] = int(result.n_level2)
         if getattr(result, "fallback", False):
             summary["fallback"] = True
@@ -117,66 +134,66 @@ class InitialGrasp:
             self.hand, self._handle_yaw, self._yaw_known).skipped for s in strategies)
 
     def initial_grasp(self, target: ObjectInstance, memory: Optional[EpisodicMemory],
-                      constraints: Optional[ConstraintSet] = None) -> Dict[str, Any]:
+                      constraints: Optional[ConstraintSet] = None) -> InitialChoice:
         """InitGrasp(e_1, C, M) before Delta g: base grasp, source, alternatives.
 
         Memory wins over retrieval. Among the retrieved strategies (successful ones first)
         the first whose approach agrees with a direction the constraints impose is chosen.
         """
         cfg = self.configuration
-        out: Dict[str, Any] = {"alternatives": [], "names": [], "retrieval": {"used": False},
-                               "memory_recalled": False}
+        alternatives: List[GraspParameters] = []
+        names: List[str] = []
+        retrieval: Dict[str, Any] = {"used": False}
+        recall: Optional[Recall] = None
+        recalled = False
         if cfg.initial == "default":
-            out.update(base=self.default_grasp(target), source="default",
-                       detail="fixed default grasp at the perceived centre (no retrieval)")
+            base, source = self.default_grasp(target), "default"
+            detail = "fixed default grasp at the perceived centre (no retrieval)"
         elif cfg.initial == "vlm":
-            out.update(base=self.vlm_grasp(target), source="vlm",
-                       detail="VLM proposal from the perceived category and affordance")
+            base, source = self.vlm_grasp(target), "vlm"
+            detail = "VLM proposal from the perceived category and affordance"
         elif cfg.initial == "heuristic":
             pairs = geometric_grasps(target, self.config.grasp_synthesis, self.config.level2,
                                      self.config.limits, self.heuristic_config,
                                      self._handle_yaw, self._rim_z)
             grasps = [clamp_grasp(g, self.config.limits) for g, _ in pairs]
-            names = [name for _, name in pairs]
-            out.update(base=grasps[0], source="heuristic",
-                       detail=f"{names[0]} on the perceived geometry (no retrieval, no VLM "
-                              "semantics)")
-            out["alternatives"], out["names"] = grasps[1:], names[1:]
-            out["retrieval"] = {"used": False, "n_successful_grasps": len(grasps)}
+            labels = [name for _, name in pairs]
+            base, source = grasps[0], "heuristic"
+            detail = (f"{labels[0]} on the perceived geometry (no retrieval, no VLM "
+                      "semantics)")
+            alternatives, names = grasps[1:], labels[1:]
+            retrieval = {"used": False, "n_successful_grasps": len(grasps)}
         elif cfg.initial == "heuristic_box":
-            out.update(base=heuristic_grasp(target, self.heuristic_config),
-                       source="heuristic_box",
-                       detail="size/fragility box rule on the perceived box")
+            base, source = heuristic_grasp(target, self.heuristic_config), "heuristic_box"
+            detail = "size/fragility box rule on the perceived box"
         else:
-            grasps, names, summary = self._retrieve(target)
-            out["retrieval"] = summary
+            grasps, labels, summary = self._retrieve(target)
+            retrieval = summary
             pick = self._compatible(grasps, constraints)
             if pick > 0:
-                summary["chosen_for_constraints"] = names[pick]
+                summary["chosen_for_constraints"] = labels[pick]
                 grasps = [grasps[pick]] + grasps[:pick] + grasps[pick + 1:]
-                names = [names[pick]] + names[:pick] + names[pick + 1:]
+                labels = [labels[pick]] + labels[:pick] + labels[pick + 1:]
             recall = self._recall(target, memory)
-            out["memory"] = recall
             if recall is not None and recall.grasp is not None:     # levels 1-2: whole grasp
-                out.update(base=recall.grasp, source="memory", detail=recall.text,
-                           memory_recalled=True)
-                out["alternatives"], out["names"] = grasps, names
+                base, source, detail, recalled = recall.grasp, "memory", recall.text, True
+                alternatives, names = grasps, labels
             elif grasps:
-                detail = f"retrieved strategy {names[0]}"
+                detail = f"retrieved strategy {labels[0]}"
                 if pick > 0:
                     detail += " (the best one whose approach fits the imposed direction)"
-                out.update(base=grasps[0], source="retrieval", detail=detail)
-                out["alternatives"], out["names"] = grasps[1:], names[1:]
+                base, source = grasps[0], "retrieval"
+                alternatives, names = grasps[1:], labels[1:]
             else:
-                out.update(base=self.default_grasp(target), source="default",
-                           detail=f"retrieval gave nothing ({summary['reason']}): default "
-                                  "grasp")
+                base, source = self.default_grasp(target), "default"
+                detail = (f"retrieval gave nothing ({summary['reason']}): default "
+                          "grasp")
             if recall is not None and recall.grasp is None:         # level 3: corrections
-                out["base"] = recall.apply(out["base"])
-                out["detail"] += "; " + recall.text
-                out["memory_recalled"] = True
-        out["base"] = clamp_grasp(out["base"], self.config.limits)
-        return out
+                base = recall.apply(base)
+                detail += "; " + recall.text
+                recalled = True
+        return InitialChoice(clamp_grasp(base, self.config.limits), source, detail,
+                             alternatives, names, retrieval, recalled, recall)
 
     def _recall(self, target: ObjectInstance,
                 memory: Optional[EpisodicMemory]) -> Optional[Recall]:

@@ -43,9 +43,30 @@ def describe_grasp(g: GraspParameters) -> str:
             f"{g.force:.1f} N, wrist {math.degrees(g.wrist_yaw):.0f} deg")
 
 
-@dataclass
+@dataclass(frozen=True)
+class AttemptObservation:
+    """One Thought -> Action -> Observation cycle before any reflection: what the
+    ObservationEvent carries. The attempt's AttemptRecord is built from it once, when the
+    planner is done with the attempt (after its reflection, when one follows)."""
+
+    index: int
+    retry_level: int                      # level of the correction behind this grasp; 0 = g0
+    thought: str
+    grasp: GraspParameters
+    success: bool
+    outcome: Optional[AttemptOutcome]
+    arm_error: ArmError = ArmError.NONE
+    arm_message: str = ""
+    duration_s: float = 0.0                   # simulated / measured motion time
+    wall_s: float = 0.0
+    candidate: Optional[Dict[str, Any]] = None
+    memory: str = ""
+
+
+@dataclass(frozen=True)
 class AttemptRecord:
-    """One Thought -> Action -> Observation cycle and the reflection on it."""
+    """One Thought -> Action -> Observation cycle and the reflection on it; built once, when
+    the planner is done with the attempt, and never changed (frozen)."""
 
     index: int
     retry_level: int                      # level of the correction behind this grasp; 0 = g0
@@ -65,6 +86,16 @@ class AttemptRecord:
     candidate: Optional[Dict[str, Any]] = None
     #: what episodic memory transferred into this attempt's grasp and why ("" = nothing)
     memory: str = ""
+
+    @classmethod
+    def of(cls, seen: AttemptObservation, diagnosis: Optional[Diagnosis] = None,
+           correction: Optional[Correction] = None,
+           correction_executed: bool = False) -> "AttemptRecord":
+        """The record of an observed attempt with its reflection (none: not reflected on)."""
+        return cls(seen.index, seen.retry_level, seen.thought, seen.grasp, seen.success,
+                   seen.outcome, seen.arm_error, seen.arm_message, diagnosis, correction,
+                   correction_executed, seen.duration_s, seen.wall_s, seen.candidate,
+                   seen.memory)
 
     @property
     def failure_type(self) -> Optional[str]:

@@ -26,20 +26,22 @@ A Table II configuration (configurations.py) switches mechanisms off; the loop i
 :meth:`ReflectivePlanner.run_task` runs a whole instruction: sub-goals (tasks.py), a fresh
 perception per sub-goal, support dependencies discovered at run time inserted first.
 Both report their progress as the typed events of events.py (the attempt events carry the
-AttemptRecord of outcomes.py, its Diagnosis and its Correction).
+AttemptObservation and the AttemptRecord of outcomes.py, its Diagnosis and its Correction;
+the record is built once, when the planner is done with the attempt). The planner's peers
+(perception, HAA-RAG, the scene-graph reasoning, the arm) are the ports of ports.py.
 """
 from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, List, Optional, Protocol, Sequence, Tuple
+from dataclasses import replace
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from agentic_grasp.core.arm import ArmBackend, ArmError, CancelCheck
+from agentic_grasp.core.arm import ArmError, CancelCheck
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.constraints import (ConstraintSet, ConstraintType, apply_constraints,
-                                             infer_constraints)
+from agentic_grasp.core.constraints import ConstraintSet, ConstraintType, apply_constraints
 from agentic_grasp.core.heuristic import HeuristicConfig, strip_semantics
 from agentic_grasp.core.perception.backend import PerceivedObject, PerceptionResult
 from agentic_grasp.core.planner.events import (EventSink, MemoryEvent, ObservationEvent,
@@ -51,13 +53,17 @@ from agentic_grasp.core.planner.configurations import (Configuration, PlannerCon
 from agentic_grasp.core.planner.failure import Diagnosis, classify_failure
 from agentic_grasp.core.planner.initial import InitialGrasp
 from agentic_grasp.core.planner.memory import EpisodicMemory, LearnedCorrections, Recall
+from agentic_grasp.core.planner.peers import SceneGraphReasoner
+from agentic_grasp.core.planner.ports import (Arm, ConstraintReasoner, Perceiver, Retriever,
+                                              require_port)
 from agentic_grasp.core.planner.outcomes import (STATUS_BLOCKED, STATUS_CANCELED,
                                                  STATUS_FAILED, STATUS_NOT_PERCEIVED,
-                                                 STATUS_SUCCEEDED, AttemptRecord,
+                                                 STATUS_SUCCEEDED, AttemptObservation,
+                                                 AttemptRecord,
                                                  GoalOutcome, TaskOutcome, describe_grasp)
-from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext, clamp_grasp,
-                                                 get_correction, rebase_grasp,
-                                                 with_approach, wrap_angle)
+from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext,
+                                                 NextCandidates, clamp_grasp, get_correction,
+                                                 rebase_grasp, with_approach, wrap_angle)
 from agentic_grasp.core.planner.recovery import same_grasp
 from agentic_grasp.core.planner.recovery import correction_level as recovery_correction_level
 from agentic_grasp.core.planner.tasks import (KIND_NAMED, TaskPlan, instruction_kind,
@@ -67,55 +73,12 @@ from agentic_grasp.core.grasping import clearance as grasp_clearance
 from agentic_grasp.core.grasping.fit import handle_yaw_of
 from agentic_grasp.core.grasping.hand import HandModel
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND, check_hand_limits
-from agentic_grasp.core.scene_graph import SceneGraph, SceneGraphConfig, build_scene_graph
+from agentic_grasp.core.scene_graph import SceneGraphConfig
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Phase
 
 _LOG = logging.getLogger(__name__)
 
-ConstraintFn = Callable[[Sequence[ObjectInstance], str], ConstraintSet]
-#: BuildSceneGraph of the perceived objects, for the task plan's support order.
-SceneGraphFn = Callable[[Sequence[ObjectInstance]], SceneGraph]
 VisualQuery = Callable[[ObjectInstance], Optional[np.ndarray]]
-
-
-
-class Retriever(Protocol):
-    """What the planner needs of HAA-RAG (core.retrieval.HAARAG satisfies it, and so does the
-    retrieval node's service client): the planner always passes the perceived ``size`` (m,
-    the affordance fallback's size term), ``k`` and the ``perception_backend`` that perceived
-    the target (experiences acquired under the oracle serve oracle runs only), in process and
-    in the node graph."""
-
-    def retrieve(self, category: str, affordance: Any, embedding: Optional[np.ndarray] = None,
-                 crop: Optional[np.ndarray] = None, embedding_model: Optional[str] = None,
-                 k: Optional[int] = None, mode: Optional[str] = None,
-                 size: Optional[Sequence[float]] = None,
-                 perception_backend: Optional[str] = None) -> Any:
-        ...
-
-
-def scene_graph_constraints(config: Optional[SceneGraphConfig] = None,
-                            camera_position: Optional[Sequence[float]] = None) -> ConstraintFn:
-    """BuildSceneGraph + InferConstraints as one function of (objects, target id)."""
-    cfg = config if config is not None else SceneGraphConfig()
-
-    def constraints(objects: Sequence[ObjectInstance], target_id: str) -> ConstraintSet:
-        graph = build_scene_graph(objects, camera_position, cfg)
-        return infer_constraints(graph, target_id, cfg)
-
-    return constraints
-
-
-def scene_graph_builder(config: Optional[SceneGraphConfig] = None,
-                        camera_position: Optional[Sequence[float]] = None) -> SceneGraphFn:
-    """BuildSceneGraph as a function of the objects; give it the configuration and camera of
-    the constraint function beside it, so a perception has one graph (issue 22)."""
-    cfg = config if config is not None else SceneGraphConfig()
-
-    def graph(objects: Sequence[ObjectInstance]) -> SceneGraph:
-        return build_scene_graph(objects, camera_position, cfg)
-
-    return graph
 
 
 def _result_event(goal: GoalOutcome) -> ResultEvent:
@@ -142,17 +105,19 @@ class ReflectivePlanner(InitialGrasp):
 
     def __init__(self, config: Optional[PlannerConfig] = None,
                  retriever: Optional[Retriever] = None,
-                 constraint_fn: Optional[ConstraintFn] = None,
+                 reasoner: Optional[ConstraintReasoner] = None,
                  configuration: Optional[str] = None,
                  visual_query: Optional[VisualQuery] = None,
                  heuristic_config: Optional[HeuristicConfig] = None,
-                 scene_graph_fn: Optional[SceneGraphFn] = None,
                  camera_position: Optional[Sequence[float]] = None,
                  scene_graph_config: Optional[SceneGraphConfig] = None) -> None:
-        """``constraint_fn`` and ``scene_graph_fn`` are the scene-graph reasoning: give both
-        from one source (scene_graph_constraints / scene_graph_builder with one config and
-        camera in process, the scene-graph node's service in the graph); either left out is
-        built in process with the default SceneGraphConfig."""
+        """``retriever`` and ``reasoner`` implement the ports of ports.py (TypeError
+        otherwise): HAA-RAG, and the scene-graph reasoning that gives both the task plan's
+        graph and each sub-goal's constraints (peers.SceneGraphReasoner in process, the
+        scene-graph node's service in the graph); no reasoner = one in process with the
+        default SceneGraphConfig."""
+        require_port(retriever, Retriever, "retriever", optional=True)
+        require_port(reasoner, ConstraintReasoner, "constraint reasoner", optional=True)
         self.config = config if config is not None else PlannerConfig()
         #: The fixed camera's position and the scene graph's thresholds, for uncovering a
         #: hidden target (the same the constraint function's scene graph uses).
@@ -163,10 +128,7 @@ class ReflectivePlanner(InitialGrasp):
         self.configuration: Configuration = get_configuration(
             configuration if configuration is not None else self.config.configuration)
         self.retriever = retriever
-        self.constraint_fn = constraint_fn if constraint_fn is not None \
-            else scene_graph_constraints()
-        self.scene_graph_fn = scene_graph_fn if scene_graph_fn is not None \
-            else scene_graph_builder()
+        self.reasoner = reasoner if reasoner is not None else SceneGraphReasoner()
         self.visual_query = visual_query
         self.heuristic_config = heuristic_config or HeuristicConfig()
         self.rng = np.random.default_rng(self.config.seed)
@@ -200,7 +162,7 @@ class ReflectivePlanner(InitialGrasp):
 
     # ------------------------------------------------------------------ Algorithm 1
     def plan_and_execute(self, perception: PerceptionResult, target_id: str,
-                         arm: ArmBackend, memory: Optional[EpisodicMemory] = None,
+                         arm: Arm, memory: Optional[EpisodicMemory] = None,
                          cancel: Optional[CancelCheck] = None,
                          on_event: Optional[EventSink] = None,
                          reperceive: Optional[Callable[[], PerceptionResult]] = None,
@@ -214,6 +176,7 @@ class ReflectivePlanner(InitialGrasp):
         attempted: the outcome's status is ``blocked_by_prerequisites`` and
         ``prerequisites`` lists what to remove first.
         """
+        require_port(arm, Arm, "arm")
         start = time.perf_counter()
         cancel = cancel or (lambda: False)
         emit = on_event or (lambda _event: None)
@@ -252,7 +215,7 @@ class ReflectivePlanner(InitialGrasp):
 
         # Lines 1-4: scene graph and constraints, retrieval, initial grasp.
         if cfg.scene_graph:
-            constraints = self.constraint_fn(objects, target_id)
+            constraints = self.reasoner.constraints(objects, target_id)
             if not cfg.constraint_inference:        # Table V "+ scene graph": graph only
                 constraints = ConstraintSet(target_id, constraints.of_type(
                     ConstraintType.SUPPORT_DEPENDENCY))
@@ -262,15 +225,15 @@ class ReflectivePlanner(InitialGrasp):
         goal.constraints = constraints
         goal.prerequisites = list(constraints.prerequisites)
         init = self.initial_grasp(target, memory, constraints)
-        goal.retrieval = init["retrieval"]
-        if init["retrieval"].get("used"):
+        goal.retrieval = init.retrieval
+        if init.retrieval.get("used"):
             goal.compute_s += tm.retrieval_s
 
         synth = self.config.grasp_synthesis
         clearance_mode = cfg.scene_graph and synth.constraint_mode == "clearance"
         scene = grasp_clearance.SceneGeometry.build(perception, target, objects, synth,
                                                     constraints) if clearance_mode else None
-        pending: List[List[GraspParameters]] = [[]]
+        pending = NextCandidates()
         # clearance mode: the candidates generated so far and their labels, to name the one
         # each attempt executes in its record
         generated: List[Tuple[GraspParameters, str]] = []
@@ -283,7 +246,7 @@ class ReflectivePlanner(InitialGrasp):
                     grasp, scene, synth, self.hand, constraints, self.config.limits)
                 if pivot_note:
                     summary["notes"] = [pivot_note] + list(summary.get("notes", []))
-                pending[0] = ranked
+                pending.grasps = ranked
                 goal.candidates = summary
                 best = (summary.get("chosen") or {}).get("label") or "strategy unchanged"
                 generated[:0] = [(chosen, best)] + list(zip(ranked, labels))
@@ -296,31 +259,31 @@ class ReflectivePlanner(InitialGrasp):
                                      adjusted.approach)
             return clamp_grasp(adjusted, self.config.limits)
 
-        if scene is not None and scene.neighbours and init["alternatives"] \
-                and init["source"] in ("retrieval", "heuristic"):
+        if scene is not None and scene.neighbours and init.alternatives \
+                and init.source in ("retrieval", "heuristic"):
             # clearance mode: the strategy whose best candidate clears the neighbours most
             # only strategies that succeeded before compete (they are ranked first)
-            n_ok = max(1, int(init["retrieval"].get("n_successful_grasps", 1)))
-            bases = ([init["base"]] + list(init["alternatives"]))[:n_ok]
-            names = (["retrieved " + init["detail"]] + list(init["names"]))[:n_ok]
+            n_ok = max(1, int(init.retrieval.get("n_successful_grasps", 1)))
+            bases = ([init.base] + list(init.alternatives))[:n_ok]
+            names = (["retrieved " + init.detail] + list(init.names))[:n_ok]
             keys = []
             for b in bases:
                 constrain(b)
                 keys.append(grasp_clearance.rank_key(goal.candidates, synth))
             pick = min(range(len(bases)), key=lambda i: (keys[i], i))
             if pick > 0:
-                rest_b = list(init["alternatives"])[n_ok - 1:]
-                rest_n = list(init["names"])[n_ok - 1:]
-                init["base"] = bases[pick]
-                init["alternatives"] = bases[:pick] + bases[pick + 1:] + rest_b
-                init["names"] = names[:pick] + names[pick + 1:] + rest_n
-                init["detail"] = (f"retrieved strategy {names[pick]} (its best candidate "
-                                  "clears the perceived neighbours most)")
-        b0 = init["base"]
+                rest_b = list(init.alternatives)[n_ok - 1:]
+                rest_n = list(init.names)[n_ok - 1:]
+                init = replace(init, base=bases[pick],
+                               alternatives=bases[:pick] + bases[pick + 1:] + rest_b,
+                               names=names[:pick] + names[pick + 1:] + rest_n,
+                               detail=(f"retrieved strategy {names[pick]} (its best "
+                                       "candidate clears the perceived neighbours most)"))
+        b0 = init.base
         g0 = constrain(b0)
-        goal.g0, goal.initial_source, goal.initial_detail = g0, init["source"], init["detail"]
-        goal.memory_recalled = init["memory_recalled"]
-        recall: Optional[Recall] = init.get("memory")
+        goal.g0, goal.initial_source, goal.initial_detail = g0, init.source, init.detail
+        goal.memory_recalled = init.memory_recalled
+        recall: Optional[Recall] = init.memory
         goal.memory_level = recall.level if recall is not None else 0
         emit(PlanEvent(target_id, target.category, cfg.name, goal.initial_source,
                        goal.initial_detail, goal.retrieval, constraints,
@@ -334,8 +297,8 @@ class ReflectivePlanner(InitialGrasp):
             return goal
 
         ctx = CorrectionContext(target=target, g0=g0, b0=b0, constrain=constrain, rng=self.rng,
-                                alternatives=[g.copy() for g in init["alternatives"]],
-                                alternative_names=list(init["names"]),
+                                alternatives=[g.copy() for g in init.alternatives],
+                                alternative_names=list(init.names),
                                 objects={o.id: o for o in objects})
         ctx.candidates = pending
         grasp, base = g0, b0
@@ -370,14 +333,17 @@ class ReflectivePlanner(InitialGrasp):
             elapsed = time.perf_counter() - t0
             outcome = result.outcome
             success = bool(result.ran and outcome is not None and outcome.success)
-            record = AttemptRecord(r, level_used, thought, grasp, success, outcome,
-                                   ArmError(result.error), result.message,
-                                   duration_s=float(outcome.duration_s) if outcome else 0.0,
-                                   wall_s=elapsed, candidate=candidate,
-                                   memory=recall.text if (r == 0 and recall) else "")
-            goal.attempts.append(record)
-            goal.motion_s += record.duration_s
-            emit(ObservationEvent(target_id, record))
+            seen = AttemptObservation(r, level_used, thought, grasp, success, outcome,
+                                      ArmError(result.error), result.message,
+                                      duration_s=float(outcome.duration_s) if outcome else 0.0,
+                                      wall_s=elapsed, candidate=candidate,
+                                      memory=recall.text if (r == 0 and recall) else "")
+            goal.motion_s += seen.duration_s
+            record = None
+            if success or result.error == ArmError.CANCELED:    # no reflection follows
+                record = AttemptRecord.of(seen)
+                goal.attempts.append(record)
+            emit(ObservationEvent(target_id, seen, record))
             if result.error == ArmError.CANCELED:
                 goal.status = STATUS_CANCELED
                 goal.message = f"canceled during attempt {r + 1}"
@@ -401,10 +367,9 @@ class ReflectivePlanner(InitialGrasp):
             if r == 0 and recall is not None and memory is not None:
                 memory.mark_failed(recall, target_id)   # never proposed for it again
             # Lines 13-16: reflect, correct, escalate.
-            diagnosis = classify_failure(outcome, record.arm_error, result.message,
+            diagnosis = classify_failure(outcome, seen.arm_error, result.message,
                                          elapsed, self.config.classification)
-            record.diagnosis = diagnosis
-            self._acquire(record, ctx.target, goal)
+            attempted_on = ctx.target       # what the attempt ran against (before a refresh)
             goal.compute_s += tm.reflection_s
             if reperceive is not None and r + 1 < n:       # only when another attempt follows
                 goal.perception_calls += 1
@@ -415,8 +380,10 @@ class ReflectivePlanner(InitialGrasp):
                     base = rebase_grasp(base, moved_from, ctx.target)
             level = self.correction_level(r)
             correction = get_correction(diagnosis, level, grasp, base, ctx, self.config)
-            record.correction = correction
-            record.correction_executed = r + 1 < n
+            # the attempt's record, built once now that it is reflected on
+            record = AttemptRecord.of(seen, diagnosis, correction, r + 1 < n)
+            goal.attempts.append(record)
+            self._acquire(record, attempted_on, goal)
             emit(ReflectionEvent(target_id, record, diagnosis, correction,
                                  record.correction_executed))
             grasp, base = correction.grasp, correction.base
@@ -476,22 +443,25 @@ class ReflectivePlanner(InitialGrasp):
                 f"Now a {describe_grasp(grasp)}.")
 
     # ------------------------------------------------------------------ whole instruction
-    def run_task(self, instruction: str, perceive: Callable[[str], PerceptionResult],
-                 arm: ArmBackend, memory: Optional[EpisodicMemory] = None,
+    def run_task(self, instruction: str, perceiver: Perceiver, arm: Arm,
+                 memory: Optional[EpisodicMemory] = None,
                  cancel: Optional[CancelCheck] = None, on_event: Optional[EventSink] = None,
-                 after_success: Optional[Callable[[str], None]] = None,
-                 look: Optional[Callable[[str, Any], PerceptionResult]] = None
-                 ) -> TaskOutcome:
+                 after_success: Optional[Callable[[str], None]] = None) -> TaskOutcome:
         """Decompose ``instruction`` into sub-goals and run Algorithm 1 for each.
 
-        ``perceive(instruction)`` returns a fresh PerceptionResult; each sub-goal is perceived
-        with :func:`subgoal_instruction` so its target carries an affordance.
+        ``perceiver.perceive(instruction)`` returns a fresh PerceptionResult; each sub-goal
+        is perceived with :func:`subgoal_instruction` so its target carries an affordance.
         ``after_success(object_id)`` is called after each grasp (put the object away).
-        ``look(instruction, camera)`` perceives the frame of the arm's wrist camera at the
-        pose it reached: with it, a named target that is not in view is looked for behind
-        what could hide it (uncover.py); without it, or when nothing is seen, the goal ends
-        with the target not found (never with another object grasped in its place).
+        ``perceiver.look(instruction, camera)`` perceives the frame of the arm's wrist camera
+        at the pose it reached: with it (``perceiver.wrist_camera``), a named target that is
+        not in view is looked for behind what could hide it (uncover.py); without it, or
+        when nothing is seen, the goal ends with the target not found (never with another
+        object grasped in its place).
         """
+        require_port(perceiver, Perceiver, "perceiver")
+        require_port(arm, Arm, "arm")
+        perceive = perceiver.perceive
+        look = perceiver.look if perceiver.wrist_camera else None
         start = time.perf_counter()
         cancel = cancel or (lambda: False)
         emit = on_event or (lambda _event: None)
@@ -530,7 +500,7 @@ class ReflectivePlanner(InitialGrasp):
         objects = first.to_object_instances()
         # the scene-graph reasoning's own graph (its configuration and camera): the same one
         # the constraints of each sub-goal come from
-        graph = self.scene_graph_fn(objects) if self.configuration.scene_graph else None
+        graph = self.reasoner.scene_graph(objects) if self.configuration.scene_graph else None
         plan = plan_subgoals(instruction, objects, graph)
         task.plan = plan
         emit(TaskPlanEvent(plan))
@@ -590,5 +560,4 @@ class ReflectivePlanner(InitialGrasp):
         return task
 
 
-__all__ = ["ConstraintFn", "ReflectivePlanner", "Retriever", "SceneGraphFn", "VisualQuery",
-           "scene_graph_builder", "scene_graph_constraints", "subgoal_instruction"]
+__all__ = ["ReflectivePlanner", "VisualQuery", "subgoal_instruction"]

@@ -332,6 +332,15 @@ level1_adjustment = level1_ops
 
 # ------------------------------------------------------------------ corrections
 @dataclass
+class NextCandidates:
+    """constraint_mode clearance: the next-best candidates of the last constrained grasp,
+    best first; a correction pops them (the next-best clearance candidate), the planner's
+    constrain() replaces them each time it ranks a grasp's candidates."""
+
+    grasps: List[GraspParameters] = field(default_factory=list)
+
+
+@dataclass
 class CorrectionContext:
     """What a correction may use besides the grasp: the scene and the plan's alternatives.
 
@@ -349,8 +358,8 @@ class CorrectionContext:
     alternative_names: List[str] = field(default_factory=list)
     objects: Dict[str, ObjectInstance] = field(default_factory=dict)
     # constraint_mode clearance: the next-best candidates of the last constrained grasp, best
-    # first (a one-element holder the planner's constrain() refills)
-    candidates: List[List[GraspParameters]] = field(default_factory=lambda: [[]])
+    # first (the planner's constrain() refills the holder)
+    candidates: NextCandidates = field(default_factory=NextCandidates)
 
     def direction_to(self, object_id: str) -> Optional[np.ndarray]:
         """Horizontal unit vector from the target to a perceived object (None if unknown)."""
@@ -499,9 +508,9 @@ NEXT_CANDIDATE_FAILURES = (FailureType.COLLISION, FailureType.APPROACH_ANGLE)
 def _next_candidate(diagnosis: Diagnosis, grasp: GraspParameters,
                     ctx: CorrectionContext) -> Optional[GraspParameters]:
     """Pop the next candidate that differs from the failed grasp (None: none left / N/A)."""
-    if diagnosis.failure_type not in NEXT_CANDIDATE_FAILURES or not ctx.candidates:
+    if diagnosis.failure_type not in NEXT_CANDIDATE_FAILURES:
         return None
-    queue = ctx.candidates[0]
+    queue = ctx.candidates.grasps
     while queue:
         cand = queue.pop(0)
         if not same_grasp(cand, grasp):
@@ -571,7 +580,7 @@ def _correction_at(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
                       grasp=new_grasp, base=new_base, ops=ops)
 
 
-__all__ = ["CORRECTION_RULES", "Correction", "CorrectionContext", "CorrectionOps",
+__all__ = ["CORRECTION_RULES", "Correction", "CorrectionContext", "CorrectionOps", "NextCandidates",
            "clamp_grasp", "correction_level", "describe_change", "extent_across",
            "failure_types_covered", "get_correction", "level1_adjustment", "level1_ops",
            "narrow_side", "next_grasp_type", "rebase_grasp", "retry_level", "same_grasp",

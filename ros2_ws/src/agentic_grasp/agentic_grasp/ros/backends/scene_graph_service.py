@@ -22,10 +22,11 @@ PEER = "scene_graph"
 
 
 class SceneGraphService:
-    """BuildSceneGraph + InferConstraints of (objects, target id), as the planner's
-    ConstraintFn, and BuildSceneGraph alone (:meth:`graph`, the task plan's support order),
-    both answered by the scene-graph node (which also publishes G for RViz), so the planner
-    in the graph reasons on one graph of one configuration, as it does in process.
+    """BuildSceneGraph + InferConstraints of (objects, target id), for the planner's
+    ConstraintReasoner (goal_peers.BoundSceneGraph), and BuildSceneGraph alone
+    (:meth:`graph`, the task plan's support order), both answered by the scene-graph node
+    (which also publishes G for RViz), so the planner in the graph reasons on one graph of
+    one configuration, as it does in process.
 
     A refusal (success=false: a scene the node finds invalid) raises DependencyError rather
     than returning no constraints: grasping next to a fragile neighbour without the

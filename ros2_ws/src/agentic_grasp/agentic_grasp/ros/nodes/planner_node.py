@@ -243,8 +243,7 @@ class PlannerNode(Node):
         retriever = BoundRetriever(self.retrieval, signal, lambda text: session.stage(
             "retrieve", text, upcoming=True)) if conf.retrieval else None
         constraints = BoundSceneGraph(self.scene_graph, signal, session)
-        planner = ReflectivePlanner(config, retriever, constraints, visual_query=visual,
-                                    scene_graph_fn=constraints.graph)
+        planner = ReflectivePlanner(config, retriever, constraints, visual_query=visual)
         seed = int(goal_handle.request.seed)    # a trial seed, as in process; -1: the node's
         planner.reseed(trial_rng_seed(seed) if seed >= 0 else config.seed)
         if self._acquirer is not None:          # one goal at a time: the context is this goal's
@@ -266,8 +265,7 @@ class PlannerNode(Node):
         task: Optional[TaskOutcome] = None
         try:
             task = planner.run_task(instruction, perceive, BoundArm(self.arm, signal, world),
-                                    memory, cancel=canceled, on_event=session.on_event,
-                                    look=perceive.look)
+                                    memory, cancel=canceled, on_event=session.on_event)
             code, message = task_error(task)
         except Exception as exc:  # noqa: BLE001 - a planner bug must not take the node down
             error = exception_error(exc)

@@ -33,7 +33,8 @@ from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.perception import PerceptionResult
 from agentic_grasp.core.planner import EpisodicMemory, PlannerConfig, ReflectivePlanner
 from agentic_grasp.core.planner import get_configuration
-from agentic_grasp.core.planner.planner import scene_graph_builder, scene_graph_constraints
+from agentic_grasp.core.planner.peers import SceneGraphReasoner, as_retriever
+from agentic_grasp.core.planner.ports import ConstraintReasoner, Perceiver
 from agentic_grasp.core.scene_graph import SceneGraphConfig
 from agentic_grasp.core.types import GraspParameters
 # The bag's messages are read with the converters the planner node uses on the live ones
@@ -81,8 +82,9 @@ def grasp_diff(planned: GraspParameters, recorded: GraspParameters) -> Dict[str,
 
 # ---- the replayed world ------------------------------------------------------------------
 
-class ReplayPerception:
-    """perceive(text): the recorded answers to ``text`` in order, the last one repeated."""
+class ReplayPerception(Perceiver):
+    """The planner's Perceiver in replay: the recorded answers to ``text`` in order, the
+    last one repeated (no wrist camera: a recorded wrist look is not served back)."""
 
     def __init__(self, results: Sequence[Tuple[str, Any]]) -> None:
         self._by_text: Dict[str, List[Any]] = {}
@@ -91,7 +93,8 @@ class ReplayPerception:
         self._served: Dict[str, int] = {}
         self.calls: List[Dict[str, Any]] = []
 
-    def __call__(self, text: str) -> PerceptionResult:
+    def perceive(self, instruction: str) -> PerceptionResult:
+        text = instruction
         queue = self._by_text.get(text)
         if not queue:
             self.calls.append({"instruction": text, "recorded": False})
@@ -262,14 +265,14 @@ def recorded_result(recorded: RecordedGoal) -> Dict[str, Any]:
 
 
 def replay_goal(recorded: RecordedGoal, configuration: str, memory: EpisodicMemory,
-                retriever: Any, config: PlannerConfig, constraint_fn: Any,
-                scene_graph_fn: Any = None) -> Dict[str, Any]:
+                retriever: Any, config: PlannerConfig,
+                reasoner: ConstraintReasoner) -> Dict[str, Any]:
     """One recorded goal through the planner under ``configuration``: decisions + metrics
-    (``scene_graph_fn``: the task plan's graph, of the constraints' configuration)."""
+    (``retriever``: a core HAA-RAG or a ports.Retriever; ``reasoner``: the task plan's
+    graph and the constraints, of one configuration and camera)."""
     conf = get_configuration(configuration)
     planner = ReflectivePlanner(config.with_configuration(configuration),
-                                retriever if conf.retrieval else None, constraint_fn,
-                                scene_graph_fn=scene_graph_fn)
+                                as_retriever(retriever) if conf.retrieval else None, reasoner)
     planner.reseed(config.seed)
     perceive = ReplayPerception(recorded.perceptions)
     arm = ReplayArm(recorded.attempts)
@@ -335,8 +338,7 @@ def replay_bag(path: Union[str, Path], configuration: Optional[str] = None,
     config = config if config is not None else PlannerConfig.from_config()
     session = read_session(path)
     scene_config = SceneGraphConfig.from_config()
-    constraint_fn = scene_graph_constraints(scene_config, Camera().position)
-    graph_fn = scene_graph_builder(scene_config, Camera().position)
+    reasoner = SceneGraphReasoner(scene_config, Camera().position)
     memories: Dict[str, EpisodicMemory] = {}
     warnings = list(session.warnings)
     goals = []
@@ -352,8 +354,7 @@ def replay_bag(path: Union[str, Path], configuration: Optional[str] = None,
 
             retriever = build_retriever()
         memory = memories.setdefault(name, EpisodicMemory(enabled=conf.memory))
-        report = replay_goal(recorded, name, memory, retriever, config, constraint_fn,
-                             graph_fn)
+        report = replay_goal(recorded, name, memory, retriever, config, reasoner)
         report["configuration_source"] = source
         goals.append(report)
     for w in warnings:
