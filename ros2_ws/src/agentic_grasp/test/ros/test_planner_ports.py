@@ -2,9 +2,13 @@
 and the graph's retriever forwards the typed request's fields to the retrieval service."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("rclpy")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))  # the planner fakes
 
 from agentic_grasp.core.planner.ports import (Arm, ConstraintReasoner, Perceiver,  # noqa: E402
                                               RetrievalRequest, Retriever)
