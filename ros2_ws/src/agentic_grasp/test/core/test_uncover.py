@@ -174,6 +174,8 @@ def test_a_point_that_misses_its_object_by_the_vlms_pointing_error_is_not_poorly
     assert poorly_located(cup, [vase, cup]) == ""
     cup.warnings = [note(POINT_MISS_PX + 3)]
     assert poorly_located(cup, [vase, cup]).startswith("the point is not on")
+    cup.warnings = [note(2).replace("is not on an object surface", "is outside the box")]
+    assert poorly_located(cup, [vase, cup]).startswith("the point is outside")
     cup.warnings = [note(2)]
     cup.position = np.array([0.50, 0.09, 0.15])        # measured on the vase's top
     assert "centred on vase_1" in poorly_located(cup, [vase, cup])

@@ -266,10 +266,11 @@ _MISLOCATED = ("the point is not on an object surface", "the point is outside th
 #: the object by more has a chance of exp(-9/2) ~ 1 %). The error: 9 units of Qwen's 0..1000
 #: per axis (config/perception.yaml vlm_sim.point_std, the assumed pointing accuracy of the
 #: VLM), i.e. 9 / 1000 x 640 px = 5.8 px across the camera's 640-px frame
-#: (config/camera.yaml): 3 x 5.8 = 17 px. A point that misses by less than that lands in
-#: the cut band beside a depth step on the object itself (a handle in front of the cup's
-#: body), so the surface found is the object's, unless it is centred on another perceived
-#: object (the occluder's top beside a sliver), which is still poorly located.
+#: (config/camera.yaml): 3 x 5.8 = 17 px. A point inside the VLM's box that misses by less
+#: than that lands in the cut band beside a depth step on the object itself (a handle in
+#: front of the cup's body), so the surface found is the object's, unless it is centred on
+#: another perceived object (the occluder's top beside a sliver), which is still poorly
+#: located; so is a point outside the VLM's own box.
 POINT_MISS_PX = 17.0
 _NEAREST_PX = re.compile(r"used the nearest surface in the box, (\d+(?:\.\d+)?) px away")
 #: Notes (core/perception/depth.py) that the surface was found outside the VLM's box: the
@@ -326,10 +327,13 @@ def poorly_located(obj: Optional[PerceivedObject],
 
 
 def _near_miss(note: str) -> bool:
-    """The note says the pointed pixel was on no surface and the nearest surface lay within
-    the VLM's pointing error of it (POINT_MISS_PX)."""
+    """The note says the pointed pixel, inside the VLM's box, was on no surface and the
+    nearest surface lay within the VLM's pointing error of it (POINT_MISS_PX). A point
+    outside the VLM's own box is not excused: point and box disagree about where the object
+    is (a sliver seen over an occluder, hid_block_behind_box_left)."""
     m = _NEAREST_PX.search(note)
-    return m is not None and float(m.group(1)) <= POINT_MISS_PX
+    return note.startswith(_MISLOCATED[0]) and m is not None \
+        and float(m.group(1)) <= POINT_MISS_PX
 
 
 def _measured_over(sliver: PerceivedObject, obj: PerceivedObject) -> bool:
