@@ -167,7 +167,7 @@ def test_part_pitches_keep_the_pads_flat_and_lean_the_hand_out():
 
     cup = obj("cup", size=(0.08, 0.08, 0.09))
     base = grasp([0.5525, 0.0, 0.051], width=0.03)
-    pitches = part_pitches(base, cup, CFG)
+    pitches = [p for p in part_pitches(base, cup, CFG) if "wrist +0 deg" in p[1]]
     assert [round(np.degrees(d)) for _, _, d in pitches] == [10, 20, 30, 40]
     axis0 = closing_axis(base.approach, base.wrist_yaw)
     for g, label, tilt in pitches:
@@ -241,3 +241,32 @@ def test_handle_side_on_the_benchmark_frames():
     report = scene_handle_sides(trials=6)
     assert report["visible"] >= 10
     assert report["accuracy"] >= 0.9, report
+
+
+def test_part_pitches_also_lean_out_with_the_closing_axis_turned():
+    """A handle turned towards a neighbour: the pitch is also taken about the closing axis
+    turned by each wrist offset a part allows, leaning away from the body normal to it."""
+    from agentic_grasp.core.grasping.along import part_pitches
+    from agentic_grasp.core.closing_axis import closing_axis
+
+    cup = obj("cup", size=(0.08, 0.08, 0.09))
+    base = grasp([0.5525, 0.0, 0.051], width=0.03)
+    pitches = part_pitches(base, cup, CFG)
+    limit = CFG.part_wrist_limit_rad
+    turns = sorted({round(float(np.degrees(d)))
+                    for d in CFG.wrist_offsets_rad if abs(d) <= limit + 1e-9})
+    assert len(pitches) == 4 * len(turns) and len(turns) > 1
+    axis0 = closing_axis(base.approach, base.wrist_yaw)
+    seen = set()
+    for g, label, dev in pitches:
+        axis = closing_axis(g.approach, g.wrist_yaw)
+        turn = float(np.degrees(np.arccos(min(1.0, abs(float(axis @ axis0))))))
+        seen.add(round(turn))
+        assert abs(float(axis[2])) < 1e-9                  # the closing axis stays level
+        lean = -np.asarray(g.approach[:2])                 # where the hand leans to
+        assert float(lean @ axis[:2]) == pytest.approx(0.0, abs=1e-9)
+        assert lean[0] > 0.0                               # away from the body (+x side)
+        assert g.width == pytest.approx(0.03 / np.cos(np.radians(turn)), rel=1e-6)
+        tilt = float(np.arccos(-g.approach[2]))
+        assert dev == pytest.approx(tilt + np.radians(turn), abs=1e-6)
+    assert seen == {abs(t) for t in turns}

@@ -152,6 +152,36 @@ def test_a_target_measured_on_another_surface_is_poorly_located():
     assert poorly_located(ball, [box]) == ""
 
 
+
+def test_a_point_that_misses_its_object_by_the_vlms_pointing_error_is_not_poorly_located():
+    """it_cup_near_vase: the cup's handle faces the camera, the VLM's point falls in the
+    cut band beside the handle's depth step and the nearest surface, 2 px away, is the cup
+    (measured whole). Counted as mislocated, the wrist view then replaced it by a sliver of
+    the cup cut by that frame's edge (10 of 90 trials). A miss beyond the pointing error,
+    or a near miss centred on another object, is still poorly located."""
+    from agentic_grasp.core.perception.backend import PerceivedObject
+    from agentic_grasp.core.planner.uncover import POINT_MISS_PX
+    from agentic_grasp.core.types import ObjectState
+
+    def note(px):
+        return ("the point is not on an object surface (table, gap or no depth); used the "
+                f"nearest surface in the box, {px:.0f} px away")
+
+    vase = PerceivedObject("vase_1", "vase", (0, 0), None, np.array([0.50, 0.095, 0.075]),
+                           np.array([0.08, 0.08, 0.15]), ObjectState.EMPTY, 0.8, None, 1.0)
+    cup = PerceivedObject("cup_1", "cup", (0, 0), None, np.array([0.49, -0.033, 0.045]),
+                          np.array([0.08, 0.08, 0.09]), ObjectState.FILLED, 0.3, None, 1.0,
+                          warnings=[note(2)])
+    assert POINT_MISS_PX == pytest.approx(3 * 9.0 / 1000.0 * 640, abs=0.5)
+    assert poorly_located(cup, [vase, cup]) == ""
+    cup.warnings = [note(POINT_MISS_PX + 3)]
+    assert poorly_located(cup, [vase, cup]).startswith("the point is not on")
+    cup.warnings = [note(2).replace("is not on an object surface", "is outside the box")]
+    assert poorly_located(cup, [vase, cup]).startswith("the point is outside")
+    cup.warnings = [note(2)]
+    cup.position = np.array([0.50, 0.09, 0.15])        # measured on the vase's top
+    assert "centred on vase_1" in poorly_located(cup, [vase, cup])
+
 def test_of_two_estimates_centred_on_each_other_the_one_above_is_the_sliver():
     """hid_cube_behind_vase: the cube seen over the vase was measured as the vase's top; the
     vase, whose box was grown too, keeps its own estimate (it was dropped, and the wrist
@@ -203,7 +233,10 @@ def test_a_held_out_hidden_target_is_uncovered_and_grasped(scene):
     results = [run_trial(str(path), "full", trial_seed(0, scene, k), perception="vlm_sim")
                for k in range(6)]
     assert sum(r.success for r in results) >= 4          # 20/20 and 19/20 measured
-    assert sum(bool(r.task.views) for r in results) >= 4     # it looked behind the occluder
+    # it looked behind the occluder: the cube, seen but for a sliver with the jitter, was
+    # looked for in 3 of these 6 trials (5 before its fixed-view point that missed by 1 px,
+    # within the VLM's pointing error, stopped counting as mislocated; 6 of 6 succeed)
+    assert sum(bool(r.task.views) for r in results) >= 3
     for r in results:
         assert {v.occluder_id for v in r.task.views} <= {"box_1", "vase_1"}
         # never the occluder as a stand-in for the target: a goal on another object is only

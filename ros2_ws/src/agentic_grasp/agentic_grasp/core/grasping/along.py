@@ -164,16 +164,24 @@ PITCH_MAX_RAD = math.radians(45.0)
 def part_pitches(base: GraspParameters, target: ObjectInstance,
                  cfg: GraspSynthesisConfig) -> List[Tuple[GraspParameters, str, float]]:
     """A top-down grasp on a part outside the body (a handle), pitched outward: the approach
-    tilts about the closing axis in the vertical plane through the body's axis and the part,
-    so the hand leans away from the body.
+    tilts about the closing axis, away from the body, so the hand leans away from it.
 
     The closing axis is kept, so the pads stay flat on the part's faces (a roll about the
     part's radial line tilts them against a flat face, which grips along an edge), while the
     palm's lower edge and the wrist move out by about (palm height over the pads) x sin(t):
     away from the body and from a neighbour beside it. The pads' inner lower corner would
     move in by (w/2)(1 - cos t) + (d/2) sin t (pad width w, pad depth d), so the grasp point
-    moves out along the part by that much and the fingers clear the body as before.
-    Returns (grasp, label, deviation = the pitch in rad); none for a grasp on the body."""
+    moves out by that much along the lean and the fingers clear the body as before.
+
+    The pitches are also taken with the closing axis turned by each of the search's wrist
+    offsets a part allows (``wrist_offsets_rad`` within ``part_wrist_limit_rad``, the
+    opening widened by 1 / cos as for the untilted turns): the pitch then tilts about the
+    turned axis, in the vertical plane normal to it, towards the side away from the body.
+    A handle turned towards a neighbour puts the palm's end, 10 cm along the closing axis,
+    over that neighbour; the turn swings that end away while the pitch lifts the palm off
+    the body: neither alone may clear both.
+    Returns (grasp, label, deviation = the pitch plus the turn in rad); none for a grasp on
+    the body."""
     if float(base.approach[2]) > -0.99 or not on_part(base, target):
         return []
     radial = np.asarray(base.position[:2], float) - np.asarray(target.position[:2], float)
@@ -181,19 +189,37 @@ def part_pitches(base: GraspParameters, target: ObjectInstance,
     if n < 1e-6:
         return []
     r = np.array([radial[0] / n, radial[1] / n, 0.0])
-    axis = closing_axis(base.approach, base.wrist_yaw)
+    axis0 = closing_axis(base.approach, base.wrist_yaw)
     w, d = cfg.hand.finger_width_m, cfg.hand.pad_depth_m
+    deltas = [x for x in cfg.wrist_offsets_rad if abs(x) <= cfg.part_wrist_limit_rad + 1e-9]
+    if not any(abs(x) < 1e-12 for x in deltas):
+        deltas = [0.0] + list(deltas)
     out = []
-    k = 1
-    while k * PITCH_STEP_RAD < PITCH_MAX_RAD:
-        tilt = k * PITCH_STEP_RAD
-        a = np.array([0.0, 0.0, -math.cos(tilt)]) - math.sin(tilt) * r
-        shift = w / 2.0 * (1.0 - math.cos(tilt)) + d / 2.0 * math.sin(tilt)
-        g = base.copy(position=np.asarray(base.position, float) + r * shift, approach=a,
-                      wrist_yaw=wrist_yaw_for_closing_axis(a, axis))
-        out.append((g, f"pitched {math.degrees(tilt):.0f} deg out along the part, "
-                       f"{shift * 1e3:+.0f} mm", tilt))
-        k += 1
+    for delta in deltas:
+        c, s = math.cos(delta), math.sin(delta)
+        axis = np.array([c * axis0[0] - s * axis0[1], s * axis0[0] + c * axis0[1], 0.0])
+        # the horizontal normal of the (turned) closing axis on the part's outer side
+        lean = np.array([-axis[1], axis[0], 0.0])
+        norm = float(np.linalg.norm(lean))
+        if norm < 1e-9:
+            continue
+        lean = lean / norm
+        if float(lean @ r) < 0.0:
+            lean = -lean
+        width = float(base.width) if abs(delta) < 1e-12 else min(
+            cfg.hand.max_opening_m, float(base.width) / math.cos(delta))
+        turn = f"wrist {math.degrees(delta):+.0f} deg, "
+        k = 1
+        while k * PITCH_STEP_RAD < PITCH_MAX_RAD:
+            tilt = k * PITCH_STEP_RAD
+            a = np.array([0.0, 0.0, -math.cos(tilt)]) - math.sin(tilt) * lean
+            shift = w / 2.0 * (1.0 - math.cos(tilt)) + d / 2.0 * math.sin(tilt)
+            g = base.copy(position=np.asarray(base.position, float) + lean * shift,
+                          approach=a, wrist_yaw=wrist_yaw_for_closing_axis(a, axis),
+                          width=width)
+            out.append((g, f"{turn}pitched {math.degrees(tilt):.0f} deg out along the "
+                           f"part, {shift * 1e3:+.0f} mm", tilt + abs(delta)))
+            k += 1
     return out
 
 

@@ -283,7 +283,7 @@ def generate_candidates(base: GraspParameters, target: ObjectInstance,
         for g, where, dev in part_pitches(base, target, cfg):
             grasps.append(g)
             devs.append(dev)
-            labels.append(f"around 0 deg, wrist +0 deg, {where}")
+            labels.append(f"around 0 deg, {where}")
     out = CandidateSet(n_generated=len(grasps))
     if not grasps:
         out.collision_free = False
