@@ -297,17 +297,31 @@ class Progress:
 # ------------------------------------------------------------------ the sweep
 @dataclass
 class SweepResult:
-    """Records in deterministic order plus how the sweep ran."""
+    """Records in deterministic order plus how the sweep ran.
 
-    records: List[TrialRecord]
+    A sweep with a journal file does not hold its records (:mod:`.executors`, memory):
+    ``records`` reads them from that file on first use."""
+
+    held: Optional[List[TrialRecord]]
     wall_s: float
     workers: int
     n_units: int
     trial_wall_s: float = 0.0               # sum of the trials' own wall times
     setup_s: float = 0.0                    # building simulator, planner, HAA-RAG (in wall_s)
+    n_records: int = 0
+    path: Optional[Path] = None             # the records file (journal), if any
+    fmt: str = ""
+
+    @property
+    def records(self) -> List[TrialRecord]:
+        if self.held is None:
+            from agentic_grasp.core.evaluation.executors import Journal
+
+            self.held = Journal(self.path, self.fmt).load() if self.path else []
+        return self.held
 
     def totals(self) -> Dict[str, Any]:
-        n = len(self.records)
+        n = self.n_records
         return {"trials": n, "wall_s": round(self.wall_s, 3), "workers": self.workers,
                 "units": self.n_units, "setup_s": round(self.setup_s, 3),
                 "trials_per_s": round(n / self.wall_s, 1)
@@ -352,34 +366,36 @@ def run_units(units: Sequence[WorkUnit], workers: Optional[int] = None,
     unit by unit as they finish and rewritten sorted at the end; with ``resume`` the units
     whose records it already holds are not run again.
     """
-    from agentic_grasp.core.evaluation.executors import (EXECUTORS, Collector, Journal,
-                                                         run_ray, split_done, unit_keys)
+    from agentic_grasp.core.evaluation.executors import EXECUTORS, Journal, Tally, run_ray
 
     if executor not in EXECUTORS:
         raise ConfigError(f"executor must be one of {EXECUTORS}, got {executor!r}")
     all_units = list(units)
     order = list(dict.fromkeys(u.configuration for u in all_units))
     book = Journal(journal) if journal is not None else None
-    kept: List[TrialRecord] = []
-    if resume and book is not None:
-        units, kept = split_done(all_units, book.load())
+    # with a journal the records live in its file, not here (executors docstring: memory)
+    tally = Tally(all_units, keep=book is None)
+    if book is not None and resume:
+        units, kept = book.resume(all_units)
+        for unit in kept:
+            tally.done(unit)
         if kept:
-            _LOG.info("resume: %d of %d units already in %s", len(all_units) - len(units),
-                      len(all_units), book.path)
-    collector = Collector(k for u in all_units for k in unit_keys(u))
-    collector.add(kept)
+            _LOG.info("resume: %d of %d units already in %s", len(kept), len(all_units),
+                      book.path)
+    elif book is not None:
+        book.start()
     total = sum(len(u.trials) for u in all_units)
     bar = Progress(total, enabled=progress)
-    bar.done = len(kept)
-    if book is not None:
-        book.start(kept)
+    bar.done = tally.count
+    trial_wall = [0.0]
 
     def take(batch: List[TrialRecord]) -> None:
-        new = collector.add(batch)
+        new = tally.add(batch)
         if book is not None:
             book.append(new)
         if on_records:
             on_records(new)
+        trial_wall[0] += sum(r.wall_s for r in new)
         bar.update(len(new))
 
     start = time.perf_counter()
@@ -409,15 +425,18 @@ def run_units(units: Sequence[WorkUnit], workers: Optional[int] = None,
         if book is not None:
             book.close()
     wall = time.perf_counter() - start
-    collector.check()
-    if collector.duplicates:
+    tally.check()
+    if tally.duplicates:
         _LOG.warning("sweep: %d duplicate record(s) dropped (a unit ran twice)",
-                     collector.duplicates)
-    records = sort_records(collector.records, order)
+                     tally.duplicates)
+    held = None
     if book is not None:
-        book.finish(records)
-    return SweepResult(records, wall, n_workers, len(all_units),
-                       trial_wall_s=sum(r.wall_s for r in records), setup_s=setup)
+        book.finish_units(order)
+    else:
+        held = sort_records(tally.records, order)
+    return SweepResult(held, wall, n_workers, len(all_units), trial_wall_s=trial_wall[0],
+                       setup_s=setup, n_records=tally.count,
+                       path=book.path if book else None, fmt=book.fmt if book else "")
 
 
 def run_sweep(configurations: Sequence[str], tasks: Sequence[str], trials: int,
