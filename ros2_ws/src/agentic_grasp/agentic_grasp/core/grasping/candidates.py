@@ -124,8 +124,10 @@ def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Seque
         outside = float(np.hypot(*local[:2])) > sx / 2.0
     body_gaps: List[float] = []
     if outside and round_body:
-        body_gaps = [min(finger_body_gap(_finger_samples(hand.boxes(g, swept=False)), target),
-                         finger_body_gap(_between_fingers(hand, g), target)) for g in grasps]
+        body_gaps = [min(finger_body_gap(_finger_samples(hand.boxes(g, swept=False,
+                                                                    rotation=R)), target),
+                         finger_body_gap(_between_fingers(hand, g, R), target))
+                     for g, R in zip(grasps, rotations)]
     nearest_k = np.argmin(gaps.reshape(len(grasps), -1), axis=1).tolist()
     palm_wrist = tgt[:, [j for j, n in enumerate(names) if n in ("palm", "wrist")]].min(axis=1)
     finger_tgt = tgt[:, [j for j, n in enumerate(names) if n == "finger"]].min(axis=1)
@@ -186,11 +188,13 @@ def _finger_samples(boxes: Sequence[Box]) -> np.ndarray:
     return np.concatenate(pts, axis=0)
 
 
-def _between_fingers(hand: HandModel, grasp: GraspParameters) -> np.ndarray:
+def _between_fingers(hand: HandModel, grasp: GraspParameters,
+                     rotation: Optional[np.ndarray] = None) -> np.ndarray:
     """Points of the region the pads close over (pad width x opening x pad depth): material
-    there is what the fingers must span, so a round body in it makes the part too wide."""
+    there is what the fingers must span, so a round body in it makes the part too wide.
+    ``rotation``: the hand's rotation at ``grasp`` when the caller has it."""
     c = hand.cfg
-    R = hand.rotation(grasp)
+    R = hand.rotation(grasp) if rotation is None else rotation
     w = min(float(grasp.width), c.max_opening_m)
     grid = np.array([[x * c.finger_width_m / 2.0, y * w / 2.0, z * c.pad_depth_m / 2.0]
                      for x in (-1.0, 0.0, 1.0) for y in (-1.0, -0.5, 0.0, 0.5, 1.0)
