@@ -46,7 +46,9 @@ def _grasp_frame(p: Sequence[float], a: Sequence[float], wrist_yaw: float) -> Li
 
 def _unit(v: Sequence[float], name: str) -> np.ndarray:
     arr = np.asarray(v, dtype=float).reshape(-1)
-    n = float(np.linalg.norm(arr)) if arr.shape == (3,) else 0.0
+    # = float(np.linalg.norm(arr)) bit for bit (for a 1-D float array it is sqrt(x.dot(x))),
+    # without its dispatch: the candidate search asks for ~100 closing axes per call
+    n = math.sqrt(float(arr.dot(arr))) if arr.shape == (3,) else 0.0
     if not math.isfinite(n) or n < 1e-9:
         raise ValidationError(f"{name} must be a finite non-zero 3-vector, got {v!r}")
     return arr / n

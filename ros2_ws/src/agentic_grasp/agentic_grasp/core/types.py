@@ -226,6 +226,10 @@ class ObjectInstance:
         return replace(self, position=self.position.copy(), size=self.size.copy())
 
 
+#: GraspParameters' float fields, checked finite by its constructor.
+_GRASP_FLOATS = ("width", "force", "approach_height", "speed", "wrist_yaw")
+
+
 @dataclass
 class GraspParameters:
     """g = (p, d, w, f, tau) plus approach height, speed and wrist yaw.
@@ -258,7 +262,7 @@ class GraspParameters:
         if norm < 1e-9:
             raise ValidationError("grasp.approach must be a non-zero vector")
         self.approach = approach / norm
-        for name in ("width", "force", "approach_height", "speed", "wrist_yaw"):
+        for name in _GRASP_FLOATS:
             setattr(self, name, _finite(f"grasp.{name}", getattr(self, name)))
         if not isinstance(self.grasp_type, GraspType):
             self.grasp_type = GraspType.parse(str(self.grasp_type))
@@ -267,22 +271,33 @@ class GraspParameters:
         # What the constructor with every field and then __post_init__ on the changes
         # compute, without the constructor's own pass: its checks hold for this validated
         # grasp, and of its arithmetic only the approach's renormalisation changes a value
-        # (kept, so an unchanged approach is divided by its norm twice, as before).
+        # (kept, so an unchanged approach is divided by its norm twice, as before). Only the
+        # changed fields are checked again, as __post_init__ checks them (an unchanged one
+        # passes its check unchanged: float(float), a finite float array's view).
         # Candidate search copies grasps by thousands.
         base = object.__new__(type(self))
-        base.position = changes.pop("position", None)
-        if base.position is None:
-            base.position = self.position.copy()
-        base.approach = changes.pop("approach", None)
-        if base.approach is None:
+        position = changes.pop("position", None)
+        base.position = self.position.copy() if position is None else \
+            _finite_vector("grasp.position", position)
+        approach = changes.pop("approach", None)
+        if approach is None:
             a = self.approach.copy()
-            base.approach = a / math.sqrt(float(a.dot(a)))
-        base.width, base.force = self.width, self.force
-        base.grasp_type, base.approach_height = self.grasp_type, self.approach_height
-        base.speed, base.wrist_yaw = self.speed, self.wrist_yaw
-        for key, value in changes.items():
+            a = a / math.sqrt(float(a.dot(a)))
+        else:
+            a = _finite_vector("grasp.approach", approach)
+        norm = math.sqrt(float(a.dot(a)))
+        if norm < 1e-9:
+            raise ValidationError("grasp.approach must be a non-zero vector")
+        base.approach = a / norm
+        for name in _GRASP_FLOATS:
+            value = changes.pop(name, None)
+            setattr(base, name, getattr(self, name) if value is None
+                    else _finite(f"grasp.{name}", value))
+        grasp_type = changes.pop("grasp_type", self.grasp_type)
+        base.grasp_type = grasp_type if isinstance(grasp_type, GraspType) \
+            else GraspType.parse(str(grasp_type))
+        for key, value in changes.items():         # as before: set, not checked
             setattr(base, key, value)
-        base.__post_init__()
         return base
 
     def to_dict(self) -> Dict[str, object]:

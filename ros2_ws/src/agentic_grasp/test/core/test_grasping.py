@@ -227,3 +227,32 @@ def test_swept_arrays_are_the_per_grasp_boxes_bit_for_bit():
             assert np.array_equal(box.c, centres[i, k]) and np.array_equal(box.h, halves[i, k])
             assert np.array_equal(box.R, rots[i])
         assert hand.lowest_point(g, rotation=rotations[i]) == lowest[i]
+
+
+def test_round_body_gaps_are_the_per_grasp_finger_tests_bit_for_bit():
+    """The batched finger-vs-round-body test (issue 26) equals the per-grasp one: the
+    finger boxes' face points and the region between the pads, each through
+    along.finger_body_gap, the smaller of the two."""
+    from agentic_grasp.core.grasping.along import finger_body_gap
+    from agentic_grasp.core.grasping.candidates import (_between_fingers, _finger_samples,
+                                                        _round_body_gaps)
+
+    hand = HandModel(GraspSynthesisConfig().hand)
+    rng = np.random.default_rng(11)
+    body = obj("cup", xy=(0.5, 0.0), size=(0.08, 0.08, 0.10))
+    grasps = []
+    for _ in range(300):
+        a = rng.normal(size=3)
+        a[2] = -abs(a[2]) - 0.3
+        p = np.array([0.5, 0.0, 0.05]) + rng.normal(size=3) * np.array([0.06, 0.06, 0.05])
+        grasps.append(GraspParameters(p, a, width=float(rng.uniform(0.0, 0.1)),
+                                      wrist_yaw=float(rng.uniform(-3.0, 3.0))))
+    grasps.append(GraspParameters(np.array([0.5, 0.0, 0.6])))     # every point above the top
+    rotations = [hand.rotation(g) for g in grasps]
+    at = hand.swept_arrays(grasps, rotations, with_pose=True)[4]
+    got = _round_body_gaps(hand, grasps, rotations, at, body)
+    want = [min(finger_body_gap(_finger_samples(hand.boxes(g, swept=False)), body),
+                finger_body_gap(_between_fingers(hand, g), body)) for g in grasps]
+    assert got == want
+    assert math.isinf(want[-1])
+    assert any(v < 0.0 for v in want) and any(0.0 < v < math.inf for v in want)

@@ -129,6 +129,37 @@ def test_without_resume_the_journal_starts_again(tmp_path, reference):
     _same(again.records, reference)
 
 
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_journal_writes_the_sorted_file_from_its_blocks(tmp_path, reference, suffix):
+    """Units appended in any order (one of them in two pieces, trials reversed) give the
+    bytes write_records writes for the sorted records: the driver needs no record for it."""
+    from agentic_grasp.core.evaluation.records import sort_records, write_records
+
+    units = {}
+    for r in reference:
+        units.setdefault((r.configuration, r.task_id), []).append(r)
+    pieces = list(units.values())[::-1]
+    split = pieces.pop(0)
+    pieces += [[split[1]], [split[0]]]                   # last trial first
+    journal = Journal(tmp_path / f"records.{suffix}")
+    journal.start()
+    for piece in pieces:
+        journal.append(piece)
+    journal.finish_units(CONFS)
+    expected = write_records(sort_records(reference, CONFS), tmp_path / f"ref.{suffix}")
+    assert journal.path.read_bytes() == expected.read_bytes()
+
+
+def test_a_journalled_sweep_holds_no_records(tmp_path, reference):
+    """With a records file the driver keeps none while it runs (issue 26: flat memory);
+    SweepResult.records reads them back from the file."""
+    path = tmp_path / "records.jsonl"
+    result = run_units(_units(), workers=1, progress=False, journal=path)
+    assert result.held is None
+    assert result.n_records == len(reference) == result.totals()["trials"]
+    _same(result.records, reference)
+
+
 def test_unknown_executor_is_refused():
     from agentic_grasp.core.errors import ConfigError
 

@@ -21,6 +21,13 @@ finished; ``--resume`` reads it (a torn last line is ignored), keeps the units w
 are all there, runs the others and writes the file again in the sweep's deterministic
 order, so a resumed sweep's records equal an uninterrupted one's (wall times aside).
 Resumption is per unit, so ``memory_scope: series`` stays exact.
+
+Memory: with a journal the driver holds no record while the sweep runs. Records go to the
+file as they arrive; the driver keeps per unit the trials still missing (:class:`Tally`) and
+where its records lie in the file (:class:`Journal` blocks), and writes the sorted file at
+the end by copying those bytes. Ray results are dropped as soon as they are read. So the
+driver's memory does not grow with the trials of a long sweep (issue 26); the records are
+read back only by whoever asks for them (``SweepResult.records``, e.g. for the tables).
 """
 from __future__ import annotations
 
@@ -30,10 +37,11 @@ import json
 import logging
 import os
 import time
+from collections import deque
 from dataclasses import fields
 from pathlib import Path
-from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple,
-                    Union)
+from typing import (Any, Callable, Deque, Dict, Iterable, List, Optional, Sequence, Set,
+                    Tuple, Union)
 
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.evaluation.records import (_LIST_FIELDS, _LIST_SEP, TrialRecord, task_key,
@@ -48,6 +56,8 @@ RAY_MAX_RETRIES = 5
 #: Object store of a cluster the driver starts itself (bytes): results are a few kB per
 #: unit, so the default (30 % of RAM) would only take memory from a shared machine.
 RAY_OBJECT_STORE_BYTES = 100 * 1024 * 1024
+#: Unit timings the Ray executor keeps for the overhead figure (RayStats.timings).
+RAY_TIMINGS_KEPT = 1000
 
 Key = Tuple[str, str, str, int, int]
 
@@ -65,8 +75,27 @@ def unit_keys(unit: Any) -> List[Key]:
 
 
 # ------------------------------------------------------------------ journal
+UnitId = Tuple[str, str, str, int]
+#: A unit's records in the journal file: (first byte, end byte, trials ascending).
+Block = Tuple[int, int, bool]
+
+
+def unit_id(unit: Any) -> UnitId:
+    """A work unit's identity: (configuration, split, task, seed)."""
+    return (unit.configuration, unit.split, task_key(unit.task), int(unit.seed))
+
+
+def record_unit(record: TrialRecord) -> UnitId:
+    """The identity of the unit a record belongs to (:func:`unit_id`)."""
+    return record_key(record)[:4]
+
+
 class Journal:
-    """The sweep's records file, appended unit by unit (module docstring)."""
+    """The sweep's records file, appended unit by unit (module docstring).
+
+    The driver keeps no record: it remembers only where in the file each unit's records
+    lie (:data:`Block`, a few numbers per unit), and :meth:`finish_units` writes the sorted
+    file by copying those bytes, so its memory does not grow with the sweep's trials."""
 
     def __init__(self, path: Union[str, Path], fmt: str = "") -> None:
         self.path = Path(path)
@@ -74,7 +103,9 @@ class Journal:
         if self.fmt not in ("jsonl", "csv"):
             raise ConfigError(f"{self.path}: record format must be jsonl or csv")
         self._names = [f.name for f in fields(TrialRecord)]
-        self._handle: Optional[io.TextIOBase] = None
+        self._handle: Optional[Any] = None
+        self._size = 0
+        self.blocks: Dict[UnitId, List[Block]] = {}
 
     def load(self) -> List[TrialRecord]:
         """The records already in the file; a torn last line (a killed write) is dropped."""
@@ -83,26 +114,91 @@ class Journal:
         text = self.path.read_text(encoding="utf-8")
         if text and not text.endswith("\n"):
             text = text[:text.rfind("\n") + 1]
-        out: List[TrialRecord] = []
+        return self._parse(text, header=True)
+
+    def _parse(self, text: str, header: bool) -> List[TrialRecord]:
         if self.fmt == "jsonl":
-            for line in text.splitlines():
-                if line.strip():
-                    out.append(TrialRecord.from_dict(json.loads(line)))
-            return out
-        for row in csv.DictReader(io.StringIO(text, newline="")):
-            out.append(TrialRecord.from_dict(row))
-        return out
+            return [TrialRecord.from_dict(json.loads(line)) for line in text.splitlines()
+                    if line.strip()]
+        rows = csv.DictReader(io.StringIO(text, newline=""),
+                              fieldnames=None if header else self._names)
+        return [TrialRecord.from_dict(row) for row in rows]
+
+    def _header(self) -> bytes:
+        if self.fmt != "csv":
+            return b""
+        buf = io.StringIO()
+        csv.DictWriter(buf, fieldnames=self._names).writeheader()
+        return buf.getvalue().encode("utf-8")
+
+    def _open(self, tmp: Path) -> None:
+        os.replace(tmp, self.path)
+        self._handle = self.path.open("ab")
+        self._size = self._handle.tell()
 
     def start(self, keep: Sequence[TrialRecord] = ()) -> None:
         """Open the file for appending, holding only ``keep`` (written atomically)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with tmp.open("w", encoding="utf-8", newline="") as handle:
-            if self.fmt == "csv":
-                csv.DictWriter(handle, fieldnames=self._names).writeheader()
-            handle.write(self._rows(keep))
-        os.replace(tmp, self.path)
-        self._handle = self.path.open("a", encoding="utf-8", newline="")
+        self.blocks = {}
+        with tmp.open("wb") as handle:
+            handle.write(self._header())
+            self._size = handle.tell()
+            for block in _by_unit(keep):
+                self._write_block(handle, block)
+        self._open(tmp)
+
+    def resume(self, units: Sequence[Any]) -> Tuple[List[Any], List[Any]]:
+        """(units to run, units kept): a unit is kept only when all its trials are in the
+        file; the file is rewritten holding only the kept units and opened for appending.
+        JSONL is read line by line, so what stays in memory is an offset per line, never a
+        record; CSV (whose rows may span lines) goes through :func:`split_done`."""
+        if self.fmt != "jsonl" or not self.path.is_file():
+            todo, kept = split_done(units, self.load())
+            self.start(kept)
+            done = {unit_id(u) for u in units} - {unit_id(u) for u in todo}
+            return todo, [u for u in units if unit_id(u) in done]
+        first: Dict[UnitId, Dict[int, Tuple[int, int]]] = {}
+        with self.path.open("rb") as src:
+            pos = 0
+            for line in src:
+                end = pos + len(line)
+                if line.endswith(b"\n") and line.strip():
+                    key = record_key(TrialRecord.from_dict(json.loads(line)))
+                    first.setdefault(key[:4], {}).setdefault(key[4], (pos, end))
+                pos = end
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            todo: List[Any] = []
+            kept: List[Any] = []
+            self.blocks = {}
+            self._size = 0
+            with tmp.open("wb") as out:
+                for unit in units:
+                    lines = first.get(unit_id(unit), {})
+                    trials = [int(k) for k in unit.trials]
+                    if not trials or not all(k in lines for k in trials):
+                        todo.append(unit)
+                        continue
+                    data = b""
+                    for k in trials:
+                        a, b = lines[k]
+                        src.seek(a)
+                        data += src.read(b - a)
+                    out.write(data)
+                    self._note(unit_id(unit), len(data), trials == sorted(trials))
+                    kept.append(unit)
+        self._open(tmp)
+        return todo, kept
+
+    def _note(self, uid: UnitId, n: int, ascending: bool) -> None:
+        self.blocks.setdefault(uid, []).append((self._size, self._size + n, ascending))
+        self._size += n
+
+    def _write_block(self, handle: Any, records: Sequence[TrialRecord]) -> None:
+        data = self._rows(records).encode("utf-8")
+        handle.write(data)
+        trials = [int(r.trial) for r in records]
+        self._note(record_unit(records[0]), len(data), trials == sorted(trials))
 
     def _rows(self, records: Iterable[TrialRecord]) -> str:
         buf = io.StringIO()
@@ -121,7 +217,8 @@ class Journal:
         """One finished unit: written in one call and flushed, so Ctrl-C keeps it whole."""
         if self._handle is None:
             return
-        self._handle.write(self._rows(records))
+        for block in _by_unit(records):
+            self._write_block(self._handle, block)
         self._handle.flush()
 
     def close(self) -> None:
@@ -136,6 +233,43 @@ class Journal:
         write_records(records, tmp, self.fmt)
         os.replace(tmp, self.path)
         return self.path
+
+    def finish_units(self, configurations: Sequence[str]) -> Path:
+        """Replace the journal by its records in :func:`.records.sort_records`'s order,
+        unit by unit from the blocks (the same bytes :meth:`finish` writes): a unit is
+        contiguous in that order, and its trials are ascending within a block."""
+        self.close()
+        order = {name: i for i, name in enumerate(configurations)}
+        ids = sorted(self.blocks, key=lambda u: (order.get(u[0], len(order)),) + u)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with self.path.open("rb") as src, tmp.open("wb") as out:
+            out.write(self._header())
+            for uid in ids:
+                parts = []
+                for a, b, _ in self.blocks[uid]:
+                    src.seek(a)
+                    parts.append(src.read(b - a))
+                if len(parts) == 1 and self.blocks[uid][0][2]:
+                    out.write(parts[0])
+                    continue
+                text = b"".join(parts).decode("utf-8")
+                records = sorted(self._parse(text, header=False), key=lambda r: r.trial)
+                out.write(self._rows(records).encode("utf-8"))
+        os.replace(tmp, self.path)
+        return self.path
+
+
+def _by_unit(records: Sequence[TrialRecord]) -> List[List[TrialRecord]]:
+    """``records`` cut into runs of one unit each (a unit's records arrive together)."""
+    out: List[List[TrialRecord]] = []
+    last: Optional[UnitId] = None
+    for r in records:
+        uid = record_unit(r)
+        if uid != last:
+            out.append([])
+            last = uid
+        out[-1].append(r)
+    return out
 
 
 def split_done(units: Sequence[Any], done: Sequence[TrialRecord]
@@ -156,37 +290,58 @@ def split_done(units: Sequence[Any], done: Sequence[TrialRecord]
     return todo, kept
 
 
-class Collector:
-    """Records by key: the first of each key counts, later copies are dropped and counted."""
+class Tally:
+    """Which trials of the sweep's units have come back: the first record of each key
+    counts, later copies are dropped and counted. It holds, per unit, the trials still
+    missing (a set that shrinks to empty), not the keys or records seen, so its memory
+    does not grow with the trials; ``keep`` also holds the records (a sweep without a
+    journal file returns them from memory)."""
 
-    def __init__(self, expected: Iterable[Key]) -> None:
-        self.expected: Set[Key] = set(expected)
-        self.records: List[TrialRecord] = []
-        self.seen: Set[Key] = set()
+    def __init__(self, units: Iterable[Any], keep: bool = False) -> None:
+        self.left: Dict[UnitId, Set[int]] = {}
+        self.trials: Dict[UnitId, Tuple[int, ...]] = {}
+        for u in units:
+            uid = unit_id(u)
+            self.trials[uid] = tuple(int(k) for k in u.trials)
+            self.left.setdefault(uid, set()).update(self.trials[uid])
+        self.records: Optional[List[TrialRecord]] = [] if keep else None
         self.duplicates = 0
+        self.count = 0
+        self.extra: List[Key] = []
+
+    def done(self, unit: Any) -> None:
+        """``unit``'s trials are all in (kept by --resume)."""
+        n = len(self.left[unit_id(unit)])
+        self.left[unit_id(unit)] = set()
+        self.count += n
 
     def add(self, batch: Sequence[TrialRecord]) -> List[TrialRecord]:
         """The records of ``batch`` not seen before (what the journal and the bar get)."""
         new = []
         for r in batch:
             key = record_key(r)
-            if key in self.seen:
+            left = self.left.get(key[:4])
+            if left is not None and key[4] in left:
+                left.discard(key[4])
+            elif left is not None and key[4] in self.trials[key[:4]]:
                 self.duplicates += 1
                 continue
-            self.seen.add(key)
+            elif len(self.extra) < 3:          # of no unit: reported by check()
+                self.extra.append(key)
             new.append(r)
-        self.records.extend(new)
+        self.count += len(new)
+        if self.records is not None:
+            self.records.extend(new)
         return new
 
     def check(self) -> None:
-        missing = self.expected - self.seen
+        missing = sorted(k + (t,) for k, left in self.left.items() for t in left)
         if missing:
             raise RuntimeError(f"sweep: {len(missing)} trial(s) never came back, e.g. "
-                               f"{sorted(missing)[:3]}")
-        extra = self.seen - self.expected
-        if extra:
-            raise RuntimeError(f"sweep: {len(extra)} record(s) of no unit of this sweep, "
-                               f"e.g. {sorted(extra)[:3]}")
+                               f"{missing[:3]}")
+        if self.extra:
+            raise RuntimeError(f"sweep: record(s) of no unit of this sweep, "
+                               f"e.g. {sorted(self.extra)[:3]}")
 
 
 # ------------------------------------------------------------------ Ray
@@ -210,8 +365,9 @@ class RayStats:
         self.task_cpu_s = 0.0
         self.units = 0
         self.nodes: Dict[str, int] = {}          # node id -> units it returned
-        #: per unit: its task's timing (_ray_task) + "submit" and "received" (driver clock)
-        self.timings: List[Dict[str, Any]] = []
+        #: per unit: its task's timing (_ray_task) + "submit" and "received" (driver clock);
+        #: the last RAY_TIMINGS_KEPT units only, so a long sweep's driver stays flat
+        self.timings: Deque[Dict[str, Any]] = deque(maxlen=RAY_TIMINGS_KEPT)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"cluster_cpus": self.cluster_cpus, "connect_s": round(self.connect_s, 3),
@@ -291,6 +447,9 @@ def run_ray(units: Sequence[Any], address: str, workers: int,
                 for ref in ready:
                     submitted = pending.pop(ref)
                     rows, timing = ray.get(ref)
+                    # the result is in this process now: drop the last reference, so
+                    # the object store frees it (and with it the task's lineage)
+                    del ref
                     timing.update(submit=submitted, received=time.time())
                     stats.timings.append(timing)
                     stats.task_wall_s += timing["end"] - timing["start"]
@@ -298,6 +457,7 @@ def run_ray(units: Sequence[Any], address: str, workers: int,
                     stats.units += 1
                     stats.nodes[timing["node"]] = stats.nodes.get(timing["node"], 0) + 1
                     on_batch([TrialRecord.from_dict(r) for r in rows])
+                del ready
         finally:
             for ref in pending:
                 try:
@@ -310,5 +470,6 @@ def run_ray(units: Sequence[Any], address: str, workers: int,
     return cpus
 
 
-__all__ = ["Collector", "EXECUTORS", "Journal", "LAST_RAY_STATS", "RayStats", "import_ray",
-           "record_key", "run_ray", "split_done", "unit_keys", "unit_overhead"]
+__all__ = ["EXECUTORS", "Journal", "LAST_RAY_STATS", "RayStats", "Tally", "import_ray",
+           "record_key", "record_unit", "run_ray", "split_done", "unit_id", "unit_keys",
+           "unit_overhead"]

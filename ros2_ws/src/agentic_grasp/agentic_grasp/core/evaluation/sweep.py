@@ -17,7 +17,9 @@ planner node's session memory). A series always runs in one worker, in order, so
 are reproducible for any number of workers.
 
 Parallelism: the work is cut into units of (configuration, task, seed) with their trials and
-handed to a ``multiprocessing`` pool (``executor: local``) or, one Ray task per unit, to a
+handed to a ``multiprocessing`` pool (``executor: local``; the units of one task and seed
+under every configuration go to one worker together and run trial by trial across the
+configurations, :meth:`TrialRunner.run_group`) or, one Ray task per unit, to a
 Ray cluster (``executor: ray``, :mod:`.executors`, which also keeps the records journal
 that ``--resume`` completes). Each worker builds the simulator, the planner
 constants and the knowledge base with its HAA-RAG index once, in the pool initialiser, and
@@ -231,17 +233,38 @@ class TrialRunner:
                            perception=perception, visual_query=visual_query)
         return TrialRecord.from_result(result, seed, trial, tseed, split)
 
+    @staticmethod
+    def _memory(unit: WorkUnit) -> Any:
+        """None (a fresh memory per trial), or the one memory of a "series" unit."""
+        if unit.memory_scope != "series":
+            return None
+        from agentic_grasp.core.planner.configurations import get_configuration
+        from agentic_grasp.core.planner.memory import EpisodicMemory
+
+        return EpisodicMemory(enabled=get_configuration(unit.configuration).memory)
+
+    def _run(self, unit: WorkUnit, trial: int, memory: Any) -> TrialRecord:
+        return self.run(unit.configuration, unit.task, unit.seed, trial, unit.split, memory,
+                        unit.perception, unit.visual_query, unit.constraint_mode)
+
     def run_unit(self, unit: WorkUnit) -> List[TrialRecord]:
         """The unit's trials in order; with "series" memory one memory for all of them."""
-        memory = None
-        if unit.memory_scope == "series":
-            from agentic_grasp.core.planner.configurations import get_configuration
-            from agentic_grasp.core.planner.memory import EpisodicMemory
+        memory = self._memory(unit)
+        return [self._run(unit, k, memory) for k in sorted(unit.trials)]
 
-            memory = EpisodicMemory(enabled=get_configuration(unit.configuration).memory)
-        return [self.run(unit.configuration, unit.task, unit.seed, k, unit.split, memory,
-                         unit.perception, unit.visual_query, unit.constraint_mode)
-                for k in sorted(unit.trials)]
+    def run_group(self, units: Sequence[WorkUnit]) -> List[List[TrialRecord]]:
+        """The records of each of ``units`` (a :func:`group_units` group: the same trials
+        under several configurations), trial by trial across the configurations: trial k
+        of every configuration sees the same jittered scene, so its first frame is
+        rendered and located once (render_view's frame cache, estimate_geometry's memo)
+        and found there by the others. Each unit's trials still run in order with its own
+        memory, so every record is run_unit's (caches give the values they were given)."""
+        memories = [self._memory(u) for u in units]
+        out: List[List[TrialRecord]] = [[] for _ in units]
+        for k in sorted(units[0].trials):
+            for i, unit in enumerate(units):
+                out[i].append(self._run(unit, k, memories[i]))
+        return out
 
 
 _RUNNER: Optional[TrialRunner] = None
@@ -256,6 +279,23 @@ def _init_worker() -> None:
 def _run_unit(unit: WorkUnit) -> List[Dict[str, Any]]:
     _init_worker()
     return [r.to_dict() for r in _RUNNER.run_unit(unit)]
+
+
+def _run_group(units: List[WorkUnit]) -> List[List[Dict[str, Any]]]:
+    _init_worker()
+    return [[r.to_dict() for r in rows] for rows in _RUNNER.run_group(units)]
+
+
+def group_units(units: Sequence[WorkUnit]) -> List[List[WorkUnit]]:
+    """Units that differ only in their configuration, together, in order of first
+    appearance (:meth:`TrialRunner.run_group`). The local pool runs a group in one worker;
+    the journal and the progress bar still get its records unit by unit."""
+    groups: Dict[tuple, List[WorkUnit]] = {}
+    for u in units:
+        key = (u.task, u.seed, tuple(sorted(u.trials)), u.split, u.memory_scope,
+               u.perception, u.visual_query, u.constraint_mode)
+        groups.setdefault(key, []).append(u)
+    return list(groups.values())
 
 
 # ------------------------------------------------------------------ progress
@@ -297,17 +337,31 @@ class Progress:
 # ------------------------------------------------------------------ the sweep
 @dataclass
 class SweepResult:
-    """Records in deterministic order plus how the sweep ran."""
+    """Records in deterministic order plus how the sweep ran.
 
-    records: List[TrialRecord]
+    A sweep with a journal file does not hold its records (:mod:`.executors`, memory):
+    ``records`` reads them from that file on first use."""
+
+    held: Optional[List[TrialRecord]]
     wall_s: float
     workers: int
     n_units: int
     trial_wall_s: float = 0.0               # sum of the trials' own wall times
     setup_s: float = 0.0                    # building simulator, planner, HAA-RAG (in wall_s)
+    n_records: int = 0
+    path: Optional[Path] = None             # the records file (journal), if any
+    fmt: str = ""
+
+    @property
+    def records(self) -> List[TrialRecord]:
+        if self.held is None:
+            from agentic_grasp.core.evaluation.executors import Journal
+
+            self.held = Journal(self.path, self.fmt).load() if self.path else []
+        return self.held
 
     def totals(self) -> Dict[str, Any]:
-        n = len(self.records)
+        n = self.n_records
         return {"trials": n, "wall_s": round(self.wall_s, 3), "workers": self.workers,
                 "units": self.n_units, "setup_s": round(self.setup_s, 3),
                 "trials_per_s": round(n / self.wall_s, 1)
@@ -352,39 +406,43 @@ def run_units(units: Sequence[WorkUnit], workers: Optional[int] = None,
     unit by unit as they finish and rewritten sorted at the end; with ``resume`` the units
     whose records it already holds are not run again.
     """
-    from agentic_grasp.core.evaluation.executors import (EXECUTORS, Collector, Journal,
-                                                         run_ray, split_done, unit_keys)
+    from agentic_grasp.core.evaluation.executors import EXECUTORS, Journal, Tally, run_ray
 
     if executor not in EXECUTORS:
         raise ConfigError(f"executor must be one of {EXECUTORS}, got {executor!r}")
     all_units = list(units)
     order = list(dict.fromkeys(u.configuration for u in all_units))
     book = Journal(journal) if journal is not None else None
-    kept: List[TrialRecord] = []
-    if resume and book is not None:
-        units, kept = split_done(all_units, book.load())
+    # with a journal the records live in its file, not here (executors docstring: memory)
+    tally = Tally(all_units, keep=book is None)
+    if book is not None and resume:
+        units, kept = book.resume(all_units)
+        for unit in kept:
+            tally.done(unit)
         if kept:
-            _LOG.info("resume: %d of %d units already in %s", len(all_units) - len(units),
-                      len(all_units), book.path)
-    collector = Collector(k for u in all_units for k in unit_keys(u))
-    collector.add(kept)
+            _LOG.info("resume: %d of %d units already in %s", len(kept), len(all_units),
+                      book.path)
+    elif book is not None:
+        book.start()
     total = sum(len(u.trials) for u in all_units)
     bar = Progress(total, enabled=progress)
-    bar.done = len(kept)
-    if book is not None:
-        book.start(kept)
+    bar.done = tally.count
+    trial_wall = [0.0]
 
     def take(batch: List[TrialRecord]) -> None:
-        new = collector.add(batch)
+        new = tally.add(batch)
         if book is not None:
             book.append(new)
         if on_records:
             on_records(new)
+        trial_wall[0] += sum(r.wall_s for r in new)
         bar.update(len(new))
 
     start = time.perf_counter()
     setup = 0.0
-    n_workers = min(resolve_workers(workers), max(1, len(units)))
+    groups = group_units(units)
+    n_workers = min(resolve_workers(workers), max(1, len(units if executor == "ray"
+                                                          else groups)))
     try:
         if executor == "ray":
             n_workers = run_ray(units, ray_address, resolve_workers(workers), take,
@@ -393,8 +451,9 @@ def run_units(units: Sequence[WorkUnit], workers: Optional[int] = None,
         elif n_workers == 1 or not units:
             _init_worker()
             setup = time.perf_counter() - start
-            for unit in units:
-                take(_RUNNER.run_unit(unit))
+            for group in groups:
+                for records in _RUNNER.run_group(group):
+                    take(records)
         else:
             method = start_method or ("fork" if "fork" in mp.get_all_start_methods()
                                       else "spawn")
@@ -403,21 +462,25 @@ def run_units(units: Sequence[WorkUnit], workers: Optional[int] = None,
                 setup = time.perf_counter() - start
             ctx = mp.get_context(method)
             with ctx.Pool(n_workers, initializer=_init_worker) as pool:
-                for rows in pool.imap_unordered(_run_unit, units, chunksize=1):
-                    take([TrialRecord.from_dict(r) for r in rows])
+                for unit_rows in pool.imap_unordered(_run_group, groups, chunksize=1):
+                    for rows in unit_rows:
+                        take([TrialRecord.from_dict(r) for r in rows])
     finally:
         if book is not None:
             book.close()
     wall = time.perf_counter() - start
-    collector.check()
-    if collector.duplicates:
+    tally.check()
+    if tally.duplicates:
         _LOG.warning("sweep: %d duplicate record(s) dropped (a unit ran twice)",
-                     collector.duplicates)
-    records = sort_records(collector.records, order)
+                     tally.duplicates)
+    held = None
     if book is not None:
-        book.finish(records)
-    return SweepResult(records, wall, n_workers, len(all_units),
-                       trial_wall_s=sum(r.wall_s for r in records), setup_s=setup)
+        book.finish_units(order)
+    else:
+        held = sort_records(tally.records, order)
+    return SweepResult(held, wall, n_workers, len(all_units), trial_wall_s=trial_wall[0],
+                       setup_s=setup, n_records=tally.count,
+                       path=book.path if book else None, fmt=book.fmt if book else "")
 
 
 def run_sweep(configurations: Sequence[str], tasks: Sequence[str], trials: int,
@@ -439,5 +502,5 @@ def run_sweep(configurations: Sequence[str], tasks: Sequence[str], trials: int,
 
 
 __all__ = ["MEMORY_SCOPES", "Progress", "SweepConfig", "SweepResult", "TrialRunner", "WorkUnit",
-           "make_units", "resolve_workers", "run_sweep", "run_units", "task_key",
+           "group_units", "make_units", "resolve_workers", "run_sweep", "run_units", "task_key",
            "trial_seed"]

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from agentic_grasp.core.grasping.along import along_shifts, finger_body_gap, part_pitches
+from agentic_grasp.core.grasping.along import along_shifts, part_pitches
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.grasping.fit import extent_at
 from agentic_grasp.core.geometry import yaw_matrix
@@ -97,7 +97,7 @@ def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Seque
     # one TCP rotation per grasp serves its swept boxes, lowest point and finger points;
     # the boxes of all grasps are built as arrays at once (HandModel.swept_arrays)
     rotations = [hand.rotation(g) for g in grasps]
-    centres, halves, rots, lowest = hand.swept_arrays(grasps, rotations)
+    centres, halves, rots, lowest, at = hand.swept_arrays(grasps, rotations, with_pose=True)
     nb = centres.shape[1]
     Ac, Ah = centres.reshape(-1, 3), halves.reshape(-1, 3)
     AR = np.repeat(rots, nb, axis=0)
@@ -124,8 +124,7 @@ def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Seque
         outside = float(np.hypot(*local[:2])) > sx / 2.0
     body_gaps: List[float] = []
     if outside and round_body:
-        body_gaps = [min(finger_body_gap(_finger_samples(hand.boxes(g, swept=False)), target),
-                         finger_body_gap(_between_fingers(hand, g), target)) for g in grasps]
+        body_gaps = _round_body_gaps(hand, grasps, rotations, at, target)
     nearest_k = np.argmin(gaps.reshape(len(grasps), -1), axis=1).tolist()
     palm_wrist = tgt[:, [j for j, n in enumerate(names) if n in ("palm", "wrist")]].min(axis=1)
     finger_tgt = tgt[:, [j for j, n in enumerate(names) if n == "finger"]].min(axis=1)
@@ -186,11 +185,41 @@ def _finger_samples(boxes: Sequence[Box]) -> np.ndarray:
     return np.concatenate(pts, axis=0)
 
 
-def _between_fingers(hand: HandModel, grasp: GraspParameters) -> np.ndarray:
+#: Corners, edge midpoints and face centres of a box's top and bottom faces, in half extents.
+_FACE_GRID = np.array([[x, y, z] for x in (-1.0, 0.0, 1.0) for y in (-1.0, 0.0, 1.0)
+                       for z in (-1.0, 1.0)])
+
+
+def _round_body_gaps(hand: HandModel, grasps: Sequence[GraspParameters],
+                     rotations: Sequence[np.ndarray], at: np.ndarray,
+                     target: ObjectInstance) -> List[float]:
+    """Per grasp, ``min(finger_body_gap(_finger_samples(boxes(g, swept=False))),
+    finger_body_gap(_between_fingers(g)))``, bit for bit: the same points (each finger box
+    at its grasp-pose centre ``at`` from :meth:`HandModel.swept_arrays`, the same per-grasp
+    products), and one masked minimum over both point sets of all grasps. A minimum is
+    exact, and ``x - r`` is monotonic in ``x``, so min(a - r, b - r) = min(a, b) - r."""
+    local = hand.local_boxes(0.0)
+    fingers = [(k, half) for k, (name, _, half) in enumerate(local) if name == "finger"]
+    n_face = len(_FACE_GRID)
+    pts = np.empty((len(grasps), n_face * len(fingers) + 30, 3))
+    for i, (g, R) in enumerate(zip(grasps, rotations)):
+        for j, (k, half) in enumerate(fingers):
+            pts[i, j * n_face:(j + 1) * n_face] = at[i, k] + (_FACE_GRID * half) @ R.T
+        pts[i, n_face * len(fingers):] = _between_fingers(hand, g, R)
+    centre = np.asarray(target.position, dtype=float)
+    r = float(max(target.size[0], target.size[1])) / 2.0
+    radial = np.hypot(pts[..., 0] - centre[0], pts[..., 1] - centre[1])
+    below_top = pts[..., 2] <= centre[2] + float(target.size[2]) / 2.0
+    return (np.where(below_top, radial, np.inf).min(axis=1) - r).tolist()
+
+
+def _between_fingers(hand: HandModel, grasp: GraspParameters,
+                     rotation: Optional[np.ndarray] = None) -> np.ndarray:
     """Points of the region the pads close over (pad width x opening x pad depth): material
-    there is what the fingers must span, so a round body in it makes the part too wide."""
+    there is what the fingers must span, so a round body in it makes the part too wide.
+    ``rotation``: the hand's rotation at ``grasp`` when the caller has it."""
     c = hand.cfg
-    R = hand.rotation(grasp)
+    R = hand.rotation(grasp) if rotation is None else rotation
     w = min(float(grasp.width), c.max_opening_m)
     grid = np.array([[x * c.finger_width_m / 2.0, y * w / 2.0, z * c.pad_depth_m / 2.0]
                      for x in (-1.0, 0.0, 1.0) for y in (-1.0, -0.5, 0.0, 0.5, 1.0)

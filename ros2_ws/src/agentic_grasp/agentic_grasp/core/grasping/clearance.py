@@ -11,14 +11,16 @@ x 0.8, 20 deg tilt): the candidate whose swept hand keeps the largest clearance 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from agentic_grasp.core.constraints import ConstraintSet, ConstraintType
 from agentic_grasp.core.grasping.along import content_grip_force
-from agentic_grasp.core.grasping.candidates import Candidate, evaluate, generate_candidates
+from agentic_grasp.core.grasping.candidates import (Candidate, CandidateSet, evaluate,
+                                                    generate_candidates)
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.grasping.fit import extent_at
 from agentic_grasp.core.grasping.hand import Box, HandModel, obb_gap, object_box
@@ -132,10 +134,9 @@ def choose(grasp: GraspParameters, scene: SceneGeometry, cfg: GraspSynthesisConf
         # finger in the body): search the other points and yaws for one that clears it
         notes.append(f"the strategy's grasp is not clear of {scene.target.id} itself "
                      f"({own.nearest or 'palm / wrist / table'}): candidates searched")
-    cs = generate_candidates(g, scene.target, scene.obstacles, cfg, hand,
-                             opening=opening,
-                             vertical_only=vertical_only, filled=scene.filled,
-                             away_dirs=scene.away_dirs[:3])
+    cs = _generate(g, scene.target, scene.obstacles, cfg, hand, opening=opening,
+                   vertical_only=vertical_only, filled=scene.filled,
+                   away_dirs=scene.away_dirs[:3])
     if off_direction:
         # a strategy approaching off the imposed direction is kept only as a last resort
         for c in cs.ranked:
@@ -155,6 +156,67 @@ def choose(grasp: GraspParameters, scene: SceneGeometry, cfg: GraspSynthesisConf
     queue = [c for c in cs.ranked[1:] if c.feasible][:12]
     rest = [clamp_grasp(c.grasp, limits) for c in queue]
     return clamp_grasp(cs.best.grasp, limits), rest, summary, [c.label for c in queue]
+
+
+#: Recent candidate searches by everything they read (:func:`_search_key`). The sweep runs
+#: trial k of every configuration one after another on the same scene (sweep.run_group);
+#: the configurations whose first perception and strategy agree search the same grasp.
+_SEARCHES: "OrderedDict[tuple, CandidateSet]" = OrderedDict()
+_SEARCHES_SIZE = 32
+
+
+def _bytes(*values: Any) -> bytes:
+    """Floats and float arrays as their exact bits (a repr rounds arrays; -0.0 == 0.0)."""
+    return b"".join(np.asarray(v, dtype=float).tobytes() for v in values)
+
+
+def _search_key(g: GraspParameters, target: ObjectInstance, obstacles: Sequence[Box],
+                cfg: GraspSynthesisConfig, hand: HandModel, opening: str,
+                vertical_only: bool, filled: bool, away_dirs: Sequence[np.ndarray]
+                ) -> tuple:
+    """Every input generate_candidates reads (the configs are dataclasses of plain
+    numbers, whose repr is exact)."""
+    t = target
+    return (_bytes(g.position, g.approach, g.width, g.force, g.approach_height, g.speed,
+                   g.wrist_yaw), g.grasp_type,
+            (t.id, t.category, t.shape, t.material, t.state, t.affordance, t.name, t.color,
+             t.upright, t.damaged, _bytes(t.position, t.size, t.yaw, t.fragility, t.mass,
+                                          t.friction)),
+            tuple((b.name, _bytes(b.c, b.R, b.h)) for b in obstacles),
+            repr(cfg), repr(hand.cfg), opening, bool(vertical_only), bool(filled),
+            _bytes(*away_dirs) if len(away_dirs) else b"")
+
+
+def _clone(cs: CandidateSet) -> CandidateSet:
+    """A copy the caller may change (choose marks candidates infeasible and re-ranks)."""
+    out = CandidateSet(n_generated=cs.n_generated, collision_free=cs.collision_free,
+                       notes=list(cs.notes))
+    for c in cs.ranked:
+        g = object.__new__(GraspParameters)
+        g.__dict__.update(c.grasp.__dict__)
+        g.position, g.approach = c.grasp.position.copy(), c.grasp.approach.copy()
+        out.ranked.append(replace(c, grasp=g))
+    return out
+
+
+def _generate(g: GraspParameters, target: ObjectInstance, obstacles: Sequence[Box],
+              cfg: GraspSynthesisConfig, hand: HandModel, opening: str, vertical_only: bool,
+              filled: bool, away_dirs: Sequence[np.ndarray]) -> CandidateSet:
+    """generate_candidates, memoised on its inputs (:data:`_SEARCHES`); the values are the
+    search's own, each caller gets its own copy."""
+    key = _search_key(g, target, obstacles, cfg, hand, opening, vertical_only, filled,
+                      away_dirs)
+    hit = _SEARCHES.get(key)
+    if hit is not None:
+        _SEARCHES.move_to_end(key)
+        return _clone(hit)
+    cs = generate_candidates(g, target, obstacles, cfg, hand, opening=opening,
+                             vertical_only=vertical_only, filled=filled,
+                             away_dirs=away_dirs)
+    _SEARCHES[key] = _clone(cs)
+    if len(_SEARCHES) > _SEARCHES_SIZE:
+        _SEARCHES.popitem(last=False)
+    return cs
 
 
 _KINEMATICS: List[Any] = []

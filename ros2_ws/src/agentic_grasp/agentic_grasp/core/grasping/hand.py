@@ -124,8 +124,8 @@ class HandModel:
         return min(lows)
 
     def swept_arrays(self, grasps: Sequence[GraspParameters],
-                     rotations: Sequence[np.ndarray]
-                     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                     rotations: Sequence[np.ndarray], with_pose: bool = False
+                     ) -> Tuple[np.ndarray, ...]:
         """:meth:`boxes` (swept) and :meth:`lowest_point` of many grasps at once, as arrays:
         the swept boxes' centres and half extents (N, 4, 3) in :meth:`local_boxes` order,
         their rotations (N, 3, 3) and the hand's lowest z at each grasp pose (N,).
@@ -133,7 +133,9 @@ class HandModel:
         Bit for bit what the per-grasp methods compute: the same elementwise operations, and
         each ``R @ c`` and ``|R[2]| @ h`` a stacked ``np.matmul`` over vector core
         dimensions, which runs the same BLAS gemv / dot per item (a batched gemm or einsum
-        would sum in another order). The candidate search scores ~100 grasps per call."""
+        would sum in another order). The candidate search scores ~100 grasps per call.
+        ``with_pose``: also the boxes' centres at the grasp pose (N, 4, 3), the centres of
+        ``boxes(swept=False)``."""
         c = self.cfg
         n = len(grasps)
         R = np.array(rotations, dtype=float).reshape(n, 3, 3)
@@ -156,6 +158,8 @@ class HandModel:
         centre[..., 2] -= (h / 2.0)[:, None]         # the pre-grasp pose trails by h along -z
         half[..., 2] += (h / 2.0)[:, None]
         swept = p[:, None] + np.matmul(Rk, centre[..., None])[..., 0]
+        if with_pose:
+            return swept, half, R, low.min(axis=1), at
         return swept, half, R, low.min(axis=1)
 
     def clearance(self, grasp: GraspParameters, obstacles: Sequence[Box],
