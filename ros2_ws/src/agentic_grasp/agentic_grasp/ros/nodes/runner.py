@@ -19,8 +19,10 @@ with it: its answer will never come, and the executor no longer delivers it) wou
 process until its own timeout: Python joins every executor worker thread at exit, and rclpy's
 MultiThreadedExecutor never stops them. The graph's launcher gives a node 5 s after SIGINT
 and 2 s after SIGTERM before SIGKILL, which the test suite saw on the executor after a vLLM
-goal. So after the node is destroyed, callbacks still running get :data:`STOP_GRACE_S` to end,
-and then the process ends without them (``os._exit``, streams flushed, the blocked workers
+goal. So once the executor stops, callbacks still running get :data:`STOP_GRACE_S` to end (before
+the node is destroyed: rclpy's Executor.shutdown does not wait for them, and a callback that
+publishes on a destroyed entity fails or, in the C layer, can crash the process at exit), and
+then the process ends without them (``os._exit``, streams flushed, the blocked workers
 named on stderr): what they would have done is lost either way, as with the SIGKILL.
 
 Every node announces its liveliness (agentic_grasp.ros.liveness), so its peers learn within a
@@ -95,11 +97,12 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
     finally:
         if executor is not None:
             executor.shutdown(timeout_sec=2.0)
+            # before the node is destroyed: a callback still running would use its entities
+            _end_without_blocked_callbacks(executor, code, STOP_GRACE_S)
         if node is not None:
             node.destroy_node()
         if rclpy.ok():
             rclpy.try_shutdown()
-    _end_without_blocked_callbacks(executor, code, STOP_GRACE_S)
     if code:
         sys.exit(code)
 
@@ -107,7 +110,8 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
 def _end_without_blocked_callbacks(executor: Optional[Executor], code: int,
                                    grace_s: float) -> None:
     """Stop the executor's worker threads, wait up to ``grace_s`` for those still in a
-    callback, and end the process now if some are still blocked (module docstring).
+    callback, and end the process now if some are still blocked (module docstring; the node
+    is then not destroyed: its peers see its liveliness lapse instead).
 
     rclpy's MultiThreadedExecutor keeps its workers in a ThreadPoolExecutor (``_executor``,
     rclpy/executors.py) that it never shuts down; shutting it down here lets idle workers
