@@ -148,7 +148,7 @@ class PeerCall:
     def call(self, signal: Optional[GoalSignal], what: str, ready: Callable[[], bool],
              send: Callable[[], Any], abandon: Callable[[Any], None],
              resend: bool = True, again_after_loss: Optional[bool] = None,
-             resend_s: Optional[float] = None) -> Any:
+             resend_s: Optional[float] = None, resend_always: bool = False) -> Any:
         """``send()`` (returns an rclpy future) until it completes; its result.
 
         ``ready()``: whether the peer's service or action is discovered; ``abandon(future)``:
@@ -158,7 +158,9 @@ class PeerCall:
         is sent again once the peer is back, but never periodically (an action goal: the
         dead instance never said it took it, and its arm was stopped with it). ``resend_s``:
         this call's resend period (default the caller's; :func:`goal_call` uses a longer
-        one). An answer that is an exception raises DependencyError naming ``what``.
+        one); ``resend_always``: resend an unanswered request every period even to a peer that
+        never restarted (a fresh client's first request may be lost to DDS matching). An
+        answer that is an exception raises DependencyError naming ``what``.
         """
         signal = signal if signal is not None else GoalSignal()
         again = resend if again_after_loss is None else again_after_loss
@@ -167,7 +169,7 @@ class PeerCall:
             losses = self.losses()
             future = send()
             outcome = self._wait(signal, future, losses, send, abandon, resend, what,
-                                 self.timeout_s, again, resend_s)
+                                 self.timeout_s, again, resend_s, resend_always)
             if outcome is not None:
                 return self._answer(outcome, what)
             # a query whose peer died: wait for it to come back, and ask again
@@ -211,7 +213,8 @@ class PeerCall:
     def _wait(self, signal: GoalSignal, future: Any, losses: tuple, send: Callable[[], Any],
               abandon: Callable[[Any], None], resend: bool, what: str,
               timeout_s: float, again: bool,
-              resend_s: Optional[float] = None) -> Optional[Any]:
+              resend_s: Optional[float] = None,
+              resend_always: bool = False) -> Optional[Any]:
         """The first copy of the request that completes, or None after a loss of a query's
         peer (to send again). Copies sent to a restarting peer stay outstanding (a slow
         answer to an earlier copy is as good as a later one); the rest are abandoned."""
@@ -226,7 +229,8 @@ class PeerCall:
                     abandon(copy)
 
         while True:
-            restarting = resend and (self.resend_always or self._restarting())
+            restarting = resend and (self.resend_always or resend_always
+                                     or self._restarting())
             left = deadline - time.monotonic()
             if not any(c.done() for c in copies):
                 period = self.resend_s if resend_s is None else resend_s
@@ -271,7 +275,10 @@ def goal_call(caller: PeerCall, client: Any, goal: Any, what: str,
 
     A peer that came back moments ago may take a goal and drop its answer (its response
     writer not matched yet: "failed to send response (timeout)"), so the goal is sent again
-    to it, as a query is (module docstring, 5.), every GOAL_RESEND_S, and every copy carries
+    to it, as a query is (module docstring, 5.), every GOAL_RESEND_S, as is one to any peer
+    unanswered that long (a client just started, e.g. a respawned planner, may send before
+    the server matched it: CI saw a respawned planner's first ExecuteGrasp go unanswered for
+    its whole 15 s); every copy carries
     one goal id (``goal_id``, default a new one): rclpy's server refuses an id it holds, so
     the goal runs once, and a refused copy after an unanswered one stands for the goal an
     earlier copy started (:class:`GoalCopies`). A goal its peer died before answering is
@@ -281,7 +288,8 @@ def goal_call(caller: PeerCall, client: Any, goal: Any, what: str,
     copies = GoalCopies(client, goal, feedback_callback, goal_id)
     try:
         answered = caller.call(signal, what, client.server_is_ready, copies.send,
-                               copies.abandon, resend=True, resend_s=GOAL_RESEND_S)
+                               copies.abandon, resend=True, resend_s=GOAL_RESEND_S,
+                               resend_always=True)
     except BaseException:
         copies.give_up()
         raise
