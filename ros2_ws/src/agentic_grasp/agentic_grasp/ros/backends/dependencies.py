@@ -172,16 +172,25 @@ class OrderedActionClient(ActionClient):
         within ``timeout_s``. Copies carry one goal id; when a copy is rejected after an
         earlier one was sent, the server's status list tells whether the earlier one was
         accepted with its answer lost (rclpy rejects a goal id it already tracks)."""
-        copies = GoalCopies(self, goal, feedback_callback)
+        from unique_identifier_msgs.msg import UUID
+
+        goal_id = UUID(uuid=list(uuid.uuid4().bytes))
         answered = threading.Event()
+        futures: List[Any] = []
         deadline = time.monotonic() + timeout_s
         while not answered.is_set() and time.monotonic() < deadline:
-            copies.send().add_done_callback(lambda _f: answered.set())
+            future = self.send_goal_async(goal, feedback_callback=feedback_callback,
+                                          goal_uuid=goal_id)
+            future.add_done_callback(lambda _f: answered.set())
+            futures.append(future)
             answered.wait(min(GOAL_RESEND_S, max(0.0, deadline - time.monotonic())))
-        done = copies.answers()
+        done = [f.result() for f in futures if f.done() and f.result() is not None]
         if not done:
             return None
-        return copies.handle(next((h for h in done if h.accepted), done[0]))
+        handle = next((h for h in done if h.accepted), done[0])
+        if not handle.accepted and len(futures) > 1:
+            handle = self.accepted_copy(goal_id, futures) or handle
+        return handle
 
     def accepted_copy(self, goal_id: Any, futures: List[Any]) -> Optional[Any]:
         """The handle of the goal when an earlier copy was accepted, else None."""
@@ -256,12 +265,6 @@ class GoalCopies:
 
     def abandon(self, future: Any) -> None:
         future.add_done_callback(self._cancel_if_given_up)
-
-    def answers(self) -> List[Any]:
-        """The goal responses received so far, in the order the copies were sent."""
-        with self._lock:
-            futures = list(self._futures)
-        return [f.result() for f in futures if f.done() and f.result() is not None]
 
     def give_up(self) -> None:
         with self._lock:
