@@ -23,7 +23,7 @@ from agentic_grasp.ros.backends.dependencies import GoalCanceled, GoalSignal
 from agentic_grasp.ros.backends.executor_arm import ExecutorArmBackend
 from agentic_grasp.ros.backends.perception_service import PerceptionService
 from agentic_grasp.ros.backends.retrieval_service import RetrievalService
-from agentic_grasp.ros.backends.scene_graph_service import SceneGraphService
+from agentic_grasp.ros.backends.scene_graph_service import SceneGraphService, TaskGraph
 from agentic_grasp.ros.backends.wrist_view import time_of
 from agentic_grasp.core.arm import (ArmError, ArmResult, CancelCheck, PhaseCallback, ViewResult,
                                     WristCameraInfo)
@@ -167,24 +167,34 @@ class BoundSceneGraph(ConstraintReasoner):
     """The scene-graph node for one goal, as the planner's ConstraintReasoner.
 
     The planner asks for constraints first thing in a sub-goal, so the call also tells the
-    session that the sub-goal on ``target_id`` has started.
+    session that the sub-goal on ``target_id`` has started. The task plan's graph is asked
+    with the constraints on every object (SceneGraphService.task_graph): a sub-goal on the
+    same objects (the first one, on the perception the plan was made from) takes its
+    constraints from that answer, one InferConstraints call fewer; a sub-goal on objects
+    perceived since asks the node.
     """
 
     def __init__(self, service: SceneGraphService, signal: GoalSignal, session: Any) -> None:
         self._service = service
         self._signal = signal
         self._session = session
+        self._task: Optional[TaskGraph] = None
 
     def constraints(self, objects: Sequence[Any], target_id: str) -> ConstraintSet:
         self._session.enter(target_id)
         self._session.stage("reason", f"scene graph of {len(objects)} objects, constraints "
                                       f"on {target_id}")
+        task = self._task
+        if task is not None and target_id in task.constraints \
+                and self._service.scene_key(objects) == task.key:
+            return task.constraints[target_id]
         return self._service.constraints(objects, target_id, self._signal)
 
     def scene_graph(self, objects: Sequence[Any]) -> SceneGraph:
         """The scene graph of a perception, for the task plan (no feedback: the task plan
         that follows is the step a client sees)."""
-        return self._service.graph(objects, self._signal)
+        self._task = self._service.task_graph(objects, self._signal)
+        return self._task.graph
 
 
 class BoundArm(Arm):

@@ -54,3 +54,48 @@ def test_replay_perception_serves_the_recorded_answers_by_instruction():
     assert not eyes.wrist_camera
     result = eyes.perceive("pick up the cup")
     assert not result.ok and "no recorded perception" in result.error
+
+
+def test_bound_scene_graph_takes_the_first_subgoal_from_the_task_graph_call():
+    """The task graph is asked with every target's constraints (one InferConstraints call);
+    a sub-goal on the same objects is answered from it, one on objects perceived since (a
+    moved neighbour) asks the node (issue 27, fewer hops)."""
+    from types import SimpleNamespace
+
+    from agentic_grasp.core.constraints import ConstraintSet
+    from agentic_grasp.ros.backends.scene_graph_service import SceneGraphService, TaskGraph
+
+    calls = []
+    keyed = SimpleNamespace(_frame="world", _source="")
+
+    class Service:
+        def scene_key(self, objects):
+            return SceneGraphService.scene_key(keyed, objects)
+
+        def task_graph(self, objects, signal=None):
+            calls.append(("task_graph", [o.id for o in objects]))
+            every = {o.id: ConstraintSet(o.id) for o in objects}
+            return TaskGraph("G", every, self.scene_key(objects))
+
+        def constraints(self, objects, target_id, signal=None):
+            calls.append(("constraints", target_id))
+            return ConstraintSet(target_id)
+
+    class Session:
+        def enter(self, _target):
+            pass
+
+        def stage(self, *_args):
+            pass
+
+    cup, glass = make_object("cup_1", "cup"), make_object("glass_1", "wine glass", xy=(0.5, 0.1))
+    bound = goal_peers.BoundSceneGraph(Service(), object(), Session())
+    assert bound.scene_graph([cup, glass]) == "G"
+    first = bound.constraints([cup, glass], "cup_1")
+    assert first.target_id == "cup_1"
+    assert calls == [("task_graph", ["cup_1", "glass_1"])]          # no second call
+    moved = make_object("glass_1", "wine glass", xy=(0.5, 0.2))       # perceived since
+    bound.constraints([cup, moved], "cup_1")
+    assert calls[-1] == ("constraints", "cup_1")
+    bound.constraints([cup, glass], "glass_1")                       # same objects again
+    assert len(calls) == 2

@@ -131,13 +131,13 @@ class Harness(NodeHarness):
                                              self.graphs.put, INBOX_QOS)
 
     def call(self, objects: Sequence, target: str, frame: str = "world",
-             mutate: Optional[Callable] = None):
+             mutate: Optional[Callable] = None, every_target: bool = False):
         """One request; returns (response, stamp). ``mutate`` edits the object messages."""
         stamp = next(_STAMPS)
         msgs = [o if not isinstance(o, ObjectInstance) else object_to_msg(o) for o in objects]
         if mutate is not None:
             mutate(msgs)
-        request = InferConstraints.Request(target_id=target)
+        request = InferConstraints.Request(target_id=target, every_target=every_target)
         request.scene.header.frame_id = frame
         request.scene.header.stamp.sec = stamp
         request.scene.source = "test"
@@ -525,6 +525,26 @@ def test_no_target_gives_the_graph_without_constraints(sg):
     msg = sg.markers.wait_for(lambda m: m.markers and stamp_of(m) == stamp)
     assert not [m for m in msg.markers if m.ns.startswith("constraint")]
     assert len([m for m in msg.markers if m.ns == "objects"]) == 3
+
+
+@pytest.mark.parametrize("scene", [cup_by_glass, stack_of_three, toy_behind_wall])
+def test_every_target_answers_each_object_as_a_request_naming_it(sg, scene):
+    """One call with every_target carries, per object in the scene's order, exactly the
+    constraints a request naming that object answers (what lets the planner take its first
+    sub-goal's constraints from the task graph's call)."""
+    objects = scene()
+    response, _ = sg.call(objects, "", every_target=True)
+    assert response.success, response.message
+    assert not response.constraints                 # no target_id: none of its own
+    assert [e.target_id for e in response.every_target] == [o.id for o in objects]
+    for entry, o in zip(response.every_target, objects):
+        alone, _ = sg.call(objects, o.id)
+        assert alone.success, alone.message
+        assert entry.constraints == alone.constraints, o.id
+        assert_matches_core(alone, objects, o.id)
+    plain, _ = sg.call(objects, "")
+    assert not plain.every_target                   # only when asked
+    assert triples(plain.relations) == triples(response.relations)
 
 
 def test_a_late_subscriber_gets_the_last_graph(sg):

@@ -1,10 +1,11 @@
 """The planner's constraint function over the scene-graph node's InferConstraints service."""
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
 
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
+from rclpy.serialization import serialize_message
 from std_msgs.msg import Header
 
 from agentic_grasp.ros.backends.dependencies import DependencyError, GoalSignal
@@ -21,10 +22,20 @@ from agentic_grasp_interfaces.srv import InferConstraints
 PEER = "scene_graph"
 
 
+class TaskGraph(NamedTuple):
+    """One InferConstraints answer with ``every_target``: G of a perception, the constraints
+    on each of its objects, and the key of the objects it was asked for (:meth:`scene_key`):
+    a sub-goal on exactly these objects takes its constraints from here, without a call."""
+
+    graph: SceneGraph
+    constraints: Dict[str, ConstraintSet]
+    key: bytes
+
+
 class SceneGraphService:
     """BuildSceneGraph + InferConstraints of (objects, target id), for the planner's
-    ConstraintReasoner (goal_peers.BoundSceneGraph), and BuildSceneGraph alone
-    (:meth:`graph`, the task plan's support order), both answered by the scene-graph node
+    ConstraintReasoner (goal_peers.BoundSceneGraph), and the task plan's graph with the
+    constraints on every object (:meth:`task_graph`), both answered by the scene-graph node
     (which also publishes G for RViz), so the planner in the graph reasons on one graph of
     one configuration, as it does in process.
 
@@ -43,28 +54,41 @@ class SceneGraphService:
         self._frame = frame_id
         self._source = source
 
+    def scene_key(self, objects: Sequence[ObjectInstance]) -> bytes:
+        """The objects as the service receives them (the scene message without its stamp,
+        serialized): two equal keys are answered alike."""
+        return serialize_message(scene_to_msg(objects, Header(frame_id=self._frame),
+                                              self._source))
+
     def _infer(self, objects: Sequence[ObjectInstance], target_id: str,
-               signal: Optional[GoalSignal]) -> Tuple[Any, Any]:
+               signal: Optional[GoalSignal], every_target: bool = False) -> Tuple[Any, Any]:
         header = Header(stamp=self._node.get_clock().now().to_msg(), frame_id=self._frame)
         request = InferConstraints.Request(scene=scene_to_msg(objects, header, self._source),
-                                           target_id=target_id)
+                                           target_id=target_id, every_target=every_target)
         response = service_call(self.caller, self._client, request, signal)
         if not response.success:
             raise DependencyError(PEER, f"infer_constraints refused the scene: "
                                         f"{response.message}")
         return request, response
 
-    def graph(self, objects: Sequence[ObjectInstance],
-              signal: Optional[GoalSignal] = None) -> SceneGraph:
-        """G of ``objects`` as the node built it (its configuration and camera): the request
-        with no target_id, the node's relations on the objects as the node received them."""
-        request, response = self._infer(objects, "", signal)
+    def task_graph(self, objects: Sequence[ObjectInstance],
+                   signal: Optional[GoalSignal] = None) -> TaskGraph:
+        """G of ``objects`` and the constraints on every one of them, from one call (the
+        request with ``every_target``; each entry as a request naming it would answer)."""
+        request, response = self._infer(objects, "", signal, every_target=True)
         try:
-            return graph_from_relations(scene_objects_from_msg(request.scene),
-                                        [relation_from_msg(r) for r in response.relations])
+            graph = graph_from_relations(scene_objects_from_msg(request.scene),
+                                         [relation_from_msg(r) for r in response.relations])
+            every = {e.target_id: constraint_set_from_msgs(e.target_id, e.constraints)
+                     for e in response.every_target}
         except ValidationError as exc:
             raise DependencyError(PEER, f"infer_constraints answered an invalid graph: "
                                         f"{exc}") from None
+        if set(every) != set(graph.ids):
+            raise DependencyError(PEER, "infer_constraints answered constraints for "
+                                        f"{sorted(every)}, not for the scene's objects "
+                                        f"{sorted(graph.ids)}")
+        return TaskGraph(graph, every, self.scene_key(objects))
 
     def constraints(self, objects: Sequence[ObjectInstance], target_id: str,
                     signal: Optional[GoalSignal] = None) -> ConstraintSet:

@@ -12,6 +12,10 @@ Request semantics:
   success=false and a message naming the object and the field; nothing is published;
 - an empty target_id asks for the graph only: success=true with the relations and no
   constraints (also for an empty scene, which then has no relations either);
+- ``every_target`` also answers the constraints on every object of the scene
+  (``every_target`` of the response, in the scene's order), each exactly as a request naming
+  that object would: the planner's task graph and the constraints of every sub-goal on the
+  same perception then cost one call instead of two or more (issue 27, fewer hops);
 - every successful request publishes the graph (``scene_graph/graph``, latched) and its
   markers (``scene_graph/markers``, latched, DELETEALL first), in the scene header's frame or
   ``default_frame`` when the header has none.
@@ -45,6 +49,7 @@ from agentic_grasp.ros.markers.scene_graph import scene_markers
 from agentic_grasp.ros.nodes.runner import spin_node
 from agentic_grasp.ros.params import declare, declare_fields
 from agentic_grasp_interfaces.msg import SceneGraph as SceneGraphMsg
+from agentic_grasp_interfaces.msg import TargetConstraints
 from agentic_grasp_interfaces.srv import InferConstraints
 
 
@@ -132,6 +137,12 @@ class SceneGraphNode(Node):
 
         response.success = True
         response.relations = relations_to_msgs(graph.relations())
+        if request.every_target:
+            response.every_target = [
+                TargetConstraints(target_id=o.id, constraints=[
+                    constraint_to_msg(c) for c in infer_constraints(
+                        graph, o.id, settings.config).constraints])
+                for o in request.scene.objects]
         if constraints is not None:
             response.constraints = [constraint_to_msg(c) for c in constraints.constraints]
             fill_adjustment(response, constraints)
