@@ -46,8 +46,11 @@ class Graph:
 
 @pytest.fixture(scope="module")
 def sim_graph():
-    """sim + executor nodes as separate processes (a phase takes 0.15 s so cancel can land)."""
-    graph = Graph({"arm": "sim"}, overrides={"sim": {"phase_delay_s": 0.15}})
+    """sim + executor nodes as separate processes (a phase takes 0.15 s so cancel can land),
+    the executor calling the sim once per phase (``sim.whole_attempt`` false: the per-phase
+    path the default no longer takes)."""
+    graph = Graph({"arm": "sim"}, overrides={"sim": {"phase_delay_s": 0.15},
+                                             "executor": {"sim.whole_attempt": False}})
     graph.client.load_scene("sg_banana", 0, timeout_s=30.0)
     yield graph
     codes = graph.close()
@@ -56,7 +59,8 @@ def sim_graph():
 
 @pytest.fixture(scope="module")
 def whole_attempt_graph():
-    """As sim_graph, with the executor's ``sim.whole_attempt``: one ATTEMPT call per grasp."""
+    """As sim_graph, with the executor's ``sim.whole_attempt`` (the default): one ATTEMPT
+    call per grasp."""
     graph = Graph({"arm": "sim"}, overrides={"sim": {"phase_delay_s": 0.15},
                                              "executor": {"sim.whole_attempt": True}})
     graph.client.load_scene("sg_banana", 0, timeout_s=30.0)

@@ -33,7 +33,7 @@ def make_backend(node: Node, kind: str) -> ArmBackend:
                                            "Service of the simulator's arm (SimArmPhase)"),
                              declare(node, "sim.timeout_s", 5.0,
                                      "Timeout of each simulator phase call (s)"),
-                             declare(node, "sim.whole_attempt", False,
+                             declare(node, "sim.whole_attempt", True,
                                      "One sim/arm call per attempt (ATTEMPT) instead of one "
                                      "per phase: two hops fewer, phase feedback after the "
                                      "fact (ros/backends/sim_arm.py)"))
