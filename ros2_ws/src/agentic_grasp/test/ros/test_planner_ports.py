@@ -99,3 +99,24 @@ def test_bound_scene_graph_takes_the_first_subgoal_from_the_task_graph_call():
     assert calls[-1] == ("constraints", "cup_1")
     bound.constraints([cup, glass], "glass_1")                       # same objects again
     assert len(calls) == 2
+
+
+def test_executor_arm_reports_each_phase_once_in_order_even_when_feedback_is_late():
+    """The phases the result says ran are reported when their feedback did not arrive before
+    the result (rclpy drops feedback taken after it); feedback that does arrive is not
+    reported twice."""
+    from agentic_grasp.core.types import Phase
+    from agentic_grasp.ros.backends.executor_arm import _PhaseRelay
+
+    seen = []
+    relay = _PhaseRelay(lambda phase, index, count: seen.append((phase.value, index, count)))
+    relay.report(Phase.APPROACH, 1, 3)
+    relay.catch_up("lift")                          # close and lift: feedback not arrived
+    relay.report(Phase.CLOSE, 2, 3)                 # arrives late: already reported
+    assert seen == [("approach", 1, 3), ("close", 2, 3), ("lift", 3, 3)]
+    stopped = []
+    relay = _PhaseRelay(lambda phase, index, count: stopped.append(phase.value))
+    relay.report(Phase.APPROACH, 1, 3)
+    relay.catch_up("approach")                      # canceled after approach
+    relay.catch_up("")                              # no outcome: nothing ran
+    assert stopped == ["approach"]

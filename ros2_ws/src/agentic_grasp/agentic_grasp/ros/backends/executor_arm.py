@@ -1,11 +1,17 @@
 """The planner's arm: one attempt = one ExecuteGrasp goal on the executor node.
 
-Feedback (approach, close, lift) is forwarded to the planner's phase callback as it arrives;
-a cancel of the planner's goal cancels the ExecuteGrasp goal too (the executor stops the arm
+Feedback (approach, close, lift) is forwarded to the planner's phase callback as it arrives,
+each phase once and in order; the phases the result says ran (its outcome's phase_reached)
+whose feedback has not arrived by then are reported when the result arrives. The executor
+publishes a phase's feedback before its result, but they travel apart (a topic and a
+service reply), and rclpy drops feedback taken after the result: with one sim/arm call per
+attempt (the default) CLOSE and LIFT are published just before the result and often lost so.
+A cancel of the planner's goal cancels the ExecuteGrasp goal too (the executor stops the arm
 before its next phase and the simulator opens the gripper), and the attempt ends CANCELED.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Optional
 
 from rclpy.callback_groups import CallbackGroup
@@ -16,7 +22,7 @@ from agentic_grasp.ros.backends.dependencies import (DependencyTimeout, GoalCanc
 from agentic_grasp.ros.backends.peer_call import PeerCall, goal_call
 from agentic_grasp.ros.conversions.grasp import grasp_to_msg, outcome_from_msg
 from agentic_grasp.ros.backends.executor_view import ExecutorView
-from agentic_grasp.core.arm import (ArmBackend, ArmError, ArmResult, CancelCheck,
+from agentic_grasp.core.arm import (PHASES, ArmBackend, ArmError, ArmResult, CancelCheck,
                                     PhaseCallback, ViewResult, WristCameraInfo)
 from agentic_grasp.core.types import GraspParameters, Phase
 from agentic_grasp.ros.liveness import CONFIRM_S, LEASE_S
@@ -76,13 +82,15 @@ class ExecutorArmBackend(ArmBackend):
         if is_canceled():
             return ArmResult(ArmError.CANCELED, "canceled before the attempt started")
 
+        phases = _PhaseRelay(on_phase)
+
         def feedback(message: Any) -> None:
             fb = message.feedback
             try:
                 phase = Phase(fb.phase)
             except ValueError:
                 return
-            on_phase(phase, int(fb.phase_index), int(fb.phase_count))
+            phases.report(phase, int(fb.phase_index), int(fb.phase_count))
 
         goal = ExecuteGrasp.Goal(target_id=target_id, grasp=grasp_to_msg(grasp))
         try:
@@ -112,6 +120,8 @@ class ExecutorArmBackend(ArmBackend):
                 return ArmResult(ArmError.CANCELED, "canceled; the executor did not confirm "
                                                     f"within {CANCEL_GRACE_S:.0f} s")
             wrapped = result_future.result()
+        phases.catch_up(wrapped.result.outcome.phase_reached
+                        if len(wrapped.result.outcome.phi) > 0 else "")
         return self._to_arm_result(wrapped.result, signal, since)
 
     def _to_arm_result(self, result: Any, signal: GoalSignal, since: tuple) -> ArmResult:
@@ -143,6 +153,31 @@ class ExecutorArmBackend(ArmBackend):
         self._client.destroy()
         self.view.close()
 
+
+
+class _PhaseRelay:
+    """The phase callback of one attempt: each phase once, in order (module docstring)."""
+
+    def __init__(self, on_phase: PhaseCallback) -> None:
+        self._on_phase = on_phase
+        self._lock = threading.Lock()       # held while reporting: phases stay in order
+        self._last = 0                      # index of the last phase reported (1-based)
+
+    def report(self, phase: Phase, index: int, count: int) -> None:
+        with self._lock:
+            if index <= self._last:         # reported already (from the result)
+                return
+            self._last = index
+            self._on_phase(phase, index, count)
+
+    def catch_up(self, phase_reached: str) -> None:
+        """Report the phases up to ``phase_reached`` (the result's) not reported yet."""
+        try:
+            reached = PHASES.index(Phase(phase_reached)) + 1
+        except ValueError:                  # no outcome, or not a phase: nothing ran
+            return
+        for index in range(1, reached + 1):
+            self.report(PHASES[index - 1], index, len(PHASES))
 
 
 __all__ = ["CANCEL_GRACE_S", "DEPENDS", "ExecutorArmBackend"]
