@@ -1,9 +1,14 @@
 """A synchronous client of the node graph for the CLI, tests and benchmarks.
 
 The client's node spins in its own executor thread for its whole life; callers block on
-futures with a timeout that ends in a clear ``GraphError``. (Re-adding a node to the global
-executor per call, as ``rclpy.spin_until_future_complete`` does, made action round trips
-grow from 4 ms to 40+ ms over a benchmark run on these machines.)
+futures with a timeout that ends in a clear ``GraphError``. The ExecuteGrasp client and the
+ground-truth subscription are made on first use: an action client receives every feedback
+and status message of its action and a subscriber every message of its topic, so a client
+that only sends GraspObject goals (``agentic-grasp grasp``, bench graph) would otherwise
+spend CPU on the executor's and simulator's traffic of the very goals it sends.
+(Re-adding a node to the global executor per call, as ``rclpy.spin_until_future_complete``
+does, made action round trips grow from 4 ms to 40+ ms over a benchmark run on these
+machines.)
 """
 from __future__ import annotations
 
@@ -43,10 +48,11 @@ class GraphClient:
             self._own_context = True
         self.node = Node(name, context=context)
         self._load = self.node.create_client(LoadScene, "sim/load_scene")
-        self._execute = ActionClient(self.node, ExecuteGrasp, "execute_grasp")
+        self._lazy = threading.Lock()
+        self._execute_client: Optional[ActionClient] = None
         self._truth: Optional[SceneGraph] = None
         self._truth_event = threading.Event()
-        self.node.create_subscription(SceneGraph, "sim/ground_truth", self._on_truth, qos.LATCHED)
+        self._truth_sub = None
         self._executor = SingleThreadedExecutor(context=context)
         self._executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, name=f"{name}_spin", daemon=True)
@@ -67,10 +73,27 @@ class GraphClient:
     def close(self) -> None:
         self._executor.shutdown(timeout_sec=2.0)
         self._thread.join(timeout=2.0)
-        self._execute.destroy()
+        if self._execute_client is not None:
+            self._execute_client.destroy()
         self.node.destroy_node()
         if self._own_context and rclpy.ok():
             rclpy.try_shutdown()
+
+    @property
+    def _execute(self) -> ActionClient:
+        """The ExecuteGrasp client, made on first use (module docstring)."""
+        with self._lazy:
+            if self._execute_client is None:
+                self._execute_client = ActionClient(self.node, ExecuteGrasp, "execute_grasp")
+            return self._execute_client
+
+    def _subscribe_truth(self) -> None:
+        """The ground-truth subscription, made on first use (latched: the last scene comes
+        at once)."""
+        with self._lazy:
+            if self._truth_sub is None:
+                self._truth_sub = self.node.create_subscription(
+                    SceneGraph, "sim/ground_truth", self._on_truth, qos.LATCHED)
 
     def _on_truth(self, msg: SceneGraph) -> None:
         self._truth = msg
@@ -118,6 +141,7 @@ class GraphClient:
         return response
 
     def ground_truth(self, timeout_s: float = 5.0) -> List[ObjectInstance]:
+        self._subscribe_truth()
         self._truth_event.wait(timeout_s)
         if self._truth is None:
             raise GraphError("no message on sim/ground_truth (is the sim node running?)")

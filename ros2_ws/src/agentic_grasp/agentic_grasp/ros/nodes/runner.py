@@ -1,15 +1,15 @@
 """The one ``main()`` body every node shares: init, spin an executor, clean up.
 
-Executors: a node whose callbacks never wait on another callback of the same node (the
-retrieval and scene-graph services: one request in, one answer out) spins rclpy's
-EventsExecutor (``rclpy.experimental``, C++, single-threaded), which costs far less per
-callback than the MultiThreadedExecutor's Python wait-set loop. It runs every callback on one
-thread whatever the callback groups say, so a node that blocks in one callback until another
-runs (the planner's goal waits on its peers' replies, the executor's goal on the simulator's
-phase replies, perception's request on camera frames, the simulator's abort landing while a
-phase is still moving) would deadlock or lose that behaviour there, and keeps the
-MultiThreadedExecutor. ``AGENTIC_GRASP_EXECUTOR=multi`` (or ``events``) overrides every node's
-choice, for measuring one against the other (README, "ROS overhead").
+Executors: every node spins rclpy's MultiThreadedExecutor. rclpy's EventsExecutor
+(``rclpy.experimental``, C++, single-threaded) costs far less per callback, but with the
+pinned rclpy 7.1.5 and Fast DDS here it answered no service call at all (a plain service
+served by it, or called from a client spun by it: every call timed out; README, "ROS overhead"),
+and it runs every callback on one thread whatever the callback groups say, so a node that
+blocks in one callback until another runs (the planner's goal waits on its peers' replies,
+the executor's goal on the simulator's reply, perception's request on camera frames, the
+simulator's abort landing while an attempt moves) would deadlock there anyway. The choice
+stays (``spin_node(..., executor_kind="events")``, and ``AGENTIC_GRASP_EXECUTOR=multi`` or
+``events`` overrides every node's), to measure it again on a newer rclpy.
 
 Shutdown order matters: the executor is shut down (its worker threads joined) before the node
 is destroyed, so no callback runs on a destroyed entity during Ctrl-C.
