@@ -20,6 +20,7 @@ from std_msgs.msg import Header
 from agentic_grasp.ros.backends.dependencies import (DependencyError, DependencyTimeout,
                                                      GoalCanceled, GoalSignal, PeerLost)
 from agentic_grasp.ros.conversions.records import attempt_record_to_msg, recorded_grasp
+from agentic_grasp.ros.conversions.grasp import outcome_to_msg
 from agentic_grasp.core.arm import ArmError
 from agentic_grasp.core.planner import (STATUS_BLOCKED, STATUS_CANCELED, STATUS_NOT_PERCEIVED,
                                         TaskOutcome)
@@ -63,12 +64,11 @@ class GoalSession:
     def __init__(self, goal_id: str, feedback: Callable[[GraspObject.Feedback], None],
                  publish_attempt: Callable[[AttemptRecordMsg], None],
                  publish_grasp: Callable[..., None],
-                 last_outcome: Callable[[], Any], header: Callable[[], Header]) -> None:
+                 header: Callable[[], Header]) -> None:
         self.goal_id = goal_id
         self._feedback = feedback
         self._publish_attempt = publish_attempt
         self._publish_grasp = publish_grasp
-        self._last_outcome = last_outcome
         self._header = header
         self._lock = threading.RLock()
         self.records: List[AttemptRecordMsg] = []
@@ -180,9 +180,12 @@ class GoalSession:
         pending = self._pending
         if pending is None:
             return
-        pending.outcome = self._last_outcome()
+        seen = event.observation
+        # the arm's outcome as the observation carries it: the message the executor sent
+        # comes back bit for bit (outcome_to_msg(outcome_from_msg(m)) == m, tested)
+        pending.outcome = outcome_to_msg(seen.outcome) if seen.outcome is not None else None
         pending.duration_s = time.perf_counter() - pending.started
-        pending.observation = seen = event.observation
+        pending.observation = seen
         pending.record = event.record           # None: a reflection follows
         n, outcome = seen.index + 1, seen.outcome
         if seen.success:

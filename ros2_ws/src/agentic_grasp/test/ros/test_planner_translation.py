@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rclpy.serialization import serialize_message
 from std_msgs.msg import Header
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))  # the planner fakes
@@ -18,6 +19,7 @@ from test_planner_fakes import (FixedRetriever, ScriptedArm, experience,  # noqa
                                 make_object, ok, perception_of, slip)
 
 from agentic_grasp.ros.conversions.records import attempt_record_to_msg, recorded_grasp  # noqa: E402
+from agentic_grasp.ros.conversions.grasp import outcome_from_msg, outcome_to_msg  # noqa: E402
 from agentic_grasp.core.errors import ConfigError  # noqa: E402
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig  # noqa: E402
 from agentic_grasp.core.planner import EpisodicMemory, PlannerConfig  # noqa: E402
@@ -39,8 +41,7 @@ class _Sinks:
 
     def session(self, arm):
         return GoalSession("goal-1", self.feedback.append, self.attempts.append,
-                           lambda *a: self.grasps.append(a),
-                           lambda: GraspOutcome(quality=float(len(arm.grasps))), lambda: HEADER)
+                           lambda *a: self.grasps.append(a), lambda: HEADER)
 
 
 def _run(arm, sinks):
@@ -71,9 +72,10 @@ def test_session_publishes_one_record_per_attempt_with_its_reflection():
     core = task.goals[0].attempts[0]
     assert first.diagnosis.failure_type == "slip" and first.diagnosis.group == "post_grasp"
     assert first.diagnosis.retry_level == 1 and first.diagnosis.correction == core.correction.text
-    assert first.thought == core.thought and first.outcome.quality == 1.0
+    # each record carries the outcome the arm reported, as the message the executor sent
+    assert first.thought == core.thought and first.outcome == outcome_to_msg(slip())
     assert second.diagnosis.failure_type == FailureDiagnosis.NONE and second.retry_level == 1
-    assert second.outcome.quality == 2.0            # the executor's message, as it came
+    assert second.outcome == outcome_to_msg(ok())
     assert first.grasp.grip_force == pytest.approx(arm.grasps[0].force)
     assert math.isnan(first.clearance_m)             # paper mode: no clearance reasoning
     stages = [f.stage for f in sinks.feedback]
@@ -81,6 +83,29 @@ def test_session_publishes_one_record_per_attempt_with_its_reflection():
     reflect = next(f for f in sinks.feedback if f.stage == "reflect")
     assert reflect.failure_type == "slip" and reflect.retry_level == 1
     assert [label for _g, label, _c in sinks.grasps] == ["cup_1 #1: ", "cup_1 #2: "]
+
+
+def test_an_outcome_message_comes_back_bit_for_bit_through_the_core():
+    """What lets the planner's records carry the arm's outcome without a side channel: the
+    executor's GraspOutcome (outcome_to_msg of the sim's outcome) survives outcome_from_msg
+    then outcome_to_msg unchanged, on real simulated attempts that succeed and fail."""
+    from agentic_grasp.core.heuristic import heuristic_grasp
+    from agentic_grasp.core.sim.simulator import Simulator
+
+    sim = Simulator.from_config(seed=0)
+    seen = set()
+    for task in ("sg_banana", "sg_cup", "it_cup_near_vase", "lh_clear_table", "sg_apple"):
+        for seed in range(3):
+            spec = sim.load_task(task, trial_seed=seed)
+            target = sim.get(spec.targets[0])
+            grasp = heuristic_grasp(target)
+            grasp.force *= 0.2 if seed == 1 else 1.0         # a weak grip slips
+            sent = outcome_to_msg(sim.execute_attempt(target.id, grasp))
+            back = outcome_to_msg(outcome_from_msg(sent))
+            # bytes, not ==: some measurements are NaN (not measured), and NaN != NaN
+            assert serialize_message(back) == serialize_message(sent), (task, seed)
+            seen.add(sent.success)
+    assert seen == {True, False}
 
 
 class _DyingArm(ScriptedArm):
@@ -127,7 +152,7 @@ def test_an_attempt_whose_reflection_was_interrupted_is_sent_as_observed():
             session.close()
     (record,) = sinks.attempts
     assert record.attempt == 0 and len(arm.grasps) == 1
-    assert record.outcome.quality == 1.0                # observed: the executor's outcome
+    assert record.outcome == outcome_to_msg(slip())     # observed: the arm's outcome
     assert record.diagnosis.failure_type == FailureDiagnosis.NONE
     assert record.diagnosis.correction == ""
 

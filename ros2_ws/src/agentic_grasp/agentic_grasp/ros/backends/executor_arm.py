@@ -54,9 +54,6 @@ class ExecutorArmBackend(ArmBackend):
     (its arm, e.g. the simulator, did not answer) also raises DependencyTimeout: no grasp
     correction can fix a missing arm, so the planner should not spend its retries on it.
     Every other answer, rejections included, is an ArmResult the planner diagnoses.
-
-    The last GraspOutcome message is kept in ``last_outcome_msg`` so the planner node can
-    publish it unchanged (its events and measurements) in the attempt record.
     """
 
     name = "executor"
@@ -73,12 +70,10 @@ class ExecutorArmBackend(ArmBackend):
         #: the one peer call; its liveness watch is set by the planner node
         self.caller = PeerCall(PEER, timeout_s, depends=DEPENDS)
         self.view = ExecutorView(node, timeout_s, callback_group, self.caller)  # wrist camera
-        self.last_outcome_msg: Optional[Any] = None
 
     def execute(self, target_id: str, grasp: GraspParameters, on_phase: PhaseCallback,
                 is_canceled: CancelCheck, signal: Optional[GoalSignal] = None) -> ArmResult:
         signal = signal if signal is not None else GoalSignal()
-        self.last_outcome_msg = None
         if is_canceled():
             return ArmResult(ArmError.CANCELED, "canceled before the attempt started")
 
@@ -130,8 +125,6 @@ class ExecutorArmBackend(ArmBackend):
         except ValueError:
             error = ArmError.BACKEND_FAILURE
         has_outcome = len(result.outcome.phi) > 0
-        if has_outcome:
-            self.last_outcome_msg = result.outcome
         if error == ArmError.BACKEND_UNAVAILABLE:
             # the executor may notice its sim's death before our watch does: a peer lost
             lost = self.caller.lost_within(signal, since, LOSS_CONFIRM_S)

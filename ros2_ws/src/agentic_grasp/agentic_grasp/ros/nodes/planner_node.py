@@ -234,8 +234,7 @@ class PlannerNode(Node):
         self.get_logger().info(f"goal {goal_id[:8]}: {instruction!r} ({configuration})")
         session = GoalSession(goal_id, self._guarded(goal_handle.publish_feedback),
                               self._guarded(self.pub_attempts.publish),
-                              self._guarded(self._publish_grasp),
-                              lambda: self.arm.last_outcome_msg, self._header)
+                              self._guarded(self._publish_grasp), self._header)
         config = self.planner_config.with_configuration(configuration)
         conf = get_configuration(configuration)
         memory = self._memories.memory_for(configuration, conf.memory, s.memory_lifetime)
