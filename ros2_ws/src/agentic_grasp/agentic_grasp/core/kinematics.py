@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import logging
 import math
+import struct
+from collections import OrderedDict
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -59,6 +61,8 @@ _MAX_ITERS = 30
 _MAX_STEP = 0.5                          # largest joint change per iteration (rad)
 _Q7_GRID_SIZES = (16, 117)               # analytic sweeps: q7 every ~0.25 rad, then ~0.05
 _NEAR_MISS_STARTS = 3                    # DLS starts taken from out-of-limit analytic solutions
+#: IK solves kept per arm (_ik_floats): a few trials' worth of grasps, 1 kB each
+_IK_MEMO_SIZE = 1024
 
 
 def tcp_rotation(approach: Sequence[float], wrist_yaw: float) -> np.ndarray:
@@ -93,6 +97,7 @@ class PandaKinematics:
         # grid spans the whole circle (a row's q7 may be out of limits, its twin's not).
         grids = [np.linspace(-math.pi, math.pi, n, endpoint=False) for n in _Q7_GRID_SIZES]
         self._sweeps_symmetric = [(g, _branch_table(g)) for g in grids]
+        self._memo: "OrderedDict[tuple, Optional[List[float]]]" = OrderedDict()
 
     # ------------------------------------------------------------------ forward kinematics
     @staticmethod
@@ -230,6 +235,25 @@ class PandaKinematics:
 
     def _ik_floats(self, t: List[float], seed: Optional[List[float]], pos_tol: float,
                    rot_tol: float, symmetric: bool) -> Optional[List[float]]:
+        """:meth:`_solve_floats` memoised on the exact bits of its arguments (a solve is a
+        function of them and of this arm's limits alone): a sweep's configurations plan and
+        execute the same grasps of the same scene, half of the solves of a vlm_sim slice
+        were repeats. A copy of the kept solution is returned."""
+        key = (struct.pack(f"{len(t)}d", *t),
+               None if seed is None else struct.pack(f"{len(seed)}d", *seed),
+               float(pos_tol), float(rot_tol), bool(symmetric))
+        memo = self._memo
+        if key in memo:
+            q = memo[key]
+            memo.move_to_end(key)
+        else:
+            q = memo[key] = self._solve_floats(t, seed, pos_tol, rot_tol, symmetric)
+            if len(memo) > _IK_MEMO_SIZE:
+                memo.popitem(last=False)
+        return None if q is None else list(q)
+
+    def _solve_floats(self, t: List[float], seed: Optional[List[float]], pos_tol: float,
+                      rot_tol: float, symmetric: bool) -> Optional[List[float]]:
         """IK on float lists; ``symmetric`` also accepts the TCP turned by pi about z.
 
         The half-turn symmetry of the parallel gripper is exactly a shift of q7 by pi (joint
@@ -334,7 +358,7 @@ class PandaKinematics:
         None) in joint space; (3) damped least squares with joint clamping from the planar
         guess, ``seed``, the three nearest out-of-limit analytic solutions and ``Q_READY``.
         Returns None early when the wrist is out of reach. Deterministic for a given
-        (target, seed): nothing is cached between calls.
+        (target, seed); recent solves are memoised on those exact values (_ik_floats).
         """
         t = self._target_floats(target)
         s = self._check_q(seed) if seed is not None else None

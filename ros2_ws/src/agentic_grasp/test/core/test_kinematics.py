@@ -282,3 +282,22 @@ def test_tcp_rotation_is_the_tcp_pose_rotation_bit_for_bit():
     for _ in range(500):
         p, a, yaw = rng.normal(size=3), rng.normal(size=3), float(rng.normal() * 3.0)
         assert np.array_equal(PandaKinematics.tcp_pose(p, a, yaw)[:3, :3], tcp_rotation(a, yaw))
+
+
+def test_ik_solves_are_memoised_on_exact_inputs_and_handed_out_as_copies():
+    """Issue 26: a sweep's configurations solve the same grasps; a kept solve must be the
+    computed one, and a caller editing its joints must not change the next caller's."""
+    from agentic_grasp.core.kinematics import PandaKinematics
+
+    kin = PandaKinematics()
+    p, a = [0.5, 0.05, 0.12], [0.0, 0.0, -1.0]
+    q1 = kin.solve_grasp(p, a, 0.3)
+    assert q1 is not None
+    q1[0] += 1.0
+    q2 = kin.solve_grasp(p, a, 0.3)
+    fresh = PandaKinematics().solve_grasp(p, a, 0.3)
+    assert q2.tobytes() == fresh.tobytes()
+    # -0.0 and 0.0 are different inputs to the memo (their bits differ)
+    key_count = len(kin._memo)
+    kin.solve_grasp([0.5, 0.05, 0.12], [-0.0, 0.0, -1.0], 0.3)
+    assert len(kin._memo) == key_count + 1

@@ -249,3 +249,61 @@ def test_a_benchmark_trial_perceives_through_the_camera_and_counts_vlm_calls():
     assert trial.perception == "vlm_sim"
     assert 1 <= trial.vlm_calls <= trial.perception_calls
     assert trial.sim_time_s == pytest.approx(trial.motion_s + trial.compute_s + trial.vlm_s)
+
+
+def _uncached(backend, eyes, instruction):
+    """perceive() with the memo of vlm_sim emptied first: a fresh computation."""
+    from agentic_grasp.core.perception import vlm_sim
+
+    vlm_sim._PERCEIVED.clear()
+    return backend.perceive(eyes.frame.rgb, eyes.frame.depth, eyes.camera, instruction)
+
+
+def _same_result(a, b):
+    assert a.raw == b.raw and a.error == b.error and a.warnings == b.warnings
+    assert [o.id for o in a.objects] == [o.id for o in b.objects]
+    for x, y in zip(a.objects, b.objects):
+        assert x.position.tobytes() == y.position.tobytes()
+        assert np.asarray(x.size).tobytes() == np.asarray(y.size).tobytes()
+
+
+def test_a_memoised_perceive_is_the_computed_one_and_each_caller_gets_a_copy():
+    """Issue 26: a sweep's configurations perceive trial k's first frame with the same
+    seed; the kept result must be exactly a fresh computation's, and editing one caller's
+    result (the planner does) must not reach the next caller."""
+    eyes = _Eyes(_scene())
+    first = _uncached(_backend(eyes), eyes, CUP)
+    again_backend = _backend(eyes)
+    again = again_backend.perceive(eyes.frame.rgb, eyes.frame.depth, eyes.camera, CUP)
+    _same_result(first, again)
+    assert again_backend.calls == 1 and again_backend.last_interpretation is not None
+    again.objects[0].position[0] += 1.0
+    again.warnings.append("edited")
+    third = _backend(eyes).perceive(eyes.frame.rgb, eyes.frame.depth, eyes.camera, CUP)
+    _same_result(first, third)
+    # the second call of a backend draws from another stream: not the first call's result
+    second_call = again_backend.perceive(eyes.frame.rgb, eyes.frame.depth, eyes.camera, CUP)
+    _same_result(second_call, _uncached(_seeded_at(eyes, 1), eyes, CUP))
+
+
+def _seeded_at(eyes, calls):
+    backend = _backend(eyes)
+    backend.calls = calls
+    return backend
+
+
+def test_the_perceive_memo_misses_when_any_pixel_of_the_depth_or_mask_differs():
+    eyes = _Eyes(_scene())
+    backend = _backend(eyes)
+    base = _uncached(backend, eyes, CUP)
+    depth = eyes.frame.depth.copy()
+    v, u = np.argwhere(eyes.frame.instance == 0)[0]
+    depth[v, u] += np.float32(0.05)          # one pixel of the cup 5 cm further
+    fresh = _backend(eyes)
+    moved = fresh.perceive(eyes.frame.rgb, depth, eyes.camera, CUP)
+    from agentic_grasp.core.perception import vlm_sim
+
+    vlm_sim._PERCEIVED.clear()
+    computed = _backend(eyes).perceive(eyes.frame.rgb, depth, eyes.camera, CUP)
+    _same_result(moved, computed)
+    assert base.raw == moved.raw             # the answer reads the mask, not the depth

@@ -1,6 +1,6 @@
 """Sweep executors (issue 26): the records journal and --resume for both executors, Ray
-as one task per unit with the local pool's records, and a real two-node Ray cluster whose
-worker node is killed mid-sweep.
+as one task per (task, seed) group of units with the local pool's records, and a real
+two-node Ray cluster whose worker node is killed mid-sweep.
 
 The Ray tests need the optional extra (scripts/setup.sh --with-ray). Without it they skip,
 loudly; scripts/test.sh sets AGENTIC_GRASP_REQUIRE_RAY=1, which turns that skip into a
@@ -214,11 +214,12 @@ def test_ray_interrupted_sweep_resumes(tmp_path, reference):
 def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
     """A head and a worker node (separate ``ray start`` processes, 1 CPU each) and a driver
     process (``bench --executor ray --ray-address``, its Ray tasks held at their start:
-    agentic_grasp.core.testing.ray_hold, driven by ray_hold_driver.py). One unit is let run
-    to the records file; then, while a
-    held task occupies the head's CPU, Ray runs the next one on the worker node, and the
-    worker node is SIGKILLed with that task running there. The records file must equal the
-    local pool's, trial for trial. No sleep decides anything: the test waits on markers."""
+    agentic_grasp.core.testing.ray_hold, driven by ray_hold_driver.py). One task (a task
+    and seed under both configurations: 2 units of 5 trials) is let run to the records
+    file; then, while a held task occupies the head's CPU, Ray runs the next one on the
+    worker node, and the worker node is SIGKILLed with that task running there. The
+    records file must equal the local pool's, trial for trial. No sleep decides anything:
+    the test waits on markers."""
     _ray()
     import subprocess
 
@@ -226,7 +227,7 @@ def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
     from agentic_grasp.core.testing.ray_cluster import LocalRayCluster
     from agentic_grasp.core.testing.ray_hold import HOLD_ENV, held_tasks, release
 
-    units = _units(trials=5, seeds=(0, 1))            # 12 units of 5 trials
+    units = _units(trials=5, seeds=(0, 1))     # 12 units of 5 trials, 6 Ray tasks of 2 units
     local = run_units(units, workers=1, progress=False).records
     out = tmp_path / "bench"
     journal = out / "records.jsonl"
@@ -253,7 +254,7 @@ def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
                     first = min(started)              # one unit runs to the records file
                     release(hold, first)
                 done = len(journal.read_text().splitlines()) if journal.exists() else 0
-                if killed_at is None and done >= 5:
+                if killed_at is None and done >= 10:
                     on_worker = [n for n, pid in started.items()
                                  if n != first and cluster.on_worker_node(pid)]
                     if on_worker:                     # held there: it is running there
@@ -266,7 +267,7 @@ def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
             if driver.poll() is None:
                 driver.kill()
         assert driver.returncode == 0, output[-3000:]
-        assert killed_at == 5, f"the worker node died mid-sweep ({killed_at} records before)"
+        assert killed_at == 10, f"the worker node died mid-sweep ({killed_at} records before)"
         assert nodes_seen == {"head", "worker"}
         deadline = time.monotonic() + 30.0
         while cluster.alive_nodes() != 1 and time.monotonic() < deadline:

@@ -2,8 +2,9 @@
 long sweep through Ray interrupted and resumed with the memory sampled as it runs.
 
 ``python -m agentic_grasp.core.benchmarks.ray_sweep overhead [--units N] [--trials T]``
-    The same units run in process (one worker: each unit's compute, CPU and wall) and then
-    as Ray tasks on a head + worker node (1 CPU each, separate ``ray start`` processes).
+    The same units run in process (one worker, grouped by (task, seed) as the executors
+    run them: each group's compute, CPU and wall) and then as Ray tasks (one per group) on
+    a head + worker node (1 CPU each, separate ``ray start`` processes).
     Overhead = (Ray sweep wall x cluster CPUs - the units' wall inside their tasks) / the
     units' wall inside their tasks: every slot-second the cluster spent on anything but a
     trial (scheduling, transfer, result handling, idle slots), per unit of compute. The
@@ -51,14 +52,17 @@ def overhead(n_units: int = 24, trials: int = 30, perception: str = "vlm_sim"
     from agentic_grasp.core.evaluation.sweep import TrialRunner
     from agentic_grasp.core.testing.ray_cluster import LocalRayCluster
 
+    from agentic_grasp.core.evaluation.sweep import group_units
+
     units = _units(n_units, trials, perception)
     runner = TrialRunner()
     runner.run_unit(units[0])                       # imports, first-call caches
     local_wall, local_cpu = [], []
     local_records = []
-    for unit in units:
+    for group in group_units(units):                # as the executors run them
         w0, c0 = time.perf_counter(), time.process_time()
-        local_records.extend(runner.run_unit(unit))
+        for rows in runner.run_group(group):
+            local_records.extend(rows)
         local_wall.append(time.perf_counter() - w0)
         local_cpu.append(time.process_time() - c0)
     with LocalRayCluster() as cluster:
@@ -78,12 +82,13 @@ def overhead(n_units: int = 24, trials: int = 30, perception: str = "vlm_sim"
             "per_unit": {k: round(v, 4) if isinstance(v, float) else v
                          for k, v in per_unit.items()},
             "cluster_cpus": stats.cluster_cpus, "nodes": len(stats.nodes),
-            "local_unit_wall_s_mean": round(sum(local_wall) / len(units), 4),
-            "local_unit_cpu_s_mean": round(sum(local_cpu) / len(units), 4),
+            "tasks": len(local_wall),
+            "local_task_wall_s_mean": round(sum(local_wall) / len(local_wall), 4),
+            "local_task_cpu_s_mean": round(sum(local_cpu) / len(local_wall), 4),
             "ray_connect_s": round(stats.connect_s, 3), "ray_sweep_wall_s": round(wall, 3),
             "ray_task_wall_s_sum": round(stats.task_wall_s, 3),
             "ray_task_cpu_s_sum": round(stats.task_cpu_s, 3),
-            "ray_unit_wall_s_mean": round(stats.task_wall_s / max(1, stats.units), 4),
+            "ray_task_wall_s_mean": round(stats.task_wall_s / max(1, stats.tasks), 4),
             "slot_overhead_fraction": round((slot_s - stats.task_wall_s) / stats.task_wall_s,
                                             4),
             "records_equal_local": same}

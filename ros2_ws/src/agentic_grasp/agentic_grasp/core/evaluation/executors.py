@@ -3,17 +3,22 @@
 Executors (``bench --executor local|ray``):
 
 - ``local``: today's ``multiprocessing`` pool on this machine (:func:`.sweep.run_units`).
-- ``ray``: every work unit (configuration, task, seed with its trials) is one Ray task.
-  Without an address Ray starts a cluster on this machine (one CPU per worker); with one
-  (``--ray-address HOST:PORT`` or ``auto``) the driver joins a running cluster. ``ray`` is an
-  optional extra (``scripts/setup.sh --with-ray``, requirements-ray.txt) and is imported
-  only when this executor runs, so the core never needs it.
+- ``ray``: the work units of one (task, seed) under every configuration
+  (:func:`.sweep.group_units`, as the local pool hands them to a worker) are one Ray task,
+  which runs them trial by trial across the configurations (``TrialRunner.run_group``:
+  the configurations see trial k's scene alike, so the worker's exact caches hit) and
+  returns each unit's records. Without an address Ray starts a cluster on this machine
+  (one CPU per worker); with one (``--ray-address HOST:PORT`` or ``auto``) the driver
+  joins a running cluster. ``ray`` is an optional extra (``scripts/setup.sh --with-ray``,
+  requirements-ray.txt) and is imported only when this executor runs, so the core never
+  needs it.
 
-Faults: a unit's records come back only when the whole unit has run, as the return value
-of its task. A worker node that dies mid-unit loses that task; Ray runs it again on a live
-node (``max_retries``), so the unit is counted once. The driver still keys every record by
-(configuration, split, task, seed, trial) and keeps the first of any duplicate, so no
-trial is ever counted twice, and it checks at the end that every expected key arrived.
+Faults: a task's records come back only when all its units have run, as the return value
+of the task. A worker node that dies mid-task loses that task; Ray runs it again on a live
+node (``max_retries``), so each of its units is counted once. The driver still keys every
+record by (configuration, split, task, seed, trial) and keeps the first of any duplicate,
+so no trial is ever counted twice, and it checks at the end that every expected key
+arrived.
 
 Journal: as each unit finishes its records are appended (and flushed) to the sweep's
 records file. A sweep stopped by Ctrl-C or a crash leaves that file holding every unit that
@@ -364,25 +369,28 @@ class RayStats:
         self.task_wall_s = 0.0
         self.task_cpu_s = 0.0
         self.units = 0
+        self.tasks = 0
         self.nodes: Dict[str, int] = {}          # node id -> units it returned
-        #: per unit: its task's timing (_ray_task) + "submit" and "received" (driver clock);
-        #: the last RAY_TIMINGS_KEPT units only, so a long sweep's driver stays flat
+        #: per task: its timing (_ray_task) + "submit" and "received" (driver clock); the
+        #: last RAY_TIMINGS_KEPT tasks only, so a long sweep's driver stays flat
         self.timings: Deque[Dict[str, Any]] = deque(maxlen=RAY_TIMINGS_KEPT)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"cluster_cpus": self.cluster_cpus, "connect_s": round(self.connect_s, 3),
                 "task_wall_s": round(self.task_wall_s, 3),
                 "task_cpu_s": round(self.task_cpu_s, 3), "units": self.units,
+                "tasks": self.tasks,
                 "nodes": dict(self.nodes)}
 
 
 def unit_overhead(timings: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
-    """Ray's own time per unit from the tasks' timings (one clock: the machine's).
+    """Ray's own time per task (a group of units, ``*_per_unit`` in the keys for history)
+    from the tasks' timings (one clock: the machine's).
 
-    A unit's overhead is the time its worker slot was not running it although it could
-    have: from when it was submitted or its worker finished the previous unit (whichever is
-    later) to its start, plus from its end to the driver holding its records. The first
-    unit of each worker process also builds the runner (simulator, knowledge base): that
+    A task's overhead is the time its worker slot was not running it although it could
+    have: from when it was submitted or its worker finished the previous task (whichever
+    is later) to its start, plus from its end to the driver holding its records. The first
+    task of each worker process also builds the runner (simulator, knowledge base): that
     set-up is reported apart, as the local pool's forked workers inherit it instead."""
     by_pid: Dict[int, List[Dict[str, Any]]] = {}
     for t in sorted(timings, key=lambda t: t["start"]):
@@ -407,12 +415,15 @@ def unit_overhead(timings: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
 LAST_RAY_STATS = RayStats()
 
 
-def run_ray(units: Sequence[Any], address: str, workers: int,
+def run_ray(tasks: Sequence[Any], address: str, workers: int,
             on_batch: Callable[[List[TrialRecord]], None],
-            ray_task: Callable[[Any], Tuple[List[Dict[str, Any]], Dict[str, Any]]]) -> int:
-    """Run ``units`` as Ray tasks; ``on_batch`` gets each unit's records as it finishes.
-    Returns the cluster's CPU count. At most two tasks per CPU are in flight, so the
-    driver's and the object store's memory stay flat however many units the sweep has."""
+            ray_task: Callable[[Any], Tuple[List[List[Dict[str, Any]]], Dict[str, Any]]]
+            ) -> int:
+    """Run each of ``tasks`` (a group of work units) as one Ray task, ``ray_task`` its
+    body, which returns the records of each of its units and its timing; ``on_batch`` gets
+    each unit's records as its task finishes. Returns the cluster's CPU count. At most two
+    tasks per CPU are in flight, so the driver's and the object store's memory stay flat
+    however many units the sweep has."""
     global LAST_RAY_STATS
     ray = import_ray()
     stats = LAST_RAY_STATS = RayStats()
@@ -434,15 +445,14 @@ def run_ray(units: Sequence[Any], address: str, workers: int,
         stats.cluster_cpus = cpus
         stats.connect_s = time.perf_counter() - t0
         task = ray.remote(num_cpus=1, max_retries=RAY_MAX_RETRIES)(ray_task)
-        queue = list(units)
+        queue = list(tasks)
         queue.reverse()                             # pop() from the end keeps the order
         pending: Dict[Any, Any] = {}
         limit = 2 * cpus
         try:
             while queue or pending:
                 while queue and len(pending) < limit:
-                    unit = queue.pop()
-                    pending[task.remote(unit)] = time.time()
+                    pending[task.remote(queue.pop())] = time.time()
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
                     submitted = pending.pop(ref)
@@ -454,9 +464,12 @@ def run_ray(units: Sequence[Any], address: str, workers: int,
                     stats.timings.append(timing)
                     stats.task_wall_s += timing["end"] - timing["start"]
                     stats.task_cpu_s += timing["cpu"]
-                    stats.units += 1
-                    stats.nodes[timing["node"]] = stats.nodes.get(timing["node"], 0) + 1
-                    on_batch([TrialRecord.from_dict(r) for r in rows])
+                    stats.units += len(rows)
+                    stats.tasks += 1
+                    stats.nodes[timing["node"]] = stats.nodes.get(timing["node"], 0) \
+                        + len(rows)
+                    for unit_rows in rows:
+                        on_batch([TrialRecord.from_dict(r) for r in unit_rows])
                 del ready
         finally:
             for ref in pending:

@@ -19,7 +19,7 @@ are reproducible for any number of workers.
 Parallelism: the work is cut into units of (configuration, task, seed) with their trials and
 handed to a ``multiprocessing`` pool (``executor: local``; the units of one task and seed
 under every configuration go to one worker together and run trial by trial across the
-configurations, :meth:`TrialRunner.run_group`) or, one Ray task per unit, to a
+configurations, :meth:`TrialRunner.run_group`) or, one Ray task per such group, to a
 Ray cluster (``executor: ray``, :mod:`.executors`, which also keeps the records journal
 that ``--resume`` completes). Each worker builds the simulator, the planner
 constants and the knowledge base with its HAA-RAG index once, in the pool initialiser, and
@@ -276,11 +276,6 @@ def _init_worker() -> None:
         _RUNNER = TrialRunner()
 
 
-def _run_unit(unit: WorkUnit) -> List[Dict[str, Any]]:
-    _init_worker()
-    return [r.to_dict() for r in _RUNNER.run_unit(unit)]
-
-
 def _run_group(units: List[WorkUnit]) -> List[List[Dict[str, Any]]]:
     _init_worker()
     return [[r.to_dict() for r in rows] for rows in _RUNNER.run_group(units)]
@@ -288,8 +283,9 @@ def _run_group(units: List[WorkUnit]) -> List[List[Dict[str, Any]]]:
 
 def group_units(units: Sequence[WorkUnit]) -> List[List[WorkUnit]]:
     """Units that differ only in their configuration, together, in order of first
-    appearance (:meth:`TrialRunner.run_group`). The local pool runs a group in one worker;
-    the journal and the progress bar still get its records unit by unit."""
+    appearance (:meth:`TrialRunner.run_group`). The local pool runs a group in one worker,
+    the Ray executor as one task; the journal and the progress bar still get its records
+    unit by unit."""
     groups: Dict[tuple, List[WorkUnit]] = {}
     for u in units:
         key = (u.task, u.seed, tuple(sorted(u.trials)), u.split, u.memory_scope,
@@ -379,15 +375,17 @@ def resolve_workers(workers: Optional[int]) -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _ray_task(unit: Any) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
-    """Body of a Ray task (:func:`.executors.run_ray`): one unit's records and where and when
-    it ran (node, worker pid, epoch start and end, CPU seconds). The runner is built once per
-    Ray worker process, as in the local pool; its build time is in that worker's first unit.
-    It lives here, beside the unit it runs, so executors never imports this module."""
+def _ray_task(group: List[WorkUnit]) -> Tuple[List[List[Dict[str, Any]]], Dict[str, Any]]:
+    """Body of a Ray task (:func:`.executors.run_ray`): the records of each unit of a
+    :func:`group_units` group, run as the local pool runs it (:meth:`TrialRunner.run_group`),
+    and where and when it ran (node, worker pid, epoch start and end, CPU seconds). The
+    runner is built once per Ray worker process, as in the local pool; its build time is
+    in that worker's first task. It lives here, beside the units it runs, so executors
+    never imports this module."""
     import ray
 
     start, cpu0 = time.time(), time.process_time()
-    rows = _run_unit(unit)
+    rows = _run_group(group)
     return rows, {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
                   "start": start, "end": time.time(), "cpu": time.process_time() - cpu0}
 
@@ -401,7 +399,7 @@ def run_units(units: Sequence[WorkUnit], workers: Optional[int] = None,
     """Run work units; sorted records (module docstring).
 
     ``executor`` "local": in this process for 1 worker, else a ``multiprocessing`` pool;
-    "ray": one Ray task per unit (:mod:`.executors`; ``ray_address`` "" starts a cluster
+    "ray": one Ray task per group (:mod:`.executors`; ``ray_address`` "" starts a cluster
     of ``workers`` CPUs here, else joins that one). ``journal``: the records file, appended
     unit by unit as they finish and rewritten sorted at the end; with ``resume`` the units
     whose records it already holds are not run again.
@@ -441,11 +439,10 @@ def run_units(units: Sequence[WorkUnit], workers: Optional[int] = None,
     start = time.perf_counter()
     setup = 0.0
     groups = group_units(units)
-    n_workers = min(resolve_workers(workers), max(1, len(units if executor == "ray"
-                                                          else groups)))
+    n_workers = min(resolve_workers(workers), max(1, len(groups)))
     try:
         if executor == "ray":
-            n_workers = run_ray(units, ray_address, resolve_workers(workers), take,
+            n_workers = run_ray(groups, ray_address, resolve_workers(workers), take,
                                 _ray_task) \
                 if units else n_workers
         elif n_workers == 1 or not units:

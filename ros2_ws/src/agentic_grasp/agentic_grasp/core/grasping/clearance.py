@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -195,7 +195,10 @@ def _clone(cs: CandidateSet) -> CandidateSet:
         g = object.__new__(GraspParameters)
         g.__dict__.update(c.grasp.__dict__)
         g.position, g.approach = c.grasp.position.copy(), c.grasp.approach.copy()
-        out.ranked.append(replace(c, grasp=g))
+        copied = object.__new__(Candidate)        # dataclasses.replace without its checks
+        copied.__dict__.update(c.__dict__)
+        copied.grasp = g
+        out.ranked.append(copied)
     return out
 
 

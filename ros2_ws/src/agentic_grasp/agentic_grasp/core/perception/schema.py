@@ -44,6 +44,7 @@ Design choices:
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from typing import Any, Dict, List, Tuple
 
@@ -158,6 +159,15 @@ def schema_errors(answer: Any, limit: int = 5) -> List[str]:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _schema_errors_of(body: str) -> Tuple[str, ...]:
+    """schema_errors of the JSON value ``body`` holds, memoised on the text: the
+    configurations of a sweep get the same answer for the same frame (the simulated VLM's
+    draws depend on the trial seed only) and its checks depend on nothing else. The value
+    parse_answer returns is still parsed afresh per call (callers may keep and change it)."""
+    return tuple(schema_errors(json.loads(body)))
+
+
 def parse_answer(text: str) -> Tuple[Any, str]:
     """(answer, problem): the JSON value in ``text``, or None and why it is not valid.
 
@@ -175,7 +185,7 @@ def parse_answer(text: str) -> Tuple[Any, str]:
         value = json.loads(body)
     except json.JSONDecodeError as exc:
         return None, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-    problems = schema_errors(value)
+    problems = _schema_errors_of(body)
     if problems:
         return None, "schema violation: " + "; ".join(problems)
     return value, ""

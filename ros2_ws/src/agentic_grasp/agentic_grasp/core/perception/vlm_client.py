@@ -109,8 +109,16 @@ class ChatTransport:
         self._sleep = sleep
         self._rng = random.Random(config.seed)
         self._lock = threading.Lock()
-        handlers = [] if config.use_env_proxy else [urllib.request.ProxyHandler({})]
-        self._opener = urllib.request.build_opener(*handlers)
+        self._built: Optional[urllib.request.OpenerDirector] = None
+
+    @property
+    def _opener(self) -> urllib.request.OpenerDirector:
+        # Built on the first request: vlm_sim makes a client per benchmark trial and never
+        # posts (build_opener's ten handlers were 2 % of a vlm_sim trial's CPU).
+        if self._built is None:
+            handlers = [] if self.config.use_env_proxy else [urllib.request.ProxyHandler({})]
+            self._built = urllib.request.build_opener(*handlers)
+        return self._built
 
     @property
     def endpoint(self) -> str:
@@ -228,7 +236,7 @@ class VlmBackend(PerceptionBackend):
         self.config = config or VlmConfig()
         self.transport = transport or ChatTransport(self.config)
         self._clock = clock
-        self._response_format = schema.response_format()
+        self._response_format: Optional[Dict[str, Any]] = None    # built_payload's, lazily
 
     # The steps of perceive() are public so bench.py can time them separately.
 
@@ -249,6 +257,8 @@ class VlmBackend(PerceptionBackend):
 
     def build_payload(self, messages: List[Dict[str, Any]]) -> Dict[str, Any]:
         cfg = self.config
+        if self._response_format is None:       # a deep copy of the schema: only if sent
+            self._response_format = schema.response_format()
         return {"model": cfg.model, "messages": messages, "max_tokens": cfg.max_tokens,
                 "temperature": cfg.temperature, "response_format": self._response_format}
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -154,6 +155,9 @@ class HAARAG:
         self.embedder = embedder
         self.index = index
         self.taxonomy = index.taxonomy
+        #: query vectors of recent crops (_query_vector): the configurations of a sweep
+        #: crop the same pixels from the same first frame of a trial
+        self._crop_vectors: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
 
     @classmethod
     def from_config(cls, path: Union[str, Path, None] = None,
@@ -415,6 +419,19 @@ class HAARAG:
                 out[i] = self.config.region_family_score
         return out
 
+    def _crop_vector(self, crop: np.ndarray) -> np.ndarray:
+        """The unit query vector of ``crop``, memoised on its exact pixels and the embedder
+        (embedding is a function of the pixels only; a copy is returned)."""
+        key = (id(self.embedder), self.embedder.model_id, crop.shape, crop.tobytes())
+        vec = self._crop_vectors.get(key)
+        if vec is None:
+            vec = self._crop_vectors[key] = unit(self.embedder.embed(crop), "query embedding")
+            if len(self._crop_vectors) > 64:
+                self._crop_vectors.popitem(last=False)
+        else:
+            self._crop_vectors.move_to_end(key)
+        return vec.copy()
+
     def _query_vector(self, embedding: Optional[np.ndarray], crop: Optional[np.ndarray],
                       embedding_model: Optional[str]) -> Tuple[Optional[np.ndarray], List[str]]:
         ix = self.index
@@ -427,7 +444,7 @@ class HAARAG:
         if crop is not None:
             if self.embedder is None:
                 raise ValidationError(f"no embedder for {ix.model_id!r} to embed the crop")
-            return unit(self.embedder.embed(check_crop(crop)), "query embedding"), []
+            return self._crop_vector(check_crop(crop)), []
         model = embedding_model or ix.model_id
         if model != ix.model_id:
             raise EmbeddingModelMismatch(

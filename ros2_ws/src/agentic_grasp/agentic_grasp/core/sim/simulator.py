@@ -69,6 +69,8 @@ class Simulator:
         self._binned: List[ObjectInstance] = []
         self._attempts: Dict[str, _Attempt] = {}
         self._counter = 0
+        #: recent jittered layouts by (scene, trial seed): load_task
+        self._layouts: Dict[tuple, List[ObjectInstance]] = {}
 
     @classmethod
     def from_config(cls, path: Union[str, Path, None] = None, seed: int = 0) -> "Simulator":
@@ -90,7 +92,16 @@ class Simulator:
         """Set up one trial: the task's scene with this seed's jitter, noise reseeded."""
         spec = load_task(task_id_or_path, self.catalogue)
         layout_seq, noise_seq = np.random.SeedSequence(int(trial_seed)).spawn(2)
-        self.set_objects(spec.instantiate(np.random.default_rng(layout_seq)))
+        # The jittered layout is a function of the scene and the seed alone; a sweep's
+        # configurations load trial k of a task with the same seed (set_objects copies).
+        key = (id(spec.catalogue), spec.task_id, spec.source, tuple(spec.objects_spec),
+               int(trial_seed))
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = self._layouts[key] = spec.instantiate(np.random.default_rng(layout_seq))
+            if len(self._layouts) > 64:
+                self._layouts.pop(next(iter(self._layouts)))
+        self.set_objects(layout)
         self._rng = np.random.default_rng(noise_seq)
         self.task = spec
         return spec

@@ -3,7 +3,7 @@ can kill a node while one of its tasks is known to be running there (issue 26, i
 
 Why: a node kill "mid-sweep" decided by polling races the sweep. On a quiet machine the
 units finish before the poll ever sees one on the worker node. Here every task, once
-started on a Ray worker, writes ``<dir>/<name>.held`` (its pid) and runs its unit only
+started on a Ray worker, writes ``<dir>/<name>.held`` (its pid) and runs its units only
 when ``<dir>/<name>.go`` or ``<dir>/all.go`` exists. Ray itself places the tasks (1 CPU
 each): while a held task occupies one node's CPU, the next one is run on the other node.
 
@@ -27,7 +27,7 @@ HOLD_ENV = "AGENTIC_GRASP_RAY_HOLD_DIR"
 __doc__ = __doc__ % HOLD_ENV
 
 
-def held_unit_task(unit: Any) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
+def held_unit_task(group: Any) -> Tuple[List[List[Dict[str, Any]]], Dict[str, Any]]:
     """The sweep's Ray task body, held at its start (module docstring)."""
     from agentic_grasp.core.evaluation import sweep
 
@@ -38,7 +38,7 @@ def held_unit_task(unit: Any) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
     tmp.rename(folder / f"{name}.held")          # never seen half-written
     while not (folder / f"{name}.go").exists() and not (folder / "all.go").exists():
         time.sleep(0.02)
-    return sweep._ray_task(unit)               # noqa: SLF001 - the body it holds
+    return sweep._ray_task(group)              # noqa: SLF001 - the body it holds
 
 
 def held_tasks(folder: Path) -> Dict[str, int]:
@@ -53,5 +53,5 @@ def held_tasks(folder: Path) -> Dict[str, int]:
 
 
 def release(folder: Path, name: Optional[str] = None) -> None:
-    """Let the task ``name`` run its unit, or every task (now and later) for None."""
+    """Let the task ``name`` run its units, or every task (now and later) for None."""
     (folder / (f"{name}.go" if name else "all.go")).touch()
