@@ -88,7 +88,8 @@ class SceneGraphService:
             raise DependencyError(PEER, "infer_constraints answered constraints for "
                                         f"{sorted(every)}, not for the scene's objects "
                                         f"{sorted(graph.ids)}")
-        return TaskGraph(graph, every, self.scene_key(objects))
+        request.scene.header = Header(frame_id=self._frame)      # the key is stamp-free
+        return TaskGraph(graph, every, serialize_message(request.scene))
 
     def constraints(self, objects: Sequence[ObjectInstance], target_id: str,
                     signal: Optional[GoalSignal] = None) -> ConstraintSet:
