@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import struct
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from test_planner_fakes import (FixedRetriever, ScriptedArm, experience,  # noqa
                                 make_object, ok, perception_of, slip)
 
 from agentic_grasp.ros.conversions.records import attempt_record_to_msg, recorded_grasp  # noqa: E402
+from agentic_grasp.ros.conversions.fields import message_values  # noqa: E402
 from agentic_grasp.ros.conversions.grasp import outcome_from_msg, outcome_to_msg  # noqa: E402
 from agentic_grasp.core.errors import ConfigError  # noqa: E402
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig  # noqa: E402
@@ -85,17 +85,6 @@ def test_session_publishes_one_record_per_attempt_with_its_reflection():
     assert [label for _g, label, _c in sinks.grasps] == ["cup_1 #1: ", "cup_1 #2: "]
 
 
-def _fields(msg):
-    """A message as nested plain values, every float as its IEEE-754 bits (NaN included)."""
-    if hasattr(msg, "get_fields_and_field_types"):
-        return {name: _fields(getattr(msg, name)) for name in msg.get_fields_and_field_types()}
-    if isinstance(msg, (list, tuple)) or type(msg).__name__ in ("array", "ndarray"):
-        return [_fields(v) for v in msg]
-    if isinstance(msg, (float, np.floating)):
-        return struct.pack("<d", float(msg))
-    return msg
-
-
 def test_an_outcome_message_comes_back_bit_for_bit_through_the_core():
     """What lets the planner's records carry the arm's outcome without a side channel: the
     executor's GraspOutcome (outcome_to_msg of the sim's outcome) survives outcome_from_msg
@@ -116,7 +105,7 @@ def test_an_outcome_message_comes_back_bit_for_bit_through_the_core():
             # field by field, not ==: some measurements are NaN (not measured) and NaN != NaN;
             # not the CDR bytes either: the serializer leaves alignment padding uninitialised
             # (CI saw byte 5, the pad after the leading bool, differ between two serialisations)
-            assert _fields(back) == _fields(sent), (task, seed)
+            assert message_values(back) == message_values(sent), (task, seed)
             seen.add(sent.success)
     assert seen == {True, False}
 

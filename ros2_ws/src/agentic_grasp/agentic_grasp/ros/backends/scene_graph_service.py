@@ -5,11 +5,11 @@ from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
 
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
-from rclpy.serialization import serialize_message
 from std_msgs.msg import Header
 
 from agentic_grasp.ros.backends.dependencies import DependencyError, GoalSignal
 from agentic_grasp.ros.backends.peer_call import PeerCall, service_call
+from agentic_grasp.ros.conversions.fields import message_key
 from agentic_grasp.ros.conversions.scene import (constraint_set_from_msgs, relation_from_msg,
                                                  scene_objects_from_msg)
 from agentic_grasp.ros.conversions.perception import scene_to_msg
@@ -56,8 +56,8 @@ class SceneGraphService:
 
     def scene_key(self, objects: Sequence[ObjectInstance]) -> bytes:
         """The objects as the service receives them (the scene message without its stamp,
-        serialized): two equal keys are answered alike."""
-        return serialize_message(scene_to_msg(objects, Header(frame_id=self._frame),
+        by content, :func:`message_key`): two equal keys are answered alike."""
+        return message_key(scene_to_msg(objects, Header(frame_id=self._frame),
                                               self._source))
 
     def _infer(self, objects: Sequence[ObjectInstance], target_id: str,
@@ -89,7 +89,7 @@ class SceneGraphService:
                                         f"{sorted(every)}, not for the scene's objects "
                                         f"{sorted(graph.ids)}")
         request.scene.header = Header(frame_id=self._frame)      # the key is stamp-free
-        return TaskGraph(graph, every, serialize_message(request.scene))
+        return TaskGraph(graph, every, message_key(request.scene))
 
     def constraints(self, objects: Sequence[ObjectInstance], target_id: str,
                     signal: Optional[GoalSignal] = None) -> ConstraintSet:

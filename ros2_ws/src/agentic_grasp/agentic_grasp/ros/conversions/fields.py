@@ -14,6 +14,7 @@ the default it had before the field existed.
 """
 from __future__ import annotations
 
+import struct
 from typing import Any, Dict, Mapping, Sequence, TypeVar
 
 import numpy as np
@@ -84,3 +85,26 @@ def yaw_quaternion(yaw: float) -> Quaternion:
 
 def quaternion_yaw(q: Any) -> float:
     return geometry.quaternion_yaw(q.x, q.y, q.z, q.w)
+
+
+def message_values(msg: Any) -> Any:
+    """A message as nested plain values (dicts by field, lists), every float as its
+    IEEE-754 bits so NaN equals NaN: what two messages are compared or keyed by. Not their
+    CDR bytes: the serializer leaves the alignment padding between fields uninitialised, so
+    two serialisations of one message can differ."""
+    if hasattr(msg, "get_fields_and_field_types"):
+        return {name: message_values(getattr(msg, name))
+                for name in msg.get_fields_and_field_types()}
+    if isinstance(msg, (list, tuple, np.ndarray)) or type(msg).__name__ == "array":
+        return [message_values(v) for v in msg]
+    if isinstance(msg, (float, np.floating)):
+        return struct.pack("<d", float(msg))
+    if isinstance(msg, np.integer):
+        return int(msg)
+    return msg
+
+
+def message_key(msg: Any) -> bytes:
+    """A hashable key of a message's content (:func:`message_values`): equal messages, equal
+    keys."""
+    return repr(message_values(msg)).encode()
