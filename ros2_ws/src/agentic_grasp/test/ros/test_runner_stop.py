@@ -73,3 +73,45 @@ def test_a_node_with_no_blocked_callback_ends_at_once_and_in_order():
     assert took < 2.0, f"exited {took:.1f} s after SIGINT"
     assert "spin_node returned" in out             # the normal way out, not os._exit
     assert "still blocked" not in err
+
+
+#: A node still being built when SIGINT arrives: rclpy's handler shuts the context down, and
+#: creating the node then raises RCLError ("the given context is not valid").
+SLOW_START_SCRIPT = """
+import time
+import rclpy
+from rclpy.node import Node
+from agentic_grasp.ros.nodes.runner import spin_node
+
+class SlowStart(Node):
+    def __init__(self):
+        print("constructing", flush=True)
+        # busy in code that no KeyboardInterrupt reaches (C, a library's own handler) until
+        # the signal has shut the context down
+        deadline = time.monotonic() + 20.0
+        while rclpy.ok() and time.monotonic() < deadline:
+            try:
+                time.sleep(0.01)
+            except KeyboardInterrupt:
+                pass
+        super().__init__("runner_slow_start_probe")
+
+spin_node(SlowStart)
+print("spin_node returned", flush=True)
+"""
+
+
+def test_a_node_stopped_while_it_is_still_being_built_exits_cleanly():
+    """The launcher may stop a graph before a slow node is up (CI: the front node at a
+    fixture's teardown, exit 1 with a traceback): that is an orderly stop, status 0."""
+    process = subprocess.Popen([sys.executable, "-c", SLOW_START_SCRIPT],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "constructing", process.stderr.read()
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30.0)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert "Traceback" not in err and "stopped while starting" in err, err
+    assert "spin_node returned" in out

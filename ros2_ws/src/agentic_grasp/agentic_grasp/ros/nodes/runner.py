@@ -89,11 +89,16 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
             f"cannot start: {exc}")
         code = EXIT_CONFIG
     except Exception:
-        # SIGINT/SIGTERM shut the context down while the executor was building its wait set:
-        # rclpy raises its RCLError ("the given context is not valid") instead of
-        # ExternalShutdownException. That is the same orderly stop; anything else is not.
-        if executor is None or rclpy.ok():
+        # SIGINT/SIGTERM shut the context down while the executor was building its wait set,
+        # or while the node was still being built (a slow start on a loaded machine, stopped
+        # by the launcher before it was up; CI saw it on the front node): rclpy raises its
+        # RCLError ("the given context is not valid") instead of ExternalShutdownException.
+        # That is the same orderly stop; an error with the context still valid is not.
+        if rclpy.ok():
             raise
+        if node is None:
+            rclpy.logging.get_logger(getattr(factory, "NODE_NAME", "agentic_grasp")).info(
+                "stopped while starting")
     finally:
         if executor is not None:
             executor.shutdown(timeout_sec=2.0)
