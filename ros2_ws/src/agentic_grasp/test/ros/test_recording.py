@@ -165,8 +165,11 @@ def test_bag_holds_every_topic_readable_by_rosbags(recorded):
         result.attempts[-1].grasp.gripper_width)
     image = msgs["/camera/color/image_raw"][-1][1]
     assert (image.width, image.height, image.encoding) == (640, 480, "rgb8")
+    # what was recorded instead, should it fail again (CI once found no goal perception)
+    seen = [(t, m.instruction, m.backend, m.header.stamp.sec, m.header.stamp.nanosec)
+            for t, m in msgs["/perception/result"]]
     assert any(m.instruction == "pick up the apple"
-               for _, m in msgs["/perception/result"])
+               for _, m in msgs["/perception/result"]), (seen, counts)
     stages = [m.feedback.stage for _, m in msgs["/grasp_object/_action/feedback"]]
     assert stages[-1] == "done"
     log, = [m for _, m in msgs["/planner/goal_log"] if m.goal_id == goal_id]
