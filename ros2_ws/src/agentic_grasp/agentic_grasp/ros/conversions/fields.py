@@ -14,6 +14,7 @@ the default it had before the field existed.
 """
 from __future__ import annotations
 
+import array
 import struct
 from typing import Any, Dict, Mapping, Sequence, TypeVar
 
@@ -95,7 +96,7 @@ def message_values(msg: Any) -> Any:
     if hasattr(msg, "get_fields_and_field_types"):
         return {name: message_values(getattr(msg, name))
                 for name in msg.get_fields_and_field_types()}
-    if isinstance(msg, (list, tuple, np.ndarray)) or type(msg).__name__ == "array":
+    if isinstance(msg, (list, tuple, np.ndarray, array.array)):     # sequences, arrays
         return [message_values(v) for v in msg]
     if isinstance(msg, (float, np.floating)):
         return struct.pack("<d", float(msg))

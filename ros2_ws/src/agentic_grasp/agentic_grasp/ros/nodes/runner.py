@@ -73,6 +73,7 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
     do not restart a node whose configuration cannot work. ``executor_kind``: "multi" (a
     MultiThreadedExecutor of ``num_threads``) or "events" (module docstring)."""
     rclpy.init(args=args)
+    logger = rclpy.logging.get_logger(getattr(factory, "NODE_NAME", "agentic_grasp"))
     node = None
     executor = None
     code = 0
@@ -85,8 +86,7 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except fatal as exc:  # type: ignore[misc]
-        rclpy.logging.get_logger(getattr(factory, "NODE_NAME", "agentic_grasp")).fatal(
-            f"cannot start: {exc}")
+        logger.fatal(f"cannot start: {exc}")
         code = EXIT_CONFIG
     except Exception:
         # SIGINT/SIGTERM shut the context down while the executor was building its wait set,
@@ -97,8 +97,7 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
         if rclpy.ok():
             raise
         if node is None:
-            rclpy.logging.get_logger(getattr(factory, "NODE_NAME", "agentic_grasp")).info(
-                "stopped while starting")
+            logger.info("stopped while starting")
     finally:
         if executor is not None:
             executor.shutdown(timeout_sec=2.0)
