@@ -2,8 +2,9 @@
 
 Executors: every node spins rclpy's MultiThreadedExecutor. rclpy's EventsExecutor
 (``rclpy.experimental``, C++, single-threaded) costs far less per callback, but with the
-pinned rclpy 7.1.5 and Fast DDS here it answered no service call at all (a plain service
-served by it, or called from a client spun by it: every call timed out; README, "ROS overhead"),
+pinned rclpy 7.1.6 and Fast DDS here it answered no service call at all (a plain service
+served by it, or called from a client spun by it: every call timed out; README, "ROS overhead";
+``python -m agentic_grasp.ros.benchmarks.executor_probe`` repeats it with no project code),
 and it runs every callback on one thread whatever the callback groups say, so a node that
 blocks in one callback until another runs (the planner's goal waits on its peers' replies,
 the executor's goal on the simulator's reply, perception's request on camera frames, the
