@@ -33,13 +33,11 @@ MODULE = "agentic_grasp.ros.benchmarks.executor_probe"
 
 
 def _executor(kind: str):
-    from rclpy.executors import MultiThreadedExecutor
+    """The nodes' own choice of executor (runner.make_executor); probe_pair clears its
+    environment override in the children, so ``kind`` is what runs."""
+    from agentic_grasp.ros.nodes.runner import make_executor
 
-    if kind == "events":
-        from rclpy.experimental import EventsExecutor
-
-        return EventsExecutor()
-    return MultiThreadedExecutor()
+    return make_executor(kind, num_threads=2)
 
 
 def serve(kind: str) -> None:
@@ -92,8 +90,12 @@ def call(kind: str, calls: int, timeout_s: float) -> None:
 def probe_pair(server: str, client: str, calls: int, timeout_s: float
                ) -> Tuple[str, Optional[float]]:
     """(the client's line, its p50 in ms or None) for one pair, in fresh processes."""
+    from agentic_grasp.ros.nodes.runner import EXECUTOR_ENV
+
     me = [sys.executable, "-m", MODULE]
-    srv = subprocess.Popen(me + ["--serve", server], stdout=subprocess.PIPE, text=True)
+    env = {k: v for k, v in os.environ.items() if k != EXECUTOR_ENV}
+    srv = subprocess.Popen(me + ["--serve", server], stdout=subprocess.PIPE, text=True,
+                           env=env)
     try:
         ready = srv.stdout.readline().strip()
         if ready != "ready":
@@ -101,7 +103,7 @@ def probe_pair(server: str, client: str, calls: int, timeout_s: float
         wall = timeout_s * (calls + 2) + 20.0
         out = subprocess.run(me + ["--call", client, "--calls", str(calls), "--timeout",
                                    str(timeout_s)], capture_output=True, text=True,
-                             timeout=wall)
+                             timeout=wall, env=env)
         line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else \
             f"client exited {out.returncode}: {out.stderr.strip()[-200:]}"
         parts = line.split()
