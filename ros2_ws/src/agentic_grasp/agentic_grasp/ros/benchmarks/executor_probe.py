@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -30,6 +31,18 @@ from typing import Dict, List, Optional, Tuple
 KINDS = ("multi", "events")
 SERVICE = "executor_probe"
 MODULE = "agentic_grasp.ros.benchmarks.executor_probe"
+#: The domains the probe runs in: above the 5-94 that scripts/test.sh and the test fixtures
+#: draw from, within the 0-101 that ROS 2 allows on Linux.
+PROBE_DOMAINS = range(95, 101)
+#: How long a server process may take to say "ready" (rclpy's import and init on a loaded
+#: 2-core machine take seconds).
+START_S = 60.0
+
+
+def probe_domain() -> int:
+    """This process's probe domain (one of PROBE_DOMAINS, by pid, so two probes run at once
+    on one host seldom share one)."""
+    return PROBE_DOMAINS[os.getpid() % len(PROBE_DOMAINS)]
 
 
 def _executor(kind: str):
@@ -87,16 +100,21 @@ def call(kind: str, calls: int, timeout_s: float) -> None:
     os._exit(0)
 
 
-def probe_pair(server: str, client: str, calls: int, timeout_s: float
-               ) -> Tuple[str, Optional[float]]:
-    """(the client's line, its p50 in ms or None) for one pair, in fresh processes."""
+def probe_pair(server: str, client: str, calls: int, timeout_s: float,
+               domain: Optional[int] = None) -> Tuple[str, Optional[float]]:
+    """(the client's line, its p50 in ms or None) for one pair, in fresh processes in ROS
+    domain ``domain`` (None: :func:`probe_domain`)."""
     from agentic_grasp.ros.nodes.runner import EXECUTOR_ENV
 
     me = [sys.executable, "-m", MODULE]
     env = {k: v for k, v in os.environ.items() if k != EXECUTOR_ENV}
+    env["ROS_DOMAIN_ID"] = str(probe_domain() if domain is None else int(domain))
     srv = subprocess.Popen(me + ["--serve", server], stdout=subprocess.PIPE, text=True,
                            env=env)
     try:
+        # bounded: a server that neither starts nor dies must not hang the probe
+        if not select.select([srv.stdout], [], [], START_S)[0]:
+            return f"server did not start within {START_S:.0f} s", None
         ready = srv.stdout.readline().strip()
         if ready != "ready":
             return f"server did not start ({ready!r})", None
