@@ -16,6 +16,7 @@ import numpy as np
 from agentic_grasp.core import paths
 from agentic_grasp.core.config import load_yaml, reject_unknown
 from agentic_grasp.core.errors import ConfigError, ValidationError
+from agentic_grasp.core.numeric import cross_list
 
 #: Keys of config/camera.yaml's ``camera:`` mapping.
 CAMERA_KEYS = ("width", "height", "fx", "fy", "cx", "cy", "eye", "target", "frame_id")
@@ -52,11 +53,11 @@ def look_at(eye: Sequence[float], target: Sequence[float],
     eye = np.asarray(eye, dtype=float)
     z = np.asarray(target, dtype=float) - eye
     z /= np.linalg.norm(z)
-    x = np.cross(z, np.asarray(up, dtype=float))
+    x = np.array(cross_list(z.tolist(), np.asarray(up, dtype=float).tolist()))
     if np.linalg.norm(x) < 1e-9:
         raise ValidationError("camera up vector is parallel to the viewing direction")
     x /= np.linalg.norm(x)
-    y = np.cross(z, x)
+    y = np.array(cross_list(z.tolist(), x.tolist()))
     pose = np.eye(4)
     pose[:3, 0], pose[:3, 1], pose[:3, 2], pose[:3, 3] = x, y, z, eye
     return pose

@@ -103,7 +103,7 @@ class PandaKinematics:
     @staticmethod
     def _check_q(q: Sequence[float]) -> List[float]:
         arr = np.asarray(q, dtype=float).reshape(-1)
-        if arr.shape != (7,) or not np.all(np.isfinite(arr)):
+        if arr.shape != (7,) or not np.isfinite(arr).all():
             raise ValidationError(f"joint vector must have 7 finite values, got {q!r}")
         return arr.tolist()
 
@@ -128,8 +128,8 @@ class PandaKinematics:
     def within_limits(self, q: np.ndarray) -> bool:
         """True when every joint lies inside [q_min, q_max] (margin included)."""
         arr = np.asarray(q, dtype=float).reshape(-1)
-        return bool(arr.shape == (7,) and np.all(np.isfinite(arr))
-                    and np.all(arr >= self.q_min - 1e-12) and np.all(arr <= self.q_max + 1e-12))
+        return bool(arr.shape == (7,) and np.isfinite(arr).all()
+                    and (arr >= self.q_min - 1e-12).all() and (arr <= self.q_max + 1e-12).all())
 
     # ------------------------------------------------------------------ grasp frames
     @staticmethod
@@ -141,7 +141,7 @@ class PandaKinematics:
         along world y and the TCP x axis is world -x.
         """
         p = np.asarray(position, dtype=float).reshape(-1)
-        if p.shape != (3,) or not np.all(np.isfinite(p)):
+        if p.shape != (3,) or not np.isfinite(p).all():
             raise ValidationError(f"position must be a finite 3-vector, got {position!r}")
         if not math.isfinite(float(wrist_yaw)):
             raise ValidationError(f"wrist_yaw must be finite, got {wrist_yaw!r}")
@@ -378,7 +378,7 @@ class PandaKinematics:
         ``tcp_pose(position, approach, wrist_yaw)`` up to a half turn about the approach.
         """
         p = np.asarray(position, dtype=float).reshape(-1)
-        if p.shape != (3,) or not np.all(np.isfinite(p)) or not math.isfinite(float(wrist_yaw)):
+        if p.shape != (3,) or not np.isfinite(p).all() or not math.isfinite(float(wrist_yaw)):
             raise ValidationError(f"grasp position must be a finite 3-vector and wrist_yaw "
                                   f"finite, got {position!r}, {wrist_yaw!r}")
         t = _grasp_frame(p.tolist(), _unit(approach, "approach").tolist(), float(wrist_yaw))

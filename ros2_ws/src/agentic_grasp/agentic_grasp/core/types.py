@@ -205,7 +205,7 @@ class ObjectInstance:
         self.shape = Shape(self.shape)
         self.position = _finite_vector(f"{self.id}.position", self.position)
         self.size = _finite_vector(f"{self.id}.size", self.size)
-        if np.any(self.size <= 0):
+        if (self.size <= 0).any():
             raise ValidationError(f"{self.id}.size must be positive, got {self.size.tolist()}")
         self.yaw = _finite(f"{self.id}.yaw", self.yaw)
         self.fragility = _finite(f"{self.id}.fragility", self.fragility)

@@ -19,6 +19,7 @@ from agentic_grasp.core.geometry import yaw_matrix
 
 from agentic_grasp.core.grasping.config import HandConfig
 from agentic_grasp.core.kinematics import tcp_rotation
+from agentic_grasp.core.numeric import cross3
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
 
@@ -49,11 +50,8 @@ def object_box(obj: ObjectInstance, inflate: float = 0.0) -> Box:
 
 def obb_gap(a: Box, b: Box) -> float:
     """Largest separating gap of two boxes over the 15 SAT axes (> 0 apart, <= 0 overlap)."""
-    axes = [a.R[:, i] for i in range(3)] + [b.R[:, i] for i in range(3)]
-    for i in range(3):
-        for j in range(3):
-            axes.append(np.cross(a.R[:, i], b.R[:, j]))
-    A = np.array(axes)
+    # the 3 + 3 face axes, then a.R[:, i] x b.R[:, j] for i, then j
+    A = np.concatenate([a.R.T, b.R.T, cross3(a.R.T[:, None, :], b.R.T[None, :, :]).reshape(9, 3)])
     n = np.linalg.norm(A, axis=1)
     ok = n > 1e-6
     A = A[ok] / n[ok, None]
@@ -197,7 +195,7 @@ def gap_arrays(Ac: np.ndarray, AR: np.ndarray, Ah: np.ndarray, Bc: np.ndarray,
     N, M = len(Ac), len(Bc)
     Aax = np.broadcast_to(Aax, (N, M, 3, 3))
     Bax = np.broadcast_to(Bax, (N, M, 3, 3))
-    cross = np.cross(Aax[:, :, :, None, :], Bax[:, :, None, :, :]).reshape(N, M, 9, 3)
+    cross = cross3(Aax[:, :, :, None, :], Bax[:, :, None, :, :]).reshape(N, M, 9, 3)
     axes = np.concatenate([Aax, Bax, cross], axis=2)               # (N, M, 15, 3)
     norm = np.linalg.norm(axes, axis=-1)
     ok = norm > 1e-6

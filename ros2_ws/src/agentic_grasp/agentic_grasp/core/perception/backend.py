@@ -87,10 +87,10 @@ class PerceivedObject:
 
     def to_object_instance(self) -> Optional[ObjectInstance]:
         """The object as a scene-graph node, or None when it has no 3-D position."""
-        if self.position is None or not np.all(np.isfinite(self.position)):
+        if self.position is None or not np.isfinite(self.position).all():
             return None
         size = self.size
-        if size is None or not np.all(np.isfinite(size)) or np.any(np.asarray(size) <= 0):
+        if size is None or not np.isfinite(size).all() or (np.asarray(size) <= 0).any():
             size = np.full(3, DEFAULT_SIZE_M)
         material = self.affordance.material if self.affordance is not None else "unknown"
         return ObjectInstance(

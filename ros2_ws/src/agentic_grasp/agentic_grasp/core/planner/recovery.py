@@ -75,6 +75,7 @@ import numpy as np
 from agentic_grasp.core.geometry import grasp_to_object_frame, grasp_to_world, wrap_angle
 from agentic_grasp.core.grasping.along import on_part
 from agentic_grasp.core.closing_axis import closing_axis, wrist_yaw_for_closing_axis
+from agentic_grasp.core.numeric import allclose_finite, clip_float
 from agentic_grasp.core.planner.configurations import (CorrectionConfig, Level2Config, Limits,
                                                        PlannerConfig)
 from agentic_grasp.core.types import FailureType, GraspParameters, GraspType, ObjectInstance, Shape
@@ -93,11 +94,11 @@ def clamp_grasp(grasp: GraspParameters, limits: Limits) -> GraspParameters:
     pos[2] = max(pos[2], limits.min_grasp_z_m)
     return grasp.copy(
         position=pos,
-        force=float(np.clip(grasp.force, limits.min_force_n, limits.max_force_n)),
-        width=float(np.clip(grasp.width, 0.0, limits.max_width_m)),
-        approach_height=float(np.clip(grasp.approach_height, limits.min_approach_height_m,
-                                      limits.max_approach_height_m)),
-        speed=float(np.clip(grasp.speed, limits.min_speed_mps, limits.max_speed_mps)),
+        force=clip_float(grasp.force, limits.min_force_n, limits.max_force_n),
+        width=clip_float(grasp.width, 0.0, limits.max_width_m),
+        approach_height=clip_float(grasp.approach_height, limits.min_approach_height_m,
+                                   limits.max_approach_height_m),
+        speed=clip_float(grasp.speed, limits.min_speed_mps, limits.max_speed_mps),
         wrist_yaw=wrap_angle(grasp.wrist_yaw))
 
 
@@ -520,8 +521,9 @@ def _next_candidate(diagnosis: Diagnosis, grasp: GraspParameters,
 
 def same_grasp(a: GraspParameters, b: GraspParameters) -> bool:
     """Whether two grasps command the same motion (every parameter within 1e-9)."""
-    return (a.grasp_type == b.grasp_type and np.allclose(a.position, b.position, atol=1e-9)
-            and np.allclose(a.approach, b.approach, atol=1e-9)
+    return (a.grasp_type == b.grasp_type
+            and allclose_finite(a.position.tolist(), b.position.tolist(), atol=1e-9)
+            and allclose_finite(a.approach.tolist(), b.approach.tolist(), atol=1e-9)
             and all(abs(getattr(a, f) - getattr(b, f)) <= 1e-9
                     for f in ("width", "force", "approach_height", "speed", "wrist_yaw")))
 
