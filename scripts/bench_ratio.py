@@ -93,8 +93,12 @@ def main(argv=None) -> int:
     try:
         base = work / "base"
         base.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.base],
-                                 check=True, capture_output=True).stdout
+        got = subprocess.run(["git", "-C", str(ROOT), "archive", args.base],
+                             capture_output=True)
+        if got.returncode != 0:
+            raise SystemExit(f"cannot archive {args.base!r}: "
+                             f"{got.stderr.decode(errors='replace').strip()}")
+        archive = got.stdout
         subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                               check=True, capture_output=True, text=True).stdout.strip()
