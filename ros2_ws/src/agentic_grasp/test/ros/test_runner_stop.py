@@ -85,13 +85,21 @@ from agentic_grasp.ros.nodes.runner import spin_node
 
 class SlowStart(Node):
     def __init__(self):
-        print("constructing", flush=True)
         # busy in code that no KeyboardInterrupt reaches (C, a library's own handler) until
-        # the signal has shut the context down
-        deadline = time.monotonic() + 20.0
-        while rclpy.ok() and time.monotonic() < deadline:
+        # the signal has shut the context down. Everything from the announcement to the
+        # context's end is inside the try: Python raises the KeyboardInterrupt at its next
+        # check, which may fall on the loop's condition (rclpy.ok() is Python) rather than in
+        # the sleep (CI once saw it escape there: exit 0 through spin_node's
+        # KeyboardInterrupt, not the RCLError path this test is about)
+        deadline = None
+        while True:
             try:
-                time.sleep(0.01)
+                if deadline is None:
+                    deadline = time.monotonic() + 20.0
+                    print("constructing", flush=True)
+                while rclpy.ok() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                break
             except KeyboardInterrupt:
                 pass
         super().__init__("runner_slow_start_probe")
