@@ -76,10 +76,12 @@ def test_bad_requests_are_rejected_and_change_nothing(sim_graph, change, code):
     assert sim_graph.launcher.dead() == []
 
 
-def test_cancel_stops_the_attempt_and_keeps_the_object(sim_graph):
-    client = sim_graph.client
+def cancel_during_attempt(graph) -> None:
+    """Load sg_banana seed 2, send a grasp of the banana, cancel it at its first feedback:
+    the result is CANCELED and the banana is still on the table."""
+    client = graph.client
     client.load_scene("sg_banana", 2)
-    banana = _truth(sim_graph)["banana_1"]
+    banana = _truth(graph)["banana_1"]
     goal = ExecuteGrasp.Goal(target_id="banana_1", grasp=grasp_to_msg(heuristic_grasp(banana)))
     from agentic_grasp.ros.backends.dependencies import OrderedActionClient as ActionClient
 
@@ -100,7 +102,11 @@ def test_cancel_stops_the_attempt_and_keeps_the_object(sim_graph):
     finally:
         action.destroy()
     assert result.error_code == ArmError.CANCELED, result.message
-    assert "banana_1" in _truth(sim_graph)
+    assert "banana_1" in _truth(graph)
+
+
+def test_cancel_stops_the_attempt_and_keeps_the_object(sim_graph):
+    cancel_during_attempt(sim_graph)
 
 
 def test_second_goal_while_busy_is_rejected(sim_graph):
