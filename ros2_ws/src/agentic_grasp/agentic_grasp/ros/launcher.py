@@ -8,6 +8,12 @@ With supervision on (``agentic-grasp bringup``; :meth:`Launcher.supervise`), a n
 is restarted after a delay with backoff and given up on after repeated crashes, following
 core.supervision; the other nodes are not touched. The recorder is never restarted (its bag
 folder exists by then; a second writer would refuse it).
+
+A node killed while it creates its DDS participant (the last-resort SIGKILL here, a crash)
+can leave a shared-memory port that hangs every later participant taking it
+(:mod:`agentic_grasp.ros.fastdds_shm`). The launcher removes the Fast DDS files no process
+holds before it starts the graph, after any of its nodes died by a signal other than SIGINT,
+and before it restarts such a node.
 """
 from __future__ import annotations
 
@@ -22,7 +28,14 @@ from typing import Dict, List, Optional, Sequence
 
 from agentic_grasp.core import paths
 from agentic_grasp.core.supervision import DEFAULT_POLICY, CrashHistory, RestartPolicy
+from agentic_grasp.ros import fastdds_shm
 from agentic_grasp.ros.graph import DEFAULT_ARGS, RECORDER, NodeSpec, selected_nodes
+
+
+def killed_by_signal(code: Optional[int]) -> bool:
+    """Whether an exit code is a death by a signal other than SIGINT (the orderly stop):
+    such a process may have been building its participant (module docstring)."""
+    return code is not None and code < 0 and code != -signal.SIGINT
 
 
 def _ros_value(value: object) -> str:
@@ -72,6 +85,7 @@ class Launcher:
     def start(self) -> None:
         """Start the selected nodes, and the recorder first when ``record`` names a folder
         (so the latched topics and the first messages land in the bag)."""
+        fastdds_shm.remove_stale()
         if self.args.get("record"):
             self.args["record"] = str(Path(self.args["record"]).resolve())
             self.start_node(RECORDER)
@@ -97,6 +111,7 @@ class Launcher:
         proc = self.procs[name]
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=5.0)
+        fastdds_shm.remove_stale()
 
     def restart_node(self, name: str) -> subprocess.Popen:
         spec = next(s for s in selected_nodes(self.args) if s.name == name)
@@ -155,6 +170,8 @@ class Launcher:
                 for name, at in list(self._pending.items()):
                     if now >= at and not self._stopping.is_set():
                         del self._pending[name]
+                        if killed_by_signal(self.procs[name].returncode):
+                            fastdds_shm.remove_stale()
                         self.start_node(self._specs[name])
                         self._say(f"{name} restarted (restart {self._history[name].restarts})")
 
@@ -181,7 +198,10 @@ class Launcher:
                     pass
         for thread in self._threads:
             thread.join(timeout=1.0)
-        return {name: p.returncode for name, p in self.procs.items()}
+        codes = {name: p.returncode for name, p in self.procs.items()}
+        if any(killed_by_signal(code) for code in codes.values()):
+            fastdds_shm.remove_stale()
+        return codes
 
     def wait_forever(self, supervise: bool = True) -> int:
         """Block until a signal arrives; then stop everything.

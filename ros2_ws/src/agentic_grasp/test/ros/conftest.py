@@ -21,9 +21,31 @@ def ros_domain():
     # scripts/test.sh picks a random domain; keep discovery on this host either way.
     os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 90 + 5))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    _remove_stale_shm("before the session")
     rclpy.init()
     yield os.environ["ROS_DOMAIN_ID"]
     rclpy.try_shutdown()
+
+
+def _remove_stale_shm(when: str) -> None:
+    """Remove the Fast DDS shared-memory files no process holds (ros/fastdds_shm.py): a
+    process a test killed while it built its participant leaves a port that hangs the next
+    participant taking it, for good (CI stopped at its time limit on such a hang)."""
+    import sys
+
+    from agentic_grasp.ros.fastdds_shm import remove_stale
+
+    removed = remove_stale()
+    if removed:
+        print(f"[fastdds_shm] {when}: removed {len(removed)} file(s) no process holds: "
+              f"{', '.join(removed[:6])}{' ...' if len(removed) > 6 else ''}", file=sys.stderr)
+
+
+@pytest.fixture(autouse=True)
+def stale_shm_removed(request):
+    """After every test: its killed processes' shared-memory files do not outlive it."""
+    yield
+    _remove_stale_shm(f"after {request.node.name}")
 
 
 class Graph:

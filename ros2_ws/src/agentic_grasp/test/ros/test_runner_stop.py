@@ -8,6 +8,7 @@ waits STOP_GRACE_S for the busy ones and then ends the process without them.
 """
 from __future__ import annotations
 
+import select
 import signal
 import subprocess
 import sys
@@ -46,10 +47,20 @@ print("spin_node returned", flush=True)
 SIGINT_GRACE_S = 5.0
 
 
+def _first_line(process: subprocess.Popen, timeout_s: float = 60.0) -> str:
+    """The process's first line of output, waited for at most ``timeout_s`` (a child stuck
+    before it prints is killed and fails the test, rather than hanging the run: a child once
+    hung for good creating its node, over a shared-memory port a killed process had left)."""
+    if not select.select([process.stdout], [], [], timeout_s)[0]:
+        process.kill()
+        pytest.fail(f"no output within {timeout_s:.0f} s")
+    return process.stdout.readline().strip()
+
+
 def _stop(block: bool):
     process = subprocess.Popen([sys.executable, "-c", NODE_SCRIPT.format(block=block)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert process.stdout.readline().strip() == "callback running", process.stderr.read()
+    assert _first_line(process) == "callback running", process.stderr.read()
     time.sleep(0.2)
     process.send_signal(signal.SIGINT)
     started = time.monotonic()
@@ -115,7 +126,7 @@ def test_a_node_stopped_while_it_is_still_being_built_exits_cleanly():
     process = subprocess.Popen([sys.executable, "-c", SLOW_START_SCRIPT],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert process.stdout.readline().strip() == "constructing", process.stderr.read()
+        assert _first_line(process) == "constructing", process.stderr.read()
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30.0)
     finally:
