@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Dict, Iterable, List, Set
 
@@ -113,4 +114,16 @@ def remove_stale(shm_dir: Path = SHM_DIR, proc: Path = Path("/proc")) -> List[st
     return removed
 
 
+def main() -> int:
+    """``python -m agentic_grasp.ros.fastdds_shm``: remove them and say what went."""
+    removed = remove_stale()
+    print(f"removed {len(removed)} Fast DDS shared-memory file(s) no process holds"
+          + (f": {', '.join(removed)}" if removed else ""))
+    return 0
+
+
 __all__ = ["PREFIXES", "SHM_DIR", "group_of", "held_paths", "remove_stale", "stale_files"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -109,16 +109,22 @@ class PlannerGraph:
         self._warm_up()
 
     def _warm_up(self, timeout_s: float = 60.0) -> None:
-        """Ready = one goal through every peer succeeds. While the processes still start (2
-        cores) a first call can outlast the short test timeouts; this configuration has no
-        memory, so the warm-up leaves nothing behind for the tests."""
+        """Ready = one goal through every peer succeeds and its attempt record arrives on
+        planner/attempts. While the processes still start (2 cores) a first call can outlast
+        the short test timeouts, and discovery may match this client's (volatile)
+        subscription to the planner's publisher after a goal's record went out: a loaded run
+        once saw the first test's record never arrive. This configuration has no memory, so
+        the warm-up leaves nothing behind for the tests."""
         deadline = time.monotonic() + timeout_s
         while True:
             self.load("sg_cube", 0)
-            status, result, _, _ = self.grasp("pick up the wood cube", "no_episodic_memory")
-            if status == GoalStatus.STATUS_SUCCEEDED:
+            status, result, _, goal_id = self.grasp("pick up the wood cube",
+                                                    "no_episodic_memory")
+            if status == GoalStatus.STATUS_SUCCEEDED and \
+                    self.published(goal_id, len(result.attempts), timeout_s=5.0):
                 return
-            assert time.monotonic() < deadline, f"graph not ready: {result.message}"
+            assert time.monotonic() < deadline, \
+                f"graph not ready: {result.message or 'no attempt record on planner/attempts'}"
 
     def load(self, task: str, seed: int):
         """Load a scene and wait until perception (the oracle) sees exactly its objects."""
