@@ -137,10 +137,8 @@ def main(argv=None) -> int:
             status |= ratio > args.target
         return int(bool(status))
     finally:
-        if args.keep is None:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            shutil.rmtree(work / "base", ignore_errors=True)
+        # the baseline's tree, and the runs' outputs unless --keep put them elsewhere
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from typing import List, Sequence, Tuple
 import numpy as np
 
 from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.core.numeric import cross_list
 
 
 #: Approaches within this angle of straight down use the top-down closing-axis reference.
@@ -93,9 +94,7 @@ def wrist_yaw_for_closing_axis(approach: Sequence[float], axis: Sequence[float])
     v = _unit(axis, "axis")
     c0l = _default_closing_axis(a.tolist())
     c0 = np.array(c0l)
-    # np.cross(c0, a) as numpy computes it (each product rounded, then the difference)
-    # without its broadcasting set-up: the candidate search calls this per tilted grasp
-    x, y, z = c0l
-    ax, ay, az = a.tolist()
-    cross = np.array([y * az - z * ay, z * ax - x * az, x * ay - y * ax])
+    # np.cross(c0, a) bit for bit without its set-up: the candidate search calls this per
+    # tilted grasp
+    cross = np.array(cross_list(c0l, a.tolist()))
     return math.atan2(float(np.dot(cross, v)), float(np.dot(c0, v)))

@@ -109,20 +109,25 @@ def remove_stale(shm_dir: Path = SHM_DIR, proc: Path = Path("/proc")) -> List[st
         except OSError:
             continue
     if removed:
-        _LOG.info("removed %d Fast DDS shared-memory file(s) no process holds: %s",
-                  len(removed), ", ".join(removed[:8]) + (" ..." if len(removed) > 8 else ""))
+        _LOG.info("%s", summary(removed))
     return removed
+
+
+def summary(removed: List[str], most: int = 8) -> str:
+    """One line on what :func:`remove_stale` removed (at most ``most`` names)."""
+    names = ", ".join(removed[:most]) + (" ..." if len(removed) > most else "")
+    return (f"removed {len(removed)} Fast DDS shared-memory file(s) no process holds"
+            + (f": {names}" if removed else ""))
 
 
 def main() -> int:
     """``python -m agentic_grasp.ros.fastdds_shm``: remove them and say what went."""
-    removed = remove_stale()
-    print(f"removed {len(removed)} Fast DDS shared-memory file(s) no process holds"
-          + (f": {', '.join(removed)}" if removed else ""))
+    print(summary(remove_stale(), most=1_000_000))
     return 0
 
 
-__all__ = ["PREFIXES", "SHM_DIR", "group_of", "held_paths", "remove_stale", "stale_files"]
+__all__ = ["PREFIXES", "SHM_DIR", "group_of", "held_paths", "remove_stale", "stale_files",
+           "summary"]
 
 
 if __name__ == "__main__":

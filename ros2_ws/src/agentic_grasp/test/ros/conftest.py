@@ -33,12 +33,11 @@ def _remove_stale_shm(when: str) -> None:
     participant taking it, for good (CI stopped at its time limit on such a hang)."""
     import sys
 
-    from agentic_grasp.ros.fastdds_shm import remove_stale
+    from agentic_grasp.ros.fastdds_shm import remove_stale, summary
 
     removed = remove_stale()
     if removed:
-        print(f"[fastdds_shm] {when}: removed {len(removed)} file(s) no process holds: "
-              f"{', '.join(removed[:6])}{' ...' if len(removed) > 6 else ''}", file=sys.stderr)
+        print(f"[fastdds_shm] {when}: {summary(removed)}", file=sys.stderr)
 
 
 @pytest.fixture(autouse=True)
