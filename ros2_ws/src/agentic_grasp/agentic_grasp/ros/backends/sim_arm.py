@@ -43,7 +43,10 @@ class SimArmBackend(ArmBackend):
     stops the arm before the next phase (ABORT opens the gripper, nothing more moves).
     ``whole_attempt``: one ATTEMPT call runs the three (two request/response hops fewer); a
     cancel during it sends ABORT, which skips the phases not yet run, and the feedback of
-    the phases after APPROACH is sent when the call returns, not as they start.
+    the phases after APPROACH is sent when the call returns, not as they start: just before
+    the result, on another topic, which DDS does not order against it, and rclpy's
+    ActionClient drops feedback that arrives after its goal's result, so a client can miss
+    them (the result's outcome says what ran).
 
     Runs inside the executor's action callback under a MultiThreadedExecutor with a reentrant
     group: responses arrive on another executor thread while this one waits on an event.
