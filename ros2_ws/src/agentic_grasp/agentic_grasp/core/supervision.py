@@ -18,6 +18,7 @@ a tight loop; 5 crashes in 60 s is a node that will not stay up, which a human h
 """
 from __future__ import annotations
 
+import faulthandler
 import signal
 from collections import deque
 from dataclasses import dataclass
@@ -25,6 +26,10 @@ from typing import Deque, Optional
 
 from agentic_grasp.core.errors import ConfigError
 
+#: The signal on which a node writes every thread's Python stack to stderr
+#: (:func:`enable_stack_dumps`); the launcher sends it to a node still running after SIGINT,
+#: before it escalates.
+STACKS_SIGNAL = signal.SIGUSR1
 #: Exit status of a node whose configuration cannot work (sysexits.h EX_CONFIG): never
 #: restarted, since a restart would fail the same way.
 EXIT_CONFIG = 78
@@ -98,3 +103,11 @@ class CrashHistory:
 
 __all__ = ["CLEAN_EXITS", "CrashHistory", "DEFAULT_POLICY", "Decision", "EXIT_CONFIG",
            "RestartPolicy"]
+
+
+def enable_stack_dumps() -> None:
+    """In a node process: write every thread's stack to stderr on :data:`STACKS_SIGNAL` and
+    before a crash (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL) ends the process, so a node that
+    will not stop, or dies in native code, leaves word of where it was."""
+    faulthandler.enable(all_threads=True)
+    faulthandler.register(STACKS_SIGNAL, all_threads=True)

@@ -2,7 +2,8 @@
 
 Each node runs as ``python -m <module> --ros-args -r __node:=<name> --params-file ...``.
 SIGINT/SIGTERM to the launcher forwards SIGINT to every child (rclpy's clean shutdown), waits,
-then escalates to SIGTERM and SIGKILL, so no node outlives the launcher.
+then escalates to SIGTERM and SIGKILL, so no node outlives the launcher. Before it escalates,
+it names each node still running and has it write its threads' stacks (ros/nodes/runner.py).
 
 With supervision on (``agentic-grasp bringup``; :meth:`Launcher.supervise`), a node that dies
 is restarted after a delay with backoff and given up on after repeated crashes, following
@@ -27,9 +28,15 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from agentic_grasp.core import paths
-from agentic_grasp.core.supervision import DEFAULT_POLICY, CrashHistory, RestartPolicy
+from agentic_grasp.core.supervision import (DEFAULT_POLICY, STACKS_SIGNAL, CrashHistory,
+                                            RestartPolicy)
 from agentic_grasp.ros import fastdds_shm
 from agentic_grasp.ros.graph import DEFAULT_ARGS, RECORDER, NodeSpec, selected_nodes
+
+
+#: How long a node still running after SIGINT is given to write its stacks (s): faulthandler
+#: writes them from its signal handler, without the GIL, in milliseconds.
+STACKS_WAIT_S = 0.5
 
 
 def killed_by_signal(code: Optional[int]) -> bool:
@@ -180,11 +187,14 @@ class Launcher:
         self._stopping.set()
         if self._supervisor is not None:
             self._supervisor.join(timeout=2.0)
+        started = time.monotonic()
         for sig, wait in ((signal.SIGINT, timeout_s), (signal.SIGTERM, 2.0),
                           (signal.SIGKILL, 2.0)):
             alive = [p for p in self.procs.values() if p.poll() is None]
             if not alive:
                 break
+            if sig == signal.SIGTERM:
+                self._ask_for_stacks(alive, time.monotonic() - started)
             for proc in alive:
                 try:
                     os.killpg(proc.pid, sig)
@@ -202,6 +212,20 @@ class Launcher:
         if any(killed_by_signal(code) for code in codes.values()):
             fastdds_shm.remove_stale()
         return codes
+
+    def _ask_for_stacks(self, alive: List[subprocess.Popen], after_s: float) -> None:
+        """Name the nodes still running after SIGINT and have each write its threads' stacks
+        (core.supervision.STACKS_SIGNAL; a node that does not handle it ends by it, as it
+        was about to be ended anyway)."""
+        names = {id(p): n for n, p in self.procs.items()}
+        for proc in alive:
+            self._say(f"{names.get(id(proc), proc.pid)} still running {after_s:.1f} s after "
+                      f"SIGINT; its threads' stacks follow, then SIGTERM")
+            try:
+                os.kill(proc.pid, STACKS_SIGNAL)
+            except ProcessLookupError:
+                pass
+        time.sleep(STACKS_WAIT_S)
 
     def wait_forever(self, supervise: bool = True) -> int:
         """Block until a signal arrives; then stop everything.

@@ -28,6 +28,12 @@ named on stderr): what they would have done is lost either way, as with the SIGK
 
 Every node announces its liveliness (agentic_grasp.ros.liveness), so its peers learn within a
 lease when its process dies.
+
+Every node can say where it is stuck: SIGUSR1 writes every thread's Python stack to stderr
+(core.supervision.STACKS_SIGNAL, ``faulthandler``), and a crash (SIGSEGV, SIGABRT, ...) writes them
+before the process dies. The launcher sends SIGUSR1 to a node still running after SIGINT
+before it escalates, so a node that will not stop is named with its stacks, not only
+SIGKILLed (CI saw a node SIGKILLed at a test's teardown with nothing to say why).
 """
 from __future__ import annotations
 
@@ -41,7 +47,7 @@ import rclpy
 from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
-from agentic_grasp.core.supervision import EXIT_CONFIG
+from agentic_grasp.core.supervision import EXIT_CONFIG, enable_stack_dumps
 from agentic_grasp.ros.liveness import announce
 
 
@@ -73,6 +79,7 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
     logged as FATAL and end the process with status EXIT_CONFIG (78): supervisors see it and
     do not restart a node whose configuration cannot work. ``executor_kind``: "multi" (a
     MultiThreadedExecutor of ``num_threads``) or "events" (module docstring)."""
+    enable_stack_dumps()
     rclpy.init(args=args)
     logger = rclpy.logging.get_logger(getattr(factory, "NODE_NAME", "agentic_grasp"))
     node = None

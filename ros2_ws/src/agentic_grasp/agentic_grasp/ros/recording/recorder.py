@@ -30,6 +30,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.signals import SignalHandlerOptions
 from rosbags.rosbag2 import StoragePlugin, Writer
 
+from agentic_grasp.core.supervision import enable_stack_dumps
 from agentic_grasp.ros.graph import RECORD_ACTION_TOPICS, RECORD_TOPICS, RECORD_VIEW_TOPICS
 from agentic_grasp.ros.recording.typestore import connection_args
 
@@ -162,6 +163,7 @@ class BagRecorder(Node):
 
 def main(args=None) -> None:
     """Spin until SIGINT/SIGTERM, then close the bag and exit 0."""
+    enable_stack_dumps()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
