@@ -101,13 +101,13 @@ class CrashHistory:
         return Decision(False, 0.0, reason)
 
 
-__all__ = ["CLEAN_EXITS", "CrashHistory", "DEFAULT_POLICY", "Decision", "EXIT_CONFIG",
-           "RestartPolicy"]
-
-
 def enable_stack_dumps() -> None:
     """In a node process: write every thread's stack to stderr on :data:`STACKS_SIGNAL` and
     before a crash (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL) ends the process, so a node that
     will not stop, or dies in native code, leaves word of where it was."""
     faulthandler.enable(all_threads=True)
     faulthandler.register(STACKS_SIGNAL, all_threads=True)
+
+
+__all__ = ["CLEAN_EXITS", "CrashHistory", "DEFAULT_POLICY", "Decision", "EXIT_CONFIG",
+           "RestartPolicy", "STACKS_SIGNAL", "enable_stack_dumps"]

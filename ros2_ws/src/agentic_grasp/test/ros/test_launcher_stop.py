@@ -3,6 +3,7 @@ before it escalates (CI once saw a node SIGKILLed at a test's teardown with noth
 why; ros/launcher.py, ros/nodes/runner.py)."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -42,7 +43,7 @@ def test_a_node_that_will_not_stop_is_named_with_its_stacks_then_killed(capsys):
     pump.join(5.0)
     err = capsys.readouterr().err
     assert codes == {"stubborn": -9}
-    assert "[bringup] stubborn still running 0.5 s after SIGINT" in err, err
+    assert re.search(r"\[bringup\] stubborn still running \d+\.\d s after SIGINT", err), err
     # faulthandler's dump, relayed line by line with the node's prefix
     assert "[stubborn] Current thread" in err or "[stubborn] Thread" in err, err
     assert "in stuck_in_shutdown" in err, err
