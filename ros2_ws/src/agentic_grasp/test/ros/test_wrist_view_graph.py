@@ -47,17 +47,17 @@ def graph():
 
 
 def _move_camera(graph, pose_msg, timeout_s=20.0):
-    from rclpy.action import ActionClient
-
+    from agentic_grasp.ros.backends.dependencies import OrderedActionClient as ActionClient
     from agentic_grasp_interfaces.action import MoveCamera
 
     client = ActionClient(graph.client.node, MoveCamera, "move_camera")
     try:
         assert client.wait_for_server(timeout_sec=30.0), "move_camera did not come up"
-        send = client.send_goal_async(MoveCamera.Goal(camera_pose=pose_msg))
-        graph.client.wait_future(send, timeout_s)
-        handle = send.result()
-        assert handle.accepted
+        # resent while unanswered: a new client's first goal can find the server's response
+        # writer not yet matched to it, and that answer is lost
+        handle = client.send_goal_resending(MoveCamera.Goal(camera_pose=pose_msg), None,
+                                            timeout_s)
+        assert handle is not None and handle.accepted
         result = handle.get_result_async()
         graph.client.wait_future(result, timeout_s)
         return result.result().result
