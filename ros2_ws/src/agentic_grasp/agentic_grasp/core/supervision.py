@@ -30,13 +30,19 @@ from agentic_grasp.core.errors import ConfigError
 #: (:func:`enable_stack_dumps`); the launcher sends it to a node still running after SIGINT,
 #: before it escalates.
 STACKS_SIGNAL = signal.SIGUSR1
+#: The signal that ends a node whose DDS teardown hangs (ros/nodes/runner.py: a Fast DDS 2.14
+#: deadlock between its event thread and a receiving thread), after its stacks are written;
+#: its process then ends with status -SIGALRM (-14).
+TEARDOWN_SIGNAL = signal.SIGALRM
 #: Exit status of a node whose configuration cannot work (sysexits.h EX_CONFIG): never
 #: restarted, since a restart would fail the same way.
 EXIT_CONFIG = 78
 #: Exit statuses of a node stopped on purpose (0, SIGINT as -2 from Popen or 130 from a
-#: shell, SIGTERM as -15 or 143): not crashes.
+#: shell, SIGTERM as -15 or 143, and the teardown watchdog's -14 or 142: it is armed only
+#: once the node has stopped): not crashes.
 CLEAN_EXITS = frozenset({0, -int(signal.SIGINT), 128 + int(signal.SIGINT),
-                         -int(signal.SIGTERM), 128 + int(signal.SIGTERM)})
+                         -int(signal.SIGTERM), 128 + int(signal.SIGTERM),
+                         -int(TEARDOWN_SIGNAL), 128 + int(TEARDOWN_SIGNAL)})
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,18 @@ def enable_stack_dumps() -> None:
     will not stop, or dies in native code, leaves word of where it was."""
     faulthandler.enable(all_threads=True)
     faulthandler.register(STACKS_SIGNAL, all_threads=True)
+    # the teardown watchdog's signal: stacks first, then its default action ends the process
+    faulthandler.register(TEARDOWN_SIGNAL, all_threads=True, chain=True)
+
+
+def arm_teardown_watchdog(seconds: float) -> None:
+    """End this process by :data:`TEARDOWN_SIGNAL` (stacks written first, when
+    :func:`enable_stack_dumps` ran) if it is still running ``seconds`` from now. Armed once a
+    node has stopped serving, before its DDS entities are destroyed: a deadlock there holds
+    the GIL, so only a signal's default action can end the process (ros/nodes/runner.py)."""
+    signal.setitimer(signal.ITIMER_REAL, seconds)
 
 
 __all__ = ["CLEAN_EXITS", "CrashHistory", "DEFAULT_POLICY", "Decision", "EXIT_CONFIG",
-           "RestartPolicy", "STACKS_SIGNAL", "enable_stack_dumps"]
+           "RestartPolicy", "STACKS_SIGNAL", "TEARDOWN_SIGNAL", "arm_teardown_watchdog",
+           "enable_stack_dumps"]

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from agentic_grasp.core import paths
-from agentic_grasp.core.supervision import (DEFAULT_POLICY, STACKS_SIGNAL, CrashHistory,
-                                            RestartPolicy)
+from agentic_grasp.core.supervision import (DEFAULT_POLICY, STACKS_SIGNAL, TEARDOWN_SIGNAL,
+                                            CrashHistory, RestartPolicy)
 from agentic_grasp.ros import fastdds_shm
 from agentic_grasp.ros.graph import DEFAULT_ARGS, RECORDER, NodeSpec, selected_nodes
 
@@ -209,6 +209,10 @@ class Launcher:
         for thread in self._threads:
             thread.join(timeout=1.0)
         codes = {name: p.returncode for name, p in self.procs.items()}
+        for name, code in codes.items():
+            if code == -TEARDOWN_SIGNAL:
+                self._say(f"{name} stopped, but its DDS teardown hung and its watchdog ended "
+                          "it (Fast DDS deadlock: ros/nodes/runner.py)")
         if any(killed_by_signal(code) for code in codes.values()):
             fastdds_shm.remove_stale()
         return codes

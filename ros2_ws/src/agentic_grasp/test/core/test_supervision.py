@@ -32,7 +32,7 @@ def test_a_configuration_error_is_never_restarted():
     assert "configuration error" in decision.reason and "retrieval" in decision.reason
 
 
-@pytest.mark.parametrize("code", [0, -2, 130, -15, 143])
+@pytest.mark.parametrize("code", [0, -2, 130, -15, 143, -14, 142])
 def test_a_clean_exit_is_not_a_crash(code):
     decision = CrashHistory("planner").on_exit(code, 0.0)
     assert not decision.restart and "exited cleanly" in decision.reason

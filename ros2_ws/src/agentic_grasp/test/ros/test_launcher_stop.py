@@ -48,3 +48,34 @@ def test_a_node_that_will_not_stop_is_named_with_its_stacks_then_killed(capsys):
     assert "[stubborn] Current thread" in err or "[stubborn] Thread" in err, err
     assert "in stuck_in_shutdown" in err, err
     assert time.monotonic() - started < 10.0
+
+
+#: A stopped node whose teardown hangs holding the GIL, as a Fast DDS deadlock in a writer's
+#: destruction does (libc's sleep through ctypes.PyDLL keeps the GIL).
+HUNG_TEARDOWN = """
+import ctypes, sys
+from agentic_grasp.core.supervision import arm_teardown_watchdog, enable_stack_dumps
+
+enable_stack_dumps()
+
+def destroy_node_hangs():
+    ctypes.PyDLL(None).sleep(30)
+
+arm_teardown_watchdog(0.5)
+destroy_node_hangs()
+print("not reached", flush=True)
+"""
+
+
+def test_a_hung_teardown_is_ended_by_its_watchdog_with_its_stacks():
+    from agentic_grasp.core.supervision import CLEAN_EXITS, TEARDOWN_SIGNAL
+
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", HUNG_TEARDOWN], capture_output=True,
+                          text=True, timeout=20)
+    took = time.monotonic() - started
+    assert proc.returncode == -TEARDOWN_SIGNAL, (proc.returncode, proc.stderr)
+    assert proc.returncode in CLEAN_EXITS        # a supervisor does not restart it
+    assert "in destroy_node_hangs" in proc.stderr, proc.stderr
+    assert "not reached" not in proc.stdout
+    assert took < 10.0

@@ -19,6 +19,8 @@ from agentic_grasp_interfaces.action import GraspObject
 from agentic_grasp_interfaces.msg import PerceptionResult
 from agentic_grasp_interfaces.srv import Perceive
 
+from .conftest import assert_stopped
+
 pytestmark = pytest.mark.vllm
 
 Result = GraspObject.Result
@@ -77,7 +79,7 @@ def vlm_graph(vllm_server):
         if client is not None:
             client.close()
         codes = launcher.stop()
-    assert all(code in (0, -2, 130) for code in codes.values()), codes
+    assert_stopped(codes)
 
 
 def test_the_perception_node_answers_over_dds_from_real_vllm(vlm_graph):

@@ -16,6 +16,8 @@ import pytest
 from agentic_grasp.core.arm import ArmError
 from agentic_grasp.core.camera import look_at
 
+from .conftest import assert_stopped
+
 TASK = "it_ball_behind_box"
 
 
@@ -43,7 +45,7 @@ def graph():
     g = _Graph()
     yield g
     codes = g.close()
-    assert all(code in (0, -2, 130) for code in codes.values()), codes
+    assert_stopped(codes)
 
 
 def _move_camera(graph, pose_msg, timeout_s=20.0):

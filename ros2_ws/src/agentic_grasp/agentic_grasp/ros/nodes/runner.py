@@ -29,6 +29,22 @@ named on stderr): what they would have done is lost either way, as with the SIGK
 Every node announces its liveliness (agentic_grasp.ros.liveness), so its peers learn within a
 lease when its process dies.
 
+A stopped node's DDS teardown can deadlock inside Fast DDS 2.14 (the wheels' version): the
+participant's event thread, running the WLP timer that asserts an AUTOMATIC liveliness with a
+finite lease (the ``alive/<node>`` publisher's), waits for the discovery (PDP) mutex, while a
+receiving thread that holds that mutex, removing a peer's writer that stopped at the same
+moment, waits for the event thread (``ResourceEvent::unregister_timer`` from
+``WriterProxy::stop``); destroying any writer then waits for the event thread too, for ever,
+holding the GIL. Caught with py-spy and gdb in 2 of 80 stops of a whole graph here (upstream:
+eProsima/Fast-DDS#6502 is the same cycle through another timer). Two measures: the liveliness
+publisher is destroyed first, which ends the participant's WLP timer before most peers'
+removals arrive; and once a node has stopped, :data:`TEARDOWN_S` bounds its teardown: a
+signal (core.supervision.TEARDOWN_SIGNAL, SIGALRM) writes the stacks and ends the process
+by its default action (status -14, which supervisors count as a clean stop). Nothing of the
+node's own is lost then: its callbacks have ended, and what it keeps goes to disk record by
+record; what is skipped is the participant's orderly exit (its peers saw its liveliness
+writer go first).
+
 Every node can say where it is stuck: SIGUSR1 writes every thread's Python stack to stderr
 (core.supervision.STACKS_SIGNAL, ``faulthandler``), and a crash (SIGSEGV, SIGABRT, ...) writes them
 before the process dies. The launcher sends SIGUSR1 to a node still running after SIGINT
@@ -47,13 +63,19 @@ import rclpy
 from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
-from agentic_grasp.core.supervision import EXIT_CONFIG, enable_stack_dumps
+from agentic_grasp.core.supervision import (EXIT_CONFIG, arm_teardown_watchdog,
+                                            enable_stack_dumps)
 from agentic_grasp.ros.liveness import announce
 
 
 #: How long threads still running after the node is destroyed may take to end (s): well
 #: inside the launcher's 5 s between SIGINT and SIGTERM (module docstring).
 STOP_GRACE_S = 2.0
+#: How long a stopped node's DDS teardown (its entities, the context, the participant at exit)
+#: may take before its watchdog ends the process (s; module docstring). Measured here: under
+#: 0.5 s for a whole graph, 2.0 s at most beside two busy loops; with the 2 s callback grace
+#: before it, still inside the launcher's 5 s between SIGINT and SIGTERM when callbacks end.
+TEARDOWN_S = 2.5
 #: Environment variable that overrides every node's executor: "multi" or "events".
 EXECUTOR_ENV = "AGENTIC_GRASP_EXECUTOR"
 EXECUTORS = ("multi", "events")
@@ -84,15 +106,17 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
     logger = rclpy.logging.get_logger(getattr(factory, "NODE_NAME", "agentic_grasp"))
     node = None
     executor = None
+    alive = None
     code = 0
+    stopped = False            # asked to stop (SIGINT, SIGTERM, a shutdown), not failed
     try:
         node = factory()
-        announce(node)
+        alive = announce(node)
         executor = make_executor(executor_kind, num_threads)
         executor.add_node(node)
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        stopped = True
     except fatal as exc:  # type: ignore[misc]
         logger.fatal(f"cannot start: {exc}")
         code = EXIT_CONFIG
@@ -104,13 +128,20 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
         # That is the same orderly stop; an error with the context still valid is not.
         if rclpy.ok():
             raise
+        stopped = True
         if node is None:
             logger.info("stopped while starting")
     finally:
+        if alive is not None:
+            # first, so the participant's liveliness timer ends before the peers stopping with
+            # this node remove their writers (module docstring: Fast DDS deadlock)
+            node.destroy_publisher(alive)
         if executor is not None:
             executor.shutdown(timeout_sec=2.0)
             # before the node is destroyed: a callback still running would use its entities
             _end_without_blocked_callbacks(executor, code, STOP_GRACE_S)
+        if stopped:
+            arm_teardown_watchdog(TEARDOWN_S)
         if node is not None:
             node.destroy_node()
         if rclpy.ok():
