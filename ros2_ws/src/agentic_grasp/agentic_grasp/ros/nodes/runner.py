@@ -36,9 +36,11 @@ receiving thread that holds that mutex, removing a peer's writer that stopped at
 moment, waits for the event thread (``ResourceEvent::unregister_timer`` from
 ``WriterProxy::stop``); destroying any writer then waits for the event thread too, for ever,
 holding the GIL. Caught with py-spy and gdb in 2 of 80 stops of a whole graph here (upstream:
-eProsima/Fast-DDS#6502 is the same cycle through another timer). Two measures: the liveliness
-publisher is destroyed first, which ends the participant's WLP timer before most peers'
-removals arrive; and once a node has stopped, :data:`TEARDOWN_S` bounds its teardown: a
+eProsima/Fast-DDS#6502 is the same cycle through another timer); it also hangs the
+participant's deletion when the interpreter collects the context at exit. Two measures: the
+liveliness publisher is destroyed before the node's other entities, which ends the
+participant's WLP timer before most of its peers' removals arrive; and once a node has
+stopped, :data:`TEARDOWN_S` bounds its whole teardown (to the process's end): a
 signal (core.supervision.TEARDOWN_SIGNAL, SIGALRM) writes the stacks and ends the process
 by its default action (status -14, which supervisors count as a clean stop). Nothing of the
 node's own is lost then: its callbacks have ended, and what it keeps goes to disk record by
@@ -132,16 +134,17 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
         if node is None:
             logger.info("stopped while starting")
     finally:
-        if alive is not None:
-            # first, so the participant's liveliness timer ends before the peers stopping with
-            # this node remove their writers (module docstring: Fast DDS deadlock)
-            node.destroy_publisher(alive)
         if executor is not None:
             executor.shutdown(timeout_sec=2.0)
             # before the node is destroyed: a callback still running would use its entities
             _end_without_blocked_callbacks(executor, code, STOP_GRACE_S)
         if stopped:
             arm_teardown_watchdog(TEARDOWN_S)
+        if alive is not None:
+            # before the node's other entities (rclpy destroys publishers in creation order,
+            # and this one came last): the participant's liveliness timer ends before most
+            # removals of its peers' writers arrive (module docstring: Fast DDS deadlock)
+            node.destroy_publisher(alive)
         if node is not None:
             node.destroy_node()
         if rclpy.ok():
