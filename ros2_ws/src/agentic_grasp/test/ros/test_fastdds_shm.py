@@ -93,6 +93,9 @@ def test_an_uninitialised_port_segment_hangs_node_creation_until_it_is_removed()
     fastdds_shm.remove_stale()               # nothing of an earlier run in the way
     assert not port.exists(), f"{port} is held by a live process: domain {DOMAIN} is in use"
     port.write_bytes(b"\0" * PORT_BYTES)
+    # held open meanwhile, so no other cleaner (a bringup, another run of these tests) removes
+    # it as stale before the node meets it; closed before this test's own removal
+    held = open(port, "rb")
     try:
         start = time.monotonic()
         created, proc = _create_node(timeout_s=10.0)
@@ -100,12 +103,14 @@ def test_an_uninitialised_port_segment_hangs_node_creation_until_it_is_removed()
             "a node was created over an uninitialised port segment: the hang this module " \
             "guards against did not happen"
         assert time.monotonic() - start >= 10.0
+        held.close()
         removed = fastdds_shm.remove_stale()
         assert port.name in removed, removed
         created, proc = _create_node(timeout_s=60.0)
         assert created, "no node after the stale segment was removed"
         assert proc.returncode == 0
     finally:
+        held.close()
         port.unlink(missing_ok=True)
         fastdds_shm.remove_stale()
 
