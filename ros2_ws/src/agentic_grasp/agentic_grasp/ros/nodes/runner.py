@@ -58,6 +58,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, List, Optional, Tuple, Type
 
@@ -165,6 +166,12 @@ def _end_without_blocked_callbacks(executor: Optional[Executor], code: int,
     pool = getattr(executor, "_executor", None)
     if not isinstance(pool, ThreadPoolExecutor):
         return
+    # The callbacks queued and not started are dropped, on purpose: the node is stopping.
+    # Their handler coroutines are then never awaited, which Python reports at exit as a
+    # RuntimeWarning naming rclpy's handler; that one warning says nothing here.
+    warnings.filterwarnings("ignore", category=RuntimeWarning,
+                            message=r"coroutine 'Executor\._make_handler\.<locals>\.handler' "
+                                    r"was never awaited")
     pool.shutdown(wait=False, cancel_futures=True)
     deadline = time.monotonic() + grace_s
     workers = list(getattr(pool, "_threads", ()))
