@@ -134,3 +134,21 @@ def test_a_node_stopped_while_it_is_still_being_built_exits_cleanly():
     assert process.returncode == 0, err
     assert "Traceback" not in err and "stopped while starting" in err, err
     assert "spin_node returned" in out
+
+
+def test_the_executors_sigint_guard_outlives_its_shutdown():
+    """rclpy's signal thread may still be walking the SIGINT guard conditions when the woken
+    executor shuts down; spin_node keeps the executor's guard condition registered and alive
+    instead of letting Executor.shutdown destroy it (ros/nodes/runner.py)."""
+    from rclpy.executors import MultiThreadedExecutor
+
+    from agentic_grasp.ros.nodes import runner
+
+    executor = MultiThreadedExecutor(num_threads=2)
+    guard = executor._sigint_gc
+    assert guard is not None                       # rclpy still keeps it there
+    runner._keep_sigint_guard(executor)
+    assert executor.shutdown(timeout_sec=1.0)
+    assert executor._sigint_gc is None and guard in runner._SIGINT_GUARDS
+    with guard.handle:                             # not destroyed: InvalidHandle otherwise
+        guard.trigger()

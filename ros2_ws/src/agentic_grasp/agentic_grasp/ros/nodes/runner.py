@@ -47,6 +47,16 @@ node's own is lost then: its callbacks have ended, and what it keeps goes to dis
 record; what is skipped is the participant's orderly exit (its peers saw its liveliness
 writer go first).
 
+A stopping node could also die by SIGSEGV in rclpy's own signal thread (rclpy 7.1.5): on
+SIGINT that thread walks the list of registered SIGINT guard conditions without a lock and
+triggers each (``trigger_guard_conditions``, rclpy/src/rclpy/signal_handler.cpp); the first
+trigger wakes this node's executor, whose ``Executor.shutdown`` then unregisters its guard
+condition (which frees the list being walked) and destroys it, so the thread can trigger a
+destroyed guard condition or read a freed list. Core dumps of it show the crash in
+``rcl_trigger_guard_condition`` on that thread (2 in 13 stops of a whole graph beside a busy
+loop). The executor's guard condition is therefore taken out of it before it shuts down and
+kept, registered and alive, until the process ends.
+
 Every node can say where it is stuck: SIGUSR1 writes every thread's Python stack to stderr
 (core.supervision.STACKS_SIGNAL, ``faulthandler``), and a crash (SIGSEGV, SIGABRT, ...) writes them
 before the process dies. The launcher sends SIGUSR1 to a node still running after SIGINT
@@ -74,6 +84,8 @@ from agentic_grasp.ros.liveness import announce
 #: How long threads still running after the node is destroyed may take to end (s): well
 #: inside the launcher's 5 s between SIGINT and SIGTERM (module docstring).
 STOP_GRACE_S = 2.0
+#: The executors' SIGINT guard conditions, kept until the process ends (_keep_sigint_guard).
+_SIGINT_GUARDS: List[object] = []
 #: How long a stopped node's DDS teardown (its entities, the context, the participant at exit)
 #: may take before its watchdog ends the process (s; module docstring). Measured here: under
 #: 0.5 s for a whole graph, 2.0 s at most beside two busy loops; with the 2 s callback grace
@@ -136,6 +148,7 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
             logger.info("stopped while starting")
     finally:
         if executor is not None:
+            _keep_sigint_guard(executor)
             executor.shutdown(timeout_sec=2.0)
             # before the node is destroyed: a callback still running would use its entities
             _end_without_blocked_callbacks(executor, code, STOP_GRACE_S)
@@ -152,6 +165,15 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
             rclpy.try_shutdown()
     if code:
         sys.exit(code)
+
+
+def _keep_sigint_guard(executor: Executor) -> None:
+    """Take the executor's SIGINT guard condition out of it before it shuts down, and keep it
+    (registered, alive) until the process ends (module docstring: rclpy's signal thread)."""
+    guard = getattr(executor, "_sigint_gc", None)
+    if guard is not None:
+        executor._sigint_gc = None
+        _SIGINT_GUARDS.append(guard)
 
 
 def _end_without_blocked_callbacks(executor: Optional[Executor], code: int,
