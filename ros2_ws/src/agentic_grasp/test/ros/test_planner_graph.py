@@ -300,13 +300,24 @@ def test_episodic_memory_lives_for_the_session(graph):
     assert "position_error" in result.message
 
 
+#: Tries of the cancel test: the attempt runs 3 phases of PHASE_DELAY_S, and the cancel is
+#: sent when the client sees the "execute" feedback; a client spun late sends it too late,
+#: and the grasp then succeeds (ROS lets a goal succeed after a cancel request; a fresh-clone
+#: run saw it once: cancel requested 0.22 s before the attempt's end).
+CANCEL_TRIES = 3
+
+
 def test_cancel_during_an_attempt_stops_the_arm(graph):
-    graph.load("sg_banana", 2)
-    handle, run = graph.send("pick up the banana")
-    assert handle.accepted
-    assert run.executing.wait(20.0)
-    assert graph.planner.cancel(handle)
-    status, result = graph.planner.wait(handle, 20.0)
+    for attempt in range(1, CANCEL_TRIES + 1):
+        graph.load("sg_banana", 2)
+        handle, run = graph.send("pick up the banana")
+        assert handle.accepted
+        assert run.executing.wait(20.0)
+        assert graph.planner.cancel(handle)
+        status, result = graph.planner.wait(handle, 20.0)
+        if status != GoalStatus.STATUS_SUCCEEDED:
+            break
+        print(f"cancel try {attempt}: the attempt ended before the cancel reached the arm")
     assert status == GoalStatus.STATUS_CANCELED, result.message
     assert result.error_code == Result.ERROR_CANCELED and not result.success
     assert list(result.grasped_ids) == []

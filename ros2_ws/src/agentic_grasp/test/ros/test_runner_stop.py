@@ -152,3 +152,38 @@ def test_the_executors_sigint_guard_outlives_its_shutdown():
     assert executor._sigint_gc is None and guard in runner._SIGINT_GUARDS
     with guard.handle:                             # not destroyed: InvalidHandle otherwise
         guard.trigger()
+
+
+#: One callback blocked for a minute, another that raises: the exception comes out of
+#: executor.spin(), and the blocked one makes spin_node end the process with os._exit.
+RAISING_SCRIPT = """
+import threading
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+from agentic_grasp.ros.nodes.runner import spin_node
+
+class Raising(Node):
+    def __init__(self):
+        super().__init__("runner_raising_probe")
+        group = ReentrantCallbackGroup()
+        self.blocker = self.create_timer(0.05, self._block, callback_group=group)
+        self.raiser = self.create_timer(0.5, self._raise, callback_group=group)
+
+    def _block(self):
+        self.blocker.cancel()
+        threading.Event().wait(60.0)
+
+    def _raise(self):
+        self.raiser.cancel()
+        raise RuntimeError("boom from a callback")
+
+spin_node(Raising, num_threads=4)
+"""
+
+
+def test_a_callbacks_exception_is_said_and_ends_the_node_as_a_crash():
+    proc = subprocess.run([sys.executable, "-c", RAISING_SCRIPT], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "stopped by an exception" in proc.stderr, proc.stderr
+    assert "RuntimeError: boom from a callback" in proc.stderr, proc.stderr

@@ -68,6 +68,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import traceback
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, List, Optional, Tuple, Type
@@ -84,6 +85,9 @@ from agentic_grasp.ros.liveness import announce
 #: How long threads still running after the node is destroyed may take to end (s): well
 #: inside the launcher's 5 s between SIGINT and SIGTERM (module docstring).
 STOP_GRACE_S = 2.0
+#: Exit status of a node stopped by an exception from a callback (Python's own for an uncaught
+#: exception): a crash, which supervisors restart.
+EXIT_CRASH = 1
 #: The executors' SIGINT guard conditions, kept until the process ends (_keep_sigint_guard).
 _SIGINT_GUARDS: List[object] = []
 #: How long a stopped node's DDS teardown (its entities, the context, the participant at exit)
@@ -142,6 +146,12 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
         # RCLError ("the given context is not valid") instead of ExternalShutdownException.
         # That is the same orderly stop; an error with the context still valid is not.
         if rclpy.ok():
+            # A callback's exception comes out of executor.spin() (MultiThreadedExecutor
+            # re-raises it): say it here, since a callback still blocked below ends the
+            # process with os._exit, before Python could print it (a fresh-clone run saw a
+            # planner stop mid-goal with nothing but "callback(s) still blocked").
+            logger.fatal(f"stopped by an exception: {traceback.format_exc()}")
+            code = EXIT_CRASH
             raise
         stopped = True
         if node is None:
