@@ -194,7 +194,7 @@ class Launcher:
             if not alive:
                 break
             if sig == signal.SIGTERM:
-                self._ask_for_stacks(alive, time.monotonic() - started)
+                self._ask_for_stacks(time.monotonic() - started)
             for proc in alive:
                 try:
                     os.killpg(proc.pid, sig)
@@ -217,13 +217,14 @@ class Launcher:
             fastdds_shm.remove_stale()
         return codes
 
-    def _ask_for_stacks(self, alive: List[subprocess.Popen], after_s: float) -> None:
+    def _ask_for_stacks(self, after_s: float) -> None:
         """Name the nodes still running after SIGINT and have each write its threads' stacks
         (core.supervision.STACKS_SIGNAL; a node that does not handle it ends by it, as it
         was about to be ended anyway)."""
-        names = {id(p): n for n, p in self.procs.items()}
-        for proc in alive:
-            self._say(f"{names.get(id(proc), proc.pid)} still running {after_s:.1f} s after "
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                continue
+            self._say(f"{name} still running {after_s:.1f} s after "
                       f"SIGINT; its threads' stacks follow, then SIGTERM")
             try:
                 os.kill(proc.pid, STACKS_SIGNAL)

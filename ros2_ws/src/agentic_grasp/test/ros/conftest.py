@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
+
+from agentic_grasp.core.supervision import TEARDOWN_SIGNAL
 
 rclpy = pytest.importorskip("rclpy", reason="ROS 2 (rclpy) is set up by scripts/setup.sh")
 
@@ -50,7 +53,7 @@ def stale_shm_removed(request):
 #: A node's exit statuses after the launcher's SIGINT: 0, or the SIGINT codes, or its teardown
 #: watchdog's (ros/nodes/runner.py: Fast DDS 2.14 can deadlock in a stopped node's teardown).
 #: A SIGKILL (-9) means the node did not end on its own within 7 s.
-STOP_CODES = (0, -2, 130, -14)
+STOP_CODES = (0, -int(signal.SIGINT), 128 + int(signal.SIGINT), -int(TEARDOWN_SIGNAL))
 
 
 def assert_stopped(codes) -> None:
