@@ -174,3 +174,28 @@ def test_a_restart_within_the_verdict_window_is_a_death(ros_domain, peer):
         assert w.monitor.lapses(PEER) == 0
     finally:
         w.close()
+
+
+def test_the_sim_arm_sends_nothing_to_a_peer_in_doubt(watch, peer):
+    """The executor's sim arm waits before an attempt's first request while the sim is not
+    alive, not only once it is judged lost: killed, its lease run out, its verdict pending,
+    a request would reach the restarted instance and the old one's verdict, landing during
+    the call, would end that sound attempt as lost (CI, test_restart_wait_graph[sim])."""
+    from agentic_grasp.ros.backends.sim_arm import SimArmBackend
+
+    backend = SimArmBackend(watch.node, service=f"/{PEER}/arm", timeout_s=START_S)
+    monitor = backend._monitor
+    old = peer()
+    watch.wait(lambda: monitor.alive(PEER), START_S, "the peer never came up")
+    old.kill()
+    watch.wait(lambda: not monitor.alive(PEER), 5.0, "DDS never reported the kill")
+    in_doubt = monitor.losses(PEER) == 0 and not monitor.lost(PEER)
+    returned = []
+    waiter = threading.Thread(target=lambda: (backend._await_back(lambda: False),
+                                              returned.append((monitor.alive(PEER),
+                                                               monitor.losses(PEER)))))
+    waiter.start()
+    peer()                                           # the supervisor's respawn
+    waiter.join(START_S + 5.0)
+    assert in_doubt, "the verdict came before the wait began: the case was not probed"
+    assert returned == [(True, 1)], returned       # the new instance, the old one judged

@@ -107,14 +107,20 @@ class SimArmBackend(ArmBackend):
         return "lost" if self._monitor.losses(self.peer) != losses else None
 
     def _await_back(self, is_canceled: Callable[[], bool]) -> None:
-        """Before an attempt's (or a view's) first request: while this node's own watch still
-        says the sim is lost, wait up to ``timeout_s`` for it to come back. Nothing was sent
-        to it yet, so a restarted sim can take the request; the planner's watch may have seen
-        the new instance before this one did (each node discovers it on its own; CI saw the
-        executor's watch 0.9 s behind the planner's, and the attempt end as lost)."""
+        """Before an attempt's (or a view's) first request: while this node's own watch does
+        not see the sim alive, wait up to ``timeout_s`` for it. Nothing was sent to it yet, so
+        a restarted sim can take the request; the planner's watch may have seen the new
+        instance before this one did (each node discovers it on its own; CI saw the
+        executor's watch 0.9 s behind the planner's, and the attempt end as lost).
+
+        Not alive covers lost and in doubt alike: a sim whose lease ran out and whose verdict
+        is still pending (liveness.CONFIRM_S) must be waited out too. A request sent then went
+        to the restarted instance, and the old one's verdict, landing during the call, ended
+        that sound attempt as lost (CI: the sim back 1.1 s after its SIGKILL, the executor's
+        verdict 0.07 s into the attempt)."""
         deadline = time.monotonic() + self._timeout
         poll = threading.Event()                 # never set: a sleep
-        while self._monitor.lost(self.peer) and time.monotonic() < deadline \
+        while not self._monitor.alive(self.peer) and time.monotonic() < deadline \
                 and not is_canceled():
             poll.wait(0.05)
 
