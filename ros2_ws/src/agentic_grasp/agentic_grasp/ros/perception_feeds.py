@@ -52,10 +52,10 @@ class CameraFeed:
                                              qos.LATCHED, callback_group=group)
             self.truth_topic = truth.topic_name
         subs.append(node.create_subscription(
-            CaptureCurrent, f"{prefix}/capture_current", self._on_current, qos.STATE,
+            CaptureCurrent, f"{prefix}/capture_current", self._on_current, qos.REQUEST,
             callback_group=group))
         self._subs = subs
-        self._pub_request = node.create_publisher(Time, f"{prefix}/capture_request", qos.STATE)
+        self._pub_request = node.create_publisher(Time, f"{prefix}/capture_request", qos.REQUEST)
 
     def _on_info(self, msg: CameraInfo) -> None:
         if not self._warned_distortion and any(abs(float(v)) > 0.0 for v in msg.d):

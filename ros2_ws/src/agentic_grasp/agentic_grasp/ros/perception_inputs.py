@@ -114,10 +114,14 @@ class FrameStore:
         self._current: Dict[int, Tuple[int, int]] = {}
         self._history = history
         self._cond = threading.Condition()
+        #: messages heard so far: colour images and CaptureCurrent (a wait's error says how
+        #: many came while it waited, so a silent camera and a lost answer tell apart)
+        self._heard = {"rgb": 0, "current": 0}
 
     def add_rgb(self, msg: Image) -> None:
         with self._cond:
             _add(self._rgb, msg, stamp_ns(msg.header.stamp), lambda m: stamp_ns(m.header.stamp))
+            self._heard["rgb"] += 1
             self._cond.notify_all()
 
     def add_depth(self, msg: Image) -> None:
@@ -140,6 +144,7 @@ class FrameStore:
         """The camera says the capture at ``capture_ns`` (world ``world_version``) still
         showed the world at ``current_at_ns``."""
         with self._cond:
+            self._heard["current"] += 1
             at, _ = self._current.get(capture_ns, (capture_ns, world_version))
             self._current[capture_ns] = (max(at, current_at_ns), world_version)
             while len(self._current) > 2 * self._history:     # the oldest captures go
@@ -225,7 +230,9 @@ class FrameStore:
         every REQUEST_INTERVAL_S while none has come). On timeout the last reason, with the
         time waited."""
         deadline = time.monotonic() + max(0.0, timeout_s)
-        asked = -1.0
+        asked, requests = -1.0, 0
+        with self._cond:
+            heard = dict(self._heard)
         while True:
             capture, why = self.find(topics, not_before_ns, truth_topic)
             now = time.monotonic()
@@ -233,11 +240,15 @@ class FrameStore:
                 break
             if request is not None and now - asked >= REQUEST_INTERVAL_S:
                 request(not_before_ns)
-                asked = now
+                asked, requests = now, requests + 1
             with self._cond:
                 self._cond.wait(min(deadline - now, REQUEST_INTERVAL_S))
         if capture is None and timeout_s > 0.0:
-            why = f"{why} (waited {timeout_s:.2f} s)"
+            with self._cond:
+                rgbs, currents = (self._heard[k] - heard[k] for k in ("rgb", "current"))
+            asks = f"; asked {requests} times" if request is not None else ""
+            why = (f"{why} (waited {timeout_s:.2f} s{asks}; heard {rgbs} colour images and "
+                   f"{currents} capture_current meanwhile)")
         return capture, why
 
 

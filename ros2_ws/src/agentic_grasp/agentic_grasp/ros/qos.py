@@ -27,3 +27,13 @@ RELIABLE_STREAM = QoSProfile(depth=50, history=HistoryPolicy.KEEP_LAST,
 STATE = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
                    reliability=ReliabilityPolicy.RELIABLE,
                    durability=DurabilityPolicy.VOLATILE)
+
+#: Requests that are repeated until answered, and their answers (``camera/capture_request``,
+#: ``camera/capture_current``): best effort. A reliable reader delivers in order, so one
+#: sample lost on the loaded machine (a full shared-memory port) holds back every later one
+#: until the writer's next heartbeat repairs it, seconds later (Fast DDS's default heartbeat
+#: period is 3 s): CI saw a perceive wait its whole 2 s for a CaptureCurrent while its
+#: requests went out every 0.2 s. A lost request or answer costs one repeat instead.
+REQUEST = QoSProfile(depth=5, history=HistoryPolicy.KEEP_LAST,
+                     reliability=ReliabilityPolicy.BEST_EFFORT,
+                     durability=DurabilityPolicy.VOLATILE)

@@ -1,6 +1,7 @@
 """FrameStore: captures paired by stamp, never older than not_before (no DDS here)."""
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -90,7 +91,27 @@ def test_wait_capture_is_bounded():
     capture, why = store.wait_capture(TOPICS, 15 * S, 0.3, request=lambda _ns: None)
     elapsed = time.monotonic() - started
     assert capture is None and 0.3 <= elapsed < 1.0
-    assert why.endswith("(newest 10.000 s) (waited 0.30 s)")
+    assert re.search(r"\(newest 10\.000 s\) \(waited 0\.30 s; asked [12] times; heard 0 "
+                     r"colour images and 0 capture_current meanwhile\)$", why), why
+
+
+def test_a_failed_wait_says_what_the_camera_sent_meanwhile():
+    """Answers that came but did not do (an older frame, a capture current only up to
+    before not_before) are counted in the error: a camera that answered and one whose answers
+    never arrived read differently."""
+    store = _store(10)
+
+    def answer(_ns):
+        store.add_rgb(_image(9))                         # older than what the store has
+        store.add_current(10 * S, 12 * S, 1)             # current, but only up to 12 s
+
+    capture, why = store.wait_capture(TOPICS, 15 * S, 0.3, request=answer)
+    assert capture is None
+    assert re.search(r"asked ([12]) times; heard \1 colour images and \1 capture_current "
+                     r"meanwhile\)$", why), why
+    capture, why = store.wait_capture(TOPICS, 15 * S, 0.3)    # nothing to ask
+    assert why.endswith("(waited 0.30 s; heard 0 colour images and 0 capture_current "
+                        "meanwhile)"), why
 
 
 def test_a_capture_declared_current_counts_for_not_before_and_keeps_its_stamp():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import socket
 import threading
 import time
@@ -320,8 +321,9 @@ def test_missing_frame_and_bad_or_missing_ground_truth_are_clear_errors(peer, sc
         started = time.monotonic()
         result = peer.perceive(running.ns, CUP_INSTRUCTION)
         assert time.monotonic() - started < 0.3 + 2.0            # bounded, nothing hangs
-        assert result.error == ("no camera frame yet on /t_blind/camera/color/image_raw "
-                                "(waited 0.30 s)")
+        assert re.fullmatch(r"no camera frame yet on /t_blind/camera/color/image_raw "
+                            r"\(waited 0\.30 s; asked \d+ times; heard 0 colour images and "
+                            r"0 capture_current meanwhile\)", result.error), result.error
         assert result.backend == "oracle" and not result.target_found and not result.objects
 
         peer.publish_frame(running.ns, scene)
@@ -330,7 +332,8 @@ def test_missing_frame_and_bad_or_missing_ground_truth_are_clear_errors(peer, sc
             assert node.frames.condition.wait_for(
                 lambda: node.inputs_problem().startswith("no ground truth"), timeout=WAIT_S)
         result = peer.perceive(running.ns, CUP_INSTRUCTION)
-        assert result.error == "no ground truth yet on /t_blind/sim/ground_truth (waited 0.30 s)"
+        assert result.error.startswith("no ground truth yet on /t_blind/sim/ground_truth "
+                                       "(waited 0.30 s; asked "), result.error
 
         broken = copy.deepcopy(scene["truth"])
         broken.objects[1].size.z = -0.16
@@ -645,7 +648,7 @@ class CameraOnRequest:
         self.requests: List[Time] = []
         self.silent = False
         peer.node.create_subscription(Time, f"{ns}/camera/capture_request", self._on_request,
-                                      qos.STATE)
+                                      qos.REQUEST)
 
     def _on_request(self, msg: Time) -> None:
         self.requests.append(msg)
@@ -680,7 +683,10 @@ def test_a_camera_that_never_delivers_a_fresh_capture_is_a_clear_error(peer, sce
         elapsed = time.monotonic() - started
         assert 0.5 < elapsed < 0.6 + 2.0, elapsed            # waited its bound, no more
         assert result.error.startswith("no camera frame taken at or after "), result.error
-        assert "(newest 100.000 s) (waited 0.60 s)" in result.error, result.error
+        assert "(newest 100.000 s) (waited 0.60 s; asked " in result.error, result.error
+        # the silent camera sent nothing while perception waited, and the error says so
+        assert result.error.endswith("; heard 0 colour images and 0 capture_current "
+                                     "meanwhile)"), result.error
         assert not result.objects and result.world_version == 0
         assert len(camera.requests) >= 2                    # it asked, and asked again
         camera.silent = False                               # the camera comes back
@@ -698,9 +704,10 @@ def test_frames_without_the_truth_of_their_capture_are_a_mismatch_until_it_comes
         peer.publish_truth(running.ns, scene)               # truth of the 100 s capture
         peer.publish_frame(running.ns, newer)               # frames of the 102 s capture
         result = peer.perceive(running.ns, CUP_INSTRUCTION, not_before=Time(sec=102))
-        assert result.error == ("no ground truth on /t_mismatch/sim/ground_truth for the "
-                                "capture at 102.000 s (newest truth at 100.000 s, world "
-                                "version 7) (waited 0.40 s)"), result.error
+        assert result.error.startswith(
+            "no ground truth on /t_mismatch/sim/ground_truth for the capture at 102.000 s "
+            "(newest truth at 100.000 s, world version 7) (waited 0.40 s; asked "), \
+            result.error
         peer.publish_truth(running.ns, newer)               # it resolves
         result = peer.perceive(running.ns, CUP_INSTRUCTION, not_before=Time(sec=102))
         assert result.error == "" and result.capture_stamp.sec == 102, result.error

@@ -92,7 +92,7 @@ class WristCameraStation:
         node.create_service(WristCamera, "sim/wrist_camera", self._on_describe,
                             callback_group=MutuallyExclusiveCallbackGroup())
         node.create_subscription(Time, f"{PREFIX}/capture_request", self._on_request,
-                                 qos.STATE, callback_group=group)
+                                 qos.REQUEST, callback_group=group)
 
     def _on_describe(self, _request, response):
         mount = self.arm.sim.wrist_camera

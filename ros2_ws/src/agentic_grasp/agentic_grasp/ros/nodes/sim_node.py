@@ -118,7 +118,7 @@ class SimNode(SimArmServices, Node):
         self.pub_truth = self.create_publisher(SceneGraph, "sim/ground_truth", qos.LATCHED)
         self.pub_joints = self.create_publisher(JointState, "joint_states", qos.STATE)
         self.pub_current = self.create_publisher(CaptureCurrent, CAPTURE_CURRENT_TOPIC,
-                                                 qos.STATE)
+                                                 qos.REQUEST)
 
         services = MutuallyExclusiveCallbackGroup()
         self.create_service(LoadScene, "sim/load_scene", self._on_load_scene,
@@ -131,7 +131,7 @@ class SimNode(SimArmServices, Node):
         camera_group = MutuallyExclusiveCallbackGroup()       # one capture at a time
         self.create_timer(0.05, self._render_if_dirty, callback_group=camera_group)
         self.create_subscription(Time, CAPTURE_REQUEST_TOPIC, self._on_capture_request,
-                                 qos.STATE, callback_group=camera_group)
+                                 qos.REQUEST, callback_group=camera_group)
         self.create_timer(0.05, self._publish_joints)
         commander = declare(self, "commander_node", "executor",
                             "Node whose death aborts the open attempt (the executor)")
