@@ -83,24 +83,37 @@ def recorded(tmp_path_factory):
         status, result = planner.wait(handle, 90.0)
         assert status == GoalStatus.STATUS_SUCCEEDED, result.message
         goal_id = bytes(handle.goal_id.uuid).hex()
-        # Camera frames (about 1 MB each) are re-sent at 2 Hz; on a loaded machine they can
-        # still be in flight when the goal ends. Wait until two fresh colour frames have
-        # reached this client before stopping, so the recorder has had them as well.
+        # A capture (about 2 MB) may still be in flight when the goal ends. Wait until a
+        # colour frame sent after this point has reached this client before stopping, so the
+        # recorder, subscribed all along, has had it as well. The sim re-sends its last
+        # capture when asked for one at or before its stamp (sim_node: "a capture at or after
+        # t is sent again"; no periodic re-send by default), so ask with the stamp of the
+        # latched frame, repeating (requests are best effort), until a second frame comes.
+        # (Waiting for a second frame without asking passed only while the arm-quiet render,
+        # 0.25 s after the last phase, came after this subscription: a fresh-clone run's
+        # client subscribed later and saw one frame in 15 s.)
+        from builtin_interfaces.msg import Time
         from sensor_msgs.msg import Image
 
         from agentic_grasp.ros import qos
+        from agentic_grasp.ros.nodes.sim_node import CAPTURE_REQUEST_TOPIC
 
-        frames = []
+        stamps = []
         fresh = threading.Event()
 
-        def on_frame(_msg):
-            frames.append(time.monotonic())
-            if len(frames) >= 2:
+        def on_frame(msg):
+            stamps.append(msg.header.stamp)
+            if len(stamps) >= 2:
                 fresh.set()
 
         client.node.create_subscription(Image, "/camera/color/image_raw", on_frame,
                                         qos.LATCHED)
-        assert fresh.wait(15.0), "no fresh camera frames after the goal"
+        ask = client.node.create_publisher(Time, "/" + CAPTURE_REQUEST_TOPIC, qos.REQUEST)
+        deadline = time.monotonic() + 15.0
+        while not fresh.wait(0.3):
+            assert time.monotonic() < deadline, f"no fresh camera frame after the goal: {stamps}"
+            if stamps:
+                ask.publish(stamps[-1])
         live_result = (live.wait(timeout=60), live.stdout.read(), live_out)
         late = _record_late(tmp_path_factory.mktemp("late") / "after_the_goal", goal_id)
     finally:
