@@ -57,8 +57,13 @@ class Watch:
                                    **monitor_kwargs)
         self.executor = MultiThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._spin, daemon=True)
         self.thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set():
+            self.executor.spin_once(timeout_sec=0.05)
 
     def wait(self, predicate, timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s
@@ -67,10 +72,14 @@ class Watch:
             time.sleep(0.01)
 
     def close(self) -> None:
+        # The spin thread stops first: Executor.shutdown under a thread still waiting in it
+        # took its guard condition away ("'NoneType' object has no attribute 'handle'" in
+        # wait_for_ready_callbacks, seen once in a loop of test/ros).
+        self._stop.set()
+        self.thread.join(5.0)
         self.executor.shutdown()
         self.node.destroy_node()
         self.context.try_shutdown()
-        self.thread.join(5.0)
 
 
 def _peer() -> subprocess.Popen:
