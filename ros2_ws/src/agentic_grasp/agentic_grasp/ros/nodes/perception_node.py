@@ -95,7 +95,6 @@ INFO_TOPIC = "camera/color/camera_info"
 TRUTH_TOPIC = "sim/ground_truth"
 RESULT_TOPIC = "perception/result"
 CROP_TOPIC = "perception/target_crop"
-CAPTURE_REQUEST_TOPIC = "camera/capture_request"
 WRIST_PREFIX = "wrist_camera"
 SERVICE = "perceive"
 
