@@ -16,6 +16,10 @@ from rclpy.parameter_client import AsyncParameterClient
 from agentic_grasp.ros.futures import wait_done
 
 TIMEOUT_S = 10.0
+#: How long a service may take to be discovered (s), the node's own and its six parameter
+#: services: on the loaded CI machine discovery is slower than an answer (a fresh-clone run
+#: found the scene-graph node's parameter services not ready after 10 s, ready just after).
+DISCOVERY_S = 60.0
 
 
 def wait_future(future: Any, timeout: float = TIMEOUT_S) -> Any:
@@ -42,7 +46,7 @@ class NodeHarness:
         self.params = AsyncParameterClient(self.client_node, self.node.get_name())
         self.thread = threading.Thread(target=self.executor.spin, daemon=True)
         self.thread.start()
-        if not self.cli.wait_for_service(timeout_sec=TIMEOUT_S):
+        if not self.cli.wait_for_service(timeout_sec=DISCOVERY_S):
             self.close()
             raise RuntimeError(f"{service} did not appear over DDS")
 
@@ -51,7 +55,8 @@ class NodeHarness:
 
     def set_params(self, **values: Any) -> Any:
         params = [Parameter(k, value=v) for k, v in values.items()]
-        assert self.params.wait_for_services(timeout_sec=TIMEOUT_S)
+        assert self.params.wait_for_services(timeout_sec=DISCOVERY_S), \
+            "parameter services not discovered"
         return wait_future(self.params.set_parameters(params)).results
 
     def close(self) -> None:
