@@ -10,7 +10,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", nargs="?", default="paper",
                         choices=("paper", "sim", "graph", "retrieval", "scene-graph",
                                  "perception", "soak", "vlm-sim", "geometry", "learning",
-                                 "fleet"),
+                                 "fleet", "procedural"),
                         help="paper (default): the paper's protocol, Tables II-V and the OOD "
                         "study beside the paper; sim: one simulated attempt in-process, and "
                         "ExecuteGrasp through ROS beside the bare action round trip; graph: one "
@@ -27,7 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "learning: success per block of 10 goals with and without "
                         "experience acquisition, paired seeds, held-out evaluation; fleet: "
                         "four robots sharing the PostgreSQL store beside each alone, "
-                        "commit-to-served delay, latency at --scale-records")
+                        "commit-to-served delay, latency at --scale-records; procedural: "
+                        "--scenes N scenes drawn from the catalogue in families, success per "
+                        "family, refusals and the scene graph's effect")
     parser.add_argument("-n", type=int, default=0, help="samples (default per benchmark)")
     parser.add_argument("--inprocess-only", action="store_true",
                         help="sim: skip the ROS part")
@@ -54,6 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from agentic_grasp.commands.bench_fleet import add_fleet_arguments
 
     add_fleet_arguments(parser)
+    from agentic_grasp.commands.bench_procedural import add_procedural_arguments
+
+    add_procedural_arguments(parser)
 
 
 def _bench_sim(args) -> dict:
@@ -171,6 +176,10 @@ def run(args: argparse.Namespace) -> int:
         from agentic_grasp.commands.bench_paper import run_paper
 
         return run_paper(args)
+    if args.what == "procedural":
+        from agentic_grasp.commands.bench_procedural import run_procedural_bench
+
+        return run_procedural_bench(args)
     result = {"sim": _bench_sim, "graph": _bench_graph, "retrieval": _bench_retrieval,
               "scene-graph": _bench_scene_graph, "perception": _bench_perception,
               "soak": _bench_soak, "vlm-sim": _bench_vlm_sim,

@@ -27,6 +27,21 @@ ALL_WORDS = ("clear the table", "clear the desk", "clear everything", "all objec
 SORT_FRAGILITY = re.compile(r"\bsort\b.*\bfragil|\bfragil\w*\b.*\border\b|\border\b.*\bfragil")
 DESCENDING = re.compile(r"most fragile first|descending|from (the )?most fragile|"
                          r"fragile ones first|highest fragility first")
+SORT_SIZE = re.compile(r"\bsort\b.*\bsize\b|\bsize\b.*\border\b|\border\b.*\bsize\b")
+LARGEST_FIRST = re.compile(r"\b(largest|biggest|largest ones|big ones|descending)\b.*\bfirst\b|"
+                           r"\bdescending\b|from (the )?(largest|biggest)")
+#: Words after which a whole-scene instruction names what to leave ("everything but the vase").
+EXCEPT = re.compile(r" (but|except|except for|apart from|other than|save) (the )?")
+
+
+def is_sort(text: str) -> bool:
+    """A sorting instruction (by fragility or by size): its order is the goal."""
+    return bool(SORT_FRAGILITY.search(text) or SORT_SIZE.search(text))
+
+
+def object_volume(obj: ObjectInstance) -> float:
+    """Bounding-box volume (m^3): the "size" a sort by size orders by."""
+    return float(abs(obj.size[0] * obj.size[1] * obj.size[2]))
 
 
 def words(text: str) -> str:
@@ -50,8 +65,11 @@ def resolve_targets(instruction: str, objects: Sequence[ObjectInstance]) -> List
     """Ids of the objects an instruction is about, in the order to handle them.
 
     - "clear the table" (and similar, see ``ALL_WORDS``): every object, in scene order;
+    - "... everything but the vase" (``EXCEPT``): every object but those named after it;
     - "sort ... by fragility": every object, least fragile first ("most fragile first" or
       "descending" reverses it);
+    - "sort ... by size": every object, smallest bounding box first ("largest first"
+      reverses it);
     - otherwise the objects named, in the order the instruction mentions them. An object is
       named by its id, its full name ("ceramic cup"), its category ("cup"), or a synonym of
       the category ("mug"). Among objects of one category, those named by full name or id
@@ -63,10 +81,18 @@ def resolve_targets(instruction: str, objects: Sequence[ObjectInstance]) -> List
     """
     text = words(instruction)
     if any(find(phrase, text) >= 0 for phrase in ALL_WORDS):
-        return [o.id for o in objects]
+        kept = set()
+        cut = EXCEPT.search(text)
+        if cut is not None:         # "everything but the vase": the vase stays
+            kept = set(resolve_targets(text[cut.end() - 1:], objects))
+        return [o.id for o in objects if o.id not in kept]
     if SORT_FRAGILITY.search(text):
         descending = bool(DESCENDING.search(text))
         ordered = sorted(objects, key=lambda o: (o.fragility, o.id), reverse=descending)
+        return [o.id for o in ordered]
+    if SORT_SIZE.search(text):
+        descending = bool(LARGEST_FIRST.search(text))
+        ordered = sorted(objects, key=lambda o: (object_volume(o), o.id), reverse=descending)
         return [o.id for o in ordered]
 
     # (position in the text, strength, id): 2 = id or full name, 1 = category, 0 = synonym.
@@ -99,5 +125,5 @@ def resolve_targets(instruction: str, objects: Sequence[ObjectInstance]) -> List
     return [e[2] for e in kept]
 
 
-__all__ = ["ALL_WORDS", "DESCENDING", "SORT_FRAGILITY", "SYNONYMS", "find", "resolve_targets",
-           "words"]
+__all__ = ["ALL_WORDS", "DESCENDING", "EXCEPT", "LARGEST_FIRST", "SORT_FRAGILITY", "SORT_SIZE",
+           "SYNONYMS", "find", "is_sort", "object_volume", "resolve_targets", "words"]

@@ -75,6 +75,10 @@ class TrialRecord:
     vlm_s: float = 0.0
     #: sub-goals refused at planning as beyond the hand (zero attempts; not a success)
     n_refused: int = 0
+    #: the object ids grasped, in order, and those refused at planning (procedural scenes
+    #: score feasible and infeasible targets apart: core/evaluation/procedural.py)
+    grasped: List[str] = field(default_factory=list)
+    refused: List[str] = field(default_factory=list)
 
     @classmethod
     def from_result(cls, result: Any, seed: int, trial: int, trial_seed: int,
@@ -110,7 +114,9 @@ class TrialRecord:
             perception_calls=int(getattr(result, "perception_calls", 0)),
             vlm_calls=int(getattr(result, "vlm_calls", 0)),
             vlm_s=round(float(getattr(result, "vlm_s", 0.0)), 4),
-            n_refused=len(getattr(result, "refusals", []) or []))
+            n_refused=len(getattr(result, "refusals", []) or []),
+            grasped=[str(g) for g in result.grasped],
+            refused=[str(r).split(":", 1)[0] for r in getattr(result, "refusals", []) or []])
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -142,7 +148,8 @@ _INT_FIELDS = {"seed", "trial", "trial_seed", "n_attempts", "n_subgoals", "n_tar
 _BOOL_FIELDS = {"success", "order_ok", "recovered", "first_attempt_failed",
                 "constraint_satisfied"}
 _FLOAT_FIELDS = {"motion_s", "compute_s", "sim_time_s", "wall_s", "vlm_s"}
-_LIST_FIELDS = {"failure_types", "retry_levels", "initial_sources", "memory_levels"}
+_LIST_FIELDS = {"failure_types", "retry_levels", "initial_sources", "memory_levels", "grasped",
+                "refused"}
 
 
 def _convert(name: str, _type: Any, value: Any) -> Any:

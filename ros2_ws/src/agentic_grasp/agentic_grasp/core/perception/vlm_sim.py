@@ -54,7 +54,7 @@ from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.config import reject_unknown
 from agentic_grasp.core.perception import schema
 from agentic_grasp.core.perception.backend import PerceptionBackend, PerceptionResult
-from agentic_grasp.core.instructions import (ALL_WORDS, SORT_FRAGILITY, find, resolve_targets,
+from agentic_grasp.core.instructions import (ALL_WORDS, find, is_sort, resolve_targets,
                                              words)
 from agentic_grasp.core.perception.oracle import DEFAULT_CONFUSION_MAP
 from agentic_grasp.core.perception.vlm_answer import EncodedImage, Interpretation
@@ -354,7 +354,7 @@ class VlmSimBackend(PerceptionBackend):
         shown = {r.label.id for r in reported}
         named = resolve_targets(instruction, list(labels))
         text = words(instruction)
-        whole = any(find(p, text) >= 0 for p in ALL_WORDS) or bool(SORT_FRAGILITY.search(text))
+        whole = any(find(p, text) >= 0 for p in ALL_WORDS) or is_sort(text)
         if whole:
             for oid in named:
                 if oid in shown:

@@ -68,7 +68,6 @@ from agentic_grasp.core.planner.outcomes import TaskOutcome
 from agentic_grasp.core.planner.peers import SceneGraphReasoner, as_retriever
 from agentic_grasp.core.planner.planner import ReflectivePlanner
 from agentic_grasp.core.planner.ports import Perceiver
-from agentic_grasp.core.planner.tasks import KIND_SORT
 from agentic_grasp.core.scene_graph import SceneGraphConfig
 from agentic_grasp.core.types import FailureType
 
@@ -441,7 +440,7 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
     grasped = task.grasped
     all_grasped = all(t in grasped for t in spec.targets)
     order_ok = _in_order(grasped, list(spec.targets))
-    needs_order = task.plan is not None and task.plan.kind == KIND_SORT
+    needs_order = task.plan is not None and task.plan.order_matters
     success = all_grasped and (order_ok or not needs_order)
     violations = _violations(task, truth, _scene_graph_config().fragile_threshold)
     attempts = task.attempts

@@ -25,8 +25,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from agentic_grasp.core.instructions import (ALL_WORDS, DESCENDING, SORT_FRAGILITY, SYNONYMS,
-                                             find, resolve_targets, words)
+from agentic_grasp.core.instructions import (ALL_WORDS, DESCENDING, LARGEST_FIRST,
+                                             SORT_FRAGILITY, SORT_SIZE, SYNONYMS, find,
+                                             object_volume, resolve_targets, words)
 from agentic_grasp.core.scene_graph import LEANING_ON, SUPPORTS, SceneGraph
 from agentic_grasp.core.types import ObjectInstance
 
@@ -41,6 +42,8 @@ CONJUNCTIONS = ("and", "then", "also", "plus", "after that", "followed by")
 KIND_NAMED = "named"
 KIND_CLEAR = "clear"
 KIND_SORT = "sort_by_fragility"
+KIND_SORT_SIZE = "sort_by_size"
+SORT_KINDS = (KIND_SORT, KIND_SORT_SIZE)
 
 
 @dataclass
@@ -73,7 +76,7 @@ class TaskPlan:
     @property
     def order_matters(self) -> bool:
         """Sorting is about the order itself; clearing and named lists are not."""
-        return self.kind == KIND_SORT
+        return self.kind in SORT_KINDS
 
     def to_dict(self) -> Dict[str, object]:
         return {"instruction": self.instruction, "kind": self.kind,
@@ -82,12 +85,15 @@ class TaskPlan:
 
 
 def instruction_kind(instruction: str) -> str:
-    """named | clear | sort_by_fragility, with resolve_targets' own phrase rules."""
+    """named | clear | sort_by_fragility | sort_by_size, with resolve_targets' own phrase
+    rules."""
     text = words(instruction)
     if any(find(phrase, text) >= 0 for phrase in ALL_WORDS):
         return KIND_CLEAR
     if SORT_FRAGILITY.search(text):
         return KIND_SORT
+    if SORT_SIZE.search(text):
+        return KIND_SORT_SIZE
     return KIND_NAMED
 
 
@@ -143,9 +149,16 @@ def split_landmarks(instruction: str, ids: Sequence[str],
     spans = {oid: _mention(by_id[oid], tokens) for oid in ids if oid in by_id}
     ordered = sorted(ids, key=lambda oid: spans.get(oid, (-1, 0))[0])
     targets = {ordered[0]}
+    between = False         # "between the vase and the glass": both are landmarks
     for prev, cur in zip(ordered, ordered[1:]):
         (a, n), (b, _) = spans.get(prev, (-1, 0)), spans.get(cur, (-1, 0))
-        if a < 0 or b < a + n or _last_connector(tokens[a + n:b]) != "relation":
+        gap = tokens[a + n:b] if a >= 0 and b >= a + n else []
+        connector = _last_connector(gap) if gap else ""
+        if between and gap[:1] == ["and"]:
+            between = False
+            continue
+        between = connector == "relation" and gap[:1] == ["between"]
+        if a < 0 or b < a + n or connector != "relation":
             targets.add(cur)
     return [oid for oid in ids if oid in targets]
 
@@ -181,7 +194,8 @@ def plan_subgoals(instruction: str, objects: Sequence[ObjectInstance],
     """
     kind = instruction_kind(instruction)
     text = words(instruction)
-    descending = kind == KIND_SORT and bool(DESCENDING.search(text))
+    descending = (kind == KIND_SORT and bool(DESCENDING.search(text))) \
+        or (kind == KIND_SORT_SIZE and bool(LARGEST_FIRST.search(text)))
     by_id = {o.id: o for o in objects}
     requested = resolve_targets(instruction, objects)
     if kind == KIND_NAMED:
@@ -190,6 +204,8 @@ def plan_subgoals(instruction: str, objects: Sequence[ObjectInstance],
     if kind == KIND_SORT:
         base_reason = ("sorted by fragility, " + ("most" if descending else "least")
                        + " fragile first")
+    elif kind == KIND_SORT_SIZE:
+        base_reason = "sorted by size, " + ("largest" if descending else "smallest") + " first"
     elif kind == KIND_CLEAR:
         base_reason = "clearing every object, in scene order"
     else:
@@ -219,10 +235,13 @@ def plan_subgoals(instruction: str, objects: Sequence[ObjectInstance],
         reason = base_reason
         if kind == KIND_SORT and oid in by_id:
             reason += f" (fragility {by_id[oid].fragility:.2f})"
+        elif kind == KIND_SORT_SIZE and oid in by_id:
+            reason += f" (perceived volume {object_volume(by_id[oid]) * 1e6:.0f} cm^3)"
         emit(oid, reason)
     return plan
 
 
-__all__ = ["CONJUNCTIONS", "KIND_CLEAR", "KIND_NAMED", "KIND_SORT", "RELATION_PHRASES",
+__all__ = ["CONJUNCTIONS", "KIND_CLEAR", "KIND_NAMED", "KIND_SORT", "KIND_SORT_SIZE",
+           "RELATION_PHRASES", "SORT_KINDS",
            "SubGoal", "TaskPlan", "instruction_kind", "names_only_landmarks", "plan_subgoals",
            "split_landmarks"]

@@ -111,8 +111,14 @@ def list_tasks(folder: Union[str, Path, None] = None) -> List[str]:
 
 
 def load_task(task_id_or_path: str, catalogue: Optional[Catalogue] = None) -> TaskSpec:
-    """Parse and check one scene file (a task id in config/scenes/ or a path)."""
+    """Parse and check one scene file (a task id in config/scenes/ or a path), or rebuild a
+    procedural scene from its name ``procedural:SEED:INDEX`` (:mod:`.procedural`)."""
     text = str(task_id_or_path)
+    if text.startswith("procedural:"):
+        from agentic_grasp.core.sim.procedural import load_procedural
+
+        spec = load_procedural(text, catalogue).task
+        return replace(spec, targets=list(spec.targets), objects_spec=list(spec.objects_spec))
     path = Path(text) if text.endswith((".yaml", ".yml")) or "/" in text \
         else paths.scenes_dir() / f"{text}.yaml"
     if not path.is_file():

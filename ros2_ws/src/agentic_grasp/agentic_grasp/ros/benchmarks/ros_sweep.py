@@ -99,7 +99,7 @@ def _record(spec, configuration: str, seed: int, trial: int, tseed: int, result,
         constraint_satisfied=violations == 0, n_violations=violations,
         motion_s=round(sum(a.outcome.duration_s for a in attempts), 4),
         sim_time_s=round(sum(a.outcome.duration_s for a in attempts), 4),
-        wall_s=round(wall_s, 6), perception=perception)
+        wall_s=round(wall_s, 6), perception=perception, grasped=grasped)
 
 
 def _wait_for_peers(graph, perceive, timeout_s: float = 180.0) -> None:
