@@ -361,7 +361,8 @@ class PlannerConfig:
     rebase_min_yaw_rad: float = _described(
         0.02, "Target turn after which the grasps follow a re-perceived target (rad)")
     continue_after_subgoal_failure: bool = _described(
-        False, "Go on with the next sub-goal after one failed")
+        True, "Go on with the next sub-goal after one failed, and try a failed one once more "
+        "after others were taken away")
     time_model: TimeModel = _section_field(
         TimeModel, "Modelled compute time per stage (episode results)")
     episode_visual_query: str = _described(

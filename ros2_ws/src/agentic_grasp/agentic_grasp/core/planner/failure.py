@@ -81,6 +81,9 @@ class Diagnosis:
     phase: str = ""
     other_id: str = ""
     detail: str = ""               # the event's detail text, when from an event
+    #: WIDTH_MISMATCH: the material between the fingers, measured (opening - 2 x the
+    #: per-side margin the gripper reported); NaN when not measured
+    material_width_m: float = math.nan
 
     @property
     def group(self) -> FailureGroup:
@@ -91,6 +94,16 @@ class Diagnosis:
                 "evidence": self.evidence, "source": self.source,
                 "width_direction": self.width_direction, "phase": self.phase,
                 "other_id": self.other_id}
+
+
+def _material_width(outcome: Optional[AttemptOutcome]) -> float:
+    """The material the fingers met (m): opening - 2 x per-side margin; NaN when unknown."""
+    if outcome is None:
+        return math.nan
+    opening = float(outcome.measurements.get("opening_m", math.nan))
+    margin = float(outcome.measurements.get("opening_margin_m", math.nan))
+    width = opening - 2.0 * margin
+    return width if math.isfinite(width) and width > 0.0 else math.nan
 
 
 def _width_direction(outcome: Optional[AttemptOutcome], cfg: ClassificationConfig) -> int:
@@ -140,6 +153,7 @@ def _phi_fallback(outcome: AttemptOutcome, cfg: ClassificationConfig) -> Optiona
         diag = Diagnosis(kind, evidence, "phi")
         if kind == FailureType.WIDTH_MISMATCH:
             diag.width_direction = _width_direction(outcome, cfg)
+            diag.material_width_m = _material_width(outcome)
         return diag
     return None
 
@@ -166,6 +180,7 @@ def classify_failure(outcome: Optional[AttemptOutcome], arm_error: ArmError = Ar
                              phase=phase, other_id=event.other_id, detail=event.detail)
             if kind == FailureType.WIDTH_MISMATCH:
                 diag.width_direction = _width_direction(outcome, cfg)
+                diag.material_width_m = _material_width(outcome)
             return diag
     diag = _phi_fallback(outcome, cfg)
     if diag is not None:

@@ -86,6 +86,19 @@ def _result_event(goal: GoalOutcome) -> ResultEvent:
                        tuple(goal.failure_types), tuple(goal.prerequisites), goal.message)
 
 
+def _why_left(goal: Optional[GoalOutcome]) -> str:
+    """Why a target of a multi-object task was not grasped, for the task's message."""
+    if goal is None:
+        return "not attempted: the task stopped before it"
+    if goal.status == STATUS_BEYOND_HAND:
+        return goal.message
+    if goal.attempts:
+        kinds = [a.failure_type for a in goal.attempts if a.failure_type]
+        return (f"{goal.n_attempts} attempt(s) failed"
+                + (f", last with {kinds[-1]}" if kinds else ""))
+    return goal.message or goal.status
+
+
 def subgoal_instruction(object_id: str, name: str = "") -> str:
     """The instruction that makes perception report ``object_id`` as its target."""
     return f"pick up {object_id} (the {name})" if name else f"pick up {object_id}"
@@ -512,8 +525,21 @@ class ReflectivePlanner(InitialGrasp):
         names = {o.id: o.name for o in objects}
         queue = list(plan.target_ids)
         inserted: set = set()
-        failed = False
-        while queue:
+        # Sub-goals that failed, to be tried once more after the others: an object taken
+        # away since may have been what blocked it (the neighbour the hand hit, the object
+        # that hid it). Only when something was taken since; never one refused as beyond
+        # the hand (its size does not change).
+        revisit: List[str] = []
+        changed: dict = {}
+        revisited: set = set()
+        last_goal: dict = {}
+        while queue or revisit:
+            if not queue:
+                queue = [t for t in revisit if changed.get(t)]
+                revisited.update(queue)
+                revisit = []
+                if not queue:
+                    break
             if cancel():
                 task.status, task.message = STATUS_CANCELED, "canceled between sub-goals"
                 break
@@ -542,19 +568,39 @@ class ReflectivePlanner(InitialGrasp):
             if goal.status == STATUS_CANCELED:
                 task.status, task.message = STATUS_CANCELED, goal.message
                 break
+            last_goal[target_id] = goal
             if goal.success:
                 if after_success is not None:
                     after_success(target_id)
+                for t in revisit:
+                    changed[t] = True
             else:
-                failed = True
                 if not self.config.continue_after_subgoal_failure:
                     break
+                if goal.status != STATUS_BEYOND_HAND and target_id not in revisited \
+                        and len(plan.target_ids) > 1:
+                    revisit.append(target_id)
+                    changed[target_id] = False
         if task.status != STATUS_CANCELED:
             done = set(task.grasped)
-            all_done = all(t in done for t in plan.target_ids) and not failed
+            all_done = all(t in done for t in plan.target_ids)
             task.status = STATUS_SUCCEEDED if all_done else STATUS_FAILED
             task.message = (f"grasped {len(done)} of {len(plan.target_ids)} target(s)"
                             if not all_done else f"all {len(done)} target(s) grasped")
+            if revisited:
+                task.message += ("; tried again after others were taken away: "
+                                 + ", ".join(sorted(revisited)))
+            left = [t for t in plan.target_ids if t not in done]
+            if left:
+                task.message += "; left: " + "; ".join(
+                    f"{t} ({_why_left(last_goal.get(t))})" for t in left)
+            if plan.order_matters and done:
+                grasped = [t for t in task.grasped if t in plan.target_ids]
+                planned = [t for t in plan.target_ids if t in done]
+                if grasped != planned:
+                    task.message += ("; order kept where it could be: "
+                                     + " -> ".join(grasped) + " (planned "
+                                     + " -> ".join(plan.target_ids) + ")")
         task.wall_s = time.perf_counter() - start
         emit(TaskResultEvent(instruction, task.status, tuple(task.grasped), task.message))
         return task

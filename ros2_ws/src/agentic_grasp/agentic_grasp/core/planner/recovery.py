@@ -506,6 +506,39 @@ def get_correction(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
 NEXT_CANDIDATE_FAILURES = (FailureType.COLLISION, FailureType.APPROACH_ANGLE)
 
 
+def _measured_width_ops(diagnosis: Diagnosis, grasp: GraspParameters,
+                        config: PlannerConfig, has_alternatives: bool
+                        ) -> Optional[CorrectionOps]:
+    """A too-narrow opening whose material the gripper measured: open to what was measured
+    (plus the fit margin) at once rather than 10 mm at a time, a retry the paper's step
+    would take several attempts to reach; material wider than the hand's stroke cannot be
+    enclosed by any opening, so the next strategy (another part, another approach) is
+    tried instead of another grasp of the same body. None when this does not apply."""
+    if diagnosis.failure_type != FailureType.WIDTH_MISMATCH or diagnosis.width_direction <= 0:
+        return None
+    material = float(diagnosis.material_width_m)
+    if not math.isfinite(material):
+        return None
+    need = material + float(config.grasp_synthesis.opening_margin_m)
+    top = float(config.limits.max_width_m)
+    if need <= top:
+        if need <= grasp.width + config.corrections.width_step_m:
+            return None                 # the paper's +10 mm step already covers it
+        return CorrectionOps(
+            f"width mismatch: {material * 1e3:.0f} mm of material measured between the "
+            f"fingers: w' = {need * 1e3:.0f} mm (measured width plus the "
+            f"{config.grasp_synthesis.opening_margin_m * 1e3:.0f} mm fit margin)",
+            {"width_delta": need - grasp.width})
+    head = (f"width mismatch: {material * 1e3:.0f} mm of material measured, wider than the "
+            f"hand's {top * 1e3:.0f} mm stroke: no opening encloses it")
+    if has_alternatives:
+        return CorrectionOps(head + ", so another part or approach (the next retrieved "
+                             "strategy), not another grasp of this body", {"replan": True})
+    return CorrectionOps(head + "; no other strategy is left, so the fingers close across "
+                         "the other horizontal side (wrist + 90 deg) at the widest opening",
+                         {"wrist_delta": math.pi / 2.0, "width_delta": top - grasp.width})
+
+
 def _next_candidate(diagnosis: Diagnosis, grasp: GraspParameters,
                     ctx: CorrectionContext) -> Optional[GraspParameters]:
     """Pop the next candidate that differs from the failed grasp (None: none left / N/A)."""
@@ -532,7 +565,11 @@ def _correction_at(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
                    base: GraspParameters, ctx: CorrectionContext,
                    config: PlannerConfig) -> Correction:
     limits = config.limits
-    if level <= 1:
+    measured = _measured_width_ops(diagnosis, grasp, config, bool(ctx.alternatives)) \
+        if level <= 1 else None
+    if measured is not None:
+        adj = measured
+    elif level <= 1:
         adj = level1_ops(diagnosis, grasp, config.corrections,
                                 ctx.direction_to(diagnosis.other_id)
                                 if diagnosis.other_id else None)

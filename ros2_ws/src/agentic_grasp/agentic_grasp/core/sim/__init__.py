@@ -9,6 +9,7 @@ from agentic_grasp.core.sim.params import PhysicsParams, QualityParams
 from agentic_grasp.core.sim.physics import MEASUREMENT_KEYS
 from agentic_grasp.core.sim.quality import compute_phi, quality_score
 from agentic_grasp.core.sim.scenes import TaskSpec, list_tasks, load_task
+from agentic_grasp.core.sim import procedural  # noqa: F401,E402 - registers procedural:S:K
 from agentic_grasp.core.sim.simulator import Simulator, bench_attempt
 
 __all__ = ["MEASUREMENT_KEYS", "Catalogue", "ObjectModel", "PhysicsParams", "QualityParams",

@@ -49,7 +49,7 @@ from agentic_grasp.core.camera import fixed_camera_spec
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.sim.objects import Catalogue, ObjectModel
 from agentic_grasp.core.sim.params import PhysicsParams
-from agentic_grasp.core.sim.scenes import SceneObjectSpec, TaskSpec, layout_problem
+from agentic_grasp.core.sim.scenes import GENERATED, SceneObjectSpec, TaskSpec, layout_problem
 from agentic_grasp.core.types import (GRIPPER_MAX_FORCE_N, AffordanceType, ObjectState,
                                       Shape)
 
@@ -610,6 +610,8 @@ def load_procedural(task: str, catalogue: Optional[Catalogue] = None) -> Procedu
     cat = catalogue if catalogue is not None else load_catalogue()
     return _cached(seed, index, id(cat), cat)
 
+
+GENERATED[PREFIX] = lambda task, catalogue: load_procedural(task, catalogue).task
 
 __all__ = ["FAMILIES", "Feasibility", "PREFIX", "ProceduralScene", "family_of", "generate",
            "is_procedural", "load_procedural", "parse_procedural_id", "procedural_id",

@@ -12,7 +12,7 @@ import logging
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -104,6 +104,11 @@ def layout_problem(objects: Sequence[ObjectInstance], catalogue: Catalogue,
     return None
 
 
+#: Task names resolved by a generator instead of a scene file, by prefix: ``procedural:``
+#: (core/sim/procedural.py registers itself; the package imports it).
+GENERATED: Dict[str, Callable[[str, Optional[Catalogue]], TaskSpec]] = {}
+
+
 def list_tasks(folder: Union[str, Path, None] = None) -> List[str]:
     """Task ids of every scene file (file stem = task id)."""
     root = Path(folder) if folder else paths.scenes_dir()
@@ -114,11 +119,11 @@ def load_task(task_id_or_path: str, catalogue: Optional[Catalogue] = None) -> Ta
     """Parse and check one scene file (a task id in config/scenes/ or a path), or rebuild a
     procedural scene from its name ``procedural:SEED:INDEX`` (:mod:`.procedural`)."""
     text = str(task_id_or_path)
-    if text.startswith("procedural:"):
-        from agentic_grasp.core.sim.procedural import load_procedural
-
-        spec = load_procedural(text, catalogue).task
-        return replace(spec, targets=list(spec.targets), objects_spec=list(spec.objects_spec))
+    for prefix, generate in GENERATED.items():
+        if text.startswith(prefix):
+            spec = generate(text, catalogue)
+            return replace(spec, targets=list(spec.targets),
+                           objects_spec=list(spec.objects_spec))
     path = Path(text) if text.endswith((".yaml", ".yml")) or "/" in text \
         else paths.scenes_dir() / f"{text}.yaml"
     if not path.is_file():
