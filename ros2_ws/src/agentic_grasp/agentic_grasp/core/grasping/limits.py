@@ -33,6 +33,9 @@ from agentic_grasp.core.types import Shape
 
 #: GoalOutcome.status of a target refused at planning (planner.py's other statuses).
 STATUS_BEYOND_HAND = "beyond_hand_limits"
+#: Rubber pads on polished steel, the lowest pad friction of household surfaces (0.3-0.4;
+#: along.CONTENT_PAD_FRICTION): the friction cone a sphere's chord is read with.
+SPHERE_PAD_FRICTION = 0.35
 #: Affordance regions that are the whole body (anything else names a part that may fit).
 BODY_REGIONS = ("", "body", "object", "whole")
 
@@ -43,7 +46,10 @@ def narrowest_width(shape: Any, size: Any, upright: bool = True) -> float:
     sx, sy, sz = (float(v) for v in np.asarray(size, dtype=float).reshape(3))
     shape = Shape(shape) if shape is not None else Shape.BOX
     if shape == Shape.SPHERE:
-        return sx
+        # held above its equator, where the contact normal is still inside the pads'
+        # friction cone: a chord of 2 r cos(atan mu), with the lowest pad friction of
+        # common surfaces (SPHERE_PAD_FRICTION), so no sphere that could be held is refused
+        return sx * math.cos(math.atan(SPHERE_PAD_FRICTION))
     if shape == Shape.CYLINDER and not upright:
         return min(sx, sz)          # lying: its diameter across, its length along
     return min(sx, sy)

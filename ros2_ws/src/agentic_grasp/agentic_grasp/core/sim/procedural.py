@@ -182,8 +182,9 @@ def target_feasibility(model: ObjectModel, state: ObjectState = ObjectState.EMPT
     """Whether some part of ``model`` fits the Franka Hand and can be held (module
     docstring): its width within the stroke less the fingers' clearance on both sides, a
     grip force that holds its weight (two pads, Coulomb friction, the sim's dynamic load
-    factor) below both the gripper's 140 N and its crush limit, its mass within the
-    payload."""
+    factor) and, for a part beside the centre of mass, the weight's turning moment (the
+    pads' torsional friction, 2 x (2/3) mu F r over a pad's area), below both the gripper's
+    140 N and its crush limit, its mass within the payload."""
     physics = physics or PhysicsParams()
     limit = HAND_MAX_OPENING_M - 2.0 * physics.finger_clearance_m
     mass = model.mass_kg + (model.fill.mass_kg if state == ObjectState.FILLED and model.fill
@@ -193,10 +194,20 @@ def target_feasibility(model: ObjectModel, state: ObjectState = ObjectState.EMPT
                            "payload left with the hand")
     best: Optional[Tuple[float, str]] = None
     reasons = []
+    weight = mass * physics.gravity_mps2 * physics.dynamic_load_factor
+    # a pad's torsional friction acts over the disc of its area: 2 pads x (2/3) mu F r
+    r_pad = math.sqrt(physics.pad_width_m * physics.pad_depth_m / math.pi)
     for part in model.parts:
         mu = part.friction if part.friction is not None else model.friction
         width = _part_width(part, mu)
-        hold = mass * physics.gravity_mps2 * physics.dynamic_load_factor / (2.0 * mu)
+        hold = weight / (2.0 * mu)
+        # a part beside the centre of mass (a handle): the weight turns the object about
+        # the closing axis with the arm d, held only by the pads' torsion
+        d = float(np.hypot(*(np.asarray(part.centre, float)[:2]
+                             - np.asarray(model.com, float)[:2])))
+        if part.shape == Shape.CYLINDER and part.axis == 2 and part.wall_m > 0.0:
+            d = max(d, float(part.size[0]) / 2.0)       # a rim pinch holds at the wall
+        hold = max(hold, weight * d / ((4.0 / 3.0) * mu * r_pad))
         crush = part.crush_limit_n if part.crush_limit_n is not None else model.crush_limit_n
         if width > limit:
             reasons.append(f"{part.name} {width * 1e3:.0f} mm wide")
