@@ -507,31 +507,54 @@ NEXT_CANDIDATE_FAILURES = (FailureType.COLLISION, FailureType.APPROACH_ANGLE)
 
 
 def _measured_width_ops(diagnosis: Diagnosis, grasp: GraspParameters,
-                        config: PlannerConfig, has_alternatives: bool
+                        config: PlannerConfig, ctx: "CorrectionContext"
                         ) -> Optional[CorrectionOps]:
-    """A too-narrow opening whose material the gripper measured: open to what was measured
-    (plus the fit margin) at once rather than 10 mm at a time, a retry the paper's step
-    would take several attempts to reach; material wider than the hand's stroke cannot be
-    enclosed by any opening, so the next strategy (another part, another approach) is
-    tried instead of another grasp of the same body. None when this does not apply."""
+    """A too-narrow opening whose material the gripper measured.
+
+    - The material fits the stroke (with the fingers' clearance on both sides): open to what
+      was measured plus the fit margin (capped at the stroke) at once, where the paper's
+      +10 mm step would take several attempts to get there.
+    - It does not, and the target is round (a sphere): no opening spans its equator, but
+      above it the section narrows; the grasp point goes up until the fingertips, half a pad
+      below the grasp point, pass a section the stroke encloses.
+    - It does not, otherwise: no opening encloses this body, so another part or approach
+      (the next retrieved strategy) rather than another grasp of it; with no strategy left,
+      the fingers close across the other horizontal side (wrist + 90 deg).
+
+    None when this does not apply (the paper's step covers it, or nothing was measured).
+    """
     if diagnosis.failure_type != FailureType.WIDTH_MISMATCH or diagnosis.width_direction <= 0:
         return None
     material = float(diagnosis.material_width_m)
     if not math.isfinite(material):
         return None
-    need = material + float(config.grasp_synthesis.opening_margin_m)
+    synth = config.grasp_synthesis
     top = float(config.limits.max_width_m)
-    if need <= top:
+    if material + 2.0 * synth.finger_clearance_m <= top:
+        need = min(material + float(synth.opening_margin_m), top)
         if need <= grasp.width + config.corrections.width_step_m:
             return None                 # the paper's +10 mm step already covers it
         return CorrectionOps(
             f"width mismatch: {material * 1e3:.0f} mm of material measured between the "
-            f"fingers: w' = {need * 1e3:.0f} mm (measured width plus the "
-            f"{config.grasp_synthesis.opening_margin_m * 1e3:.0f} mm fit margin)",
+            f"fingers: w' = {need * 1e3:.0f} mm (the measured width plus the "
+            f"{synth.opening_margin_m * 1e3:.0f} mm fit margin, within the stroke)",
             {"width_delta": need - grasp.width})
-    head = (f"width mismatch: {material * 1e3:.0f} mm of material measured, wider than the "
-            f"hand's {top * 1e3:.0f} mm stroke: no opening encloses it")
-    if has_alternatives:
+    head = (f"width mismatch: {material * 1e3:.0f} mm of material measured, as wide as the "
+            f"hand's {top * 1e3:.0f} mm stroke or wider: no opening encloses it there")
+    target = ctx.target
+    if target.shape == Shape.SPHERE:
+        r = float(target.size[0]) / 2.0
+        half = top / 2.0 - synth.finger_clearance_m
+        # the section at height h above the centre is 2 sqrt(r^2 - h^2) wide; the
+        # fingertips are half a pad below the grasp point
+        h = math.sqrt(max(r * r - half * half, 0.0)) + synth.hand.pad_depth_m / 2.0
+        rise = float(target.position[2]) + h - float(grasp.position[2])
+        if 0.0 < rise < r:
+            return CorrectionOps(
+                head + f"; a sphere narrows above its equator: grasp point + "
+                f"{rise * 1e3:.0f} mm, where the fingertips pass a section the stroke "
+                "encloses", {"grasp_z_delta": rise, "width_delta": top - grasp.width})
+    if ctx.alternatives:
         return CorrectionOps(head + ", so another part or approach (the next retrieved "
                              "strategy), not another grasp of this body", {"replan": True})
     return CorrectionOps(head + "; no other strategy is left, so the fingers close across "
@@ -565,8 +588,7 @@ def _correction_at(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
                    base: GraspParameters, ctx: CorrectionContext,
                    config: PlannerConfig) -> Correction:
     limits = config.limits
-    measured = _measured_width_ops(diagnosis, grasp, config, bool(ctx.alternatives)) \
-        if level <= 1 else None
+    measured = _measured_width_ops(diagnosis, grasp, config, ctx) if level <= 1 else None
     if measured is not None:
         adj = measured
     elif level <= 1:
