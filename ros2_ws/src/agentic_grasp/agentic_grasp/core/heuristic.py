@@ -40,6 +40,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from agentic_grasp.core.grasping.rim import rim_grasp
 from agentic_grasp.core.types import (
     GRIPPER_MAX_WIDTH_M, GraspParameters, GraspType, ObjectInstance, Shape)
 
@@ -172,7 +173,7 @@ def geometric_grasps(obj: ObjectInstance, synth, level2, limits,
                                                           + synth.opening_margin_m)),
                         f"heuristic rule 3 (side, at mid-height: {extent * 1e3:.0f} mm)"))
     if rim_z is not None and not out:
-        out.append((_rim_grasp(obj, base, float(rim_z), synth),
+        out.append((rim_grasp(obj, base, float(rim_z), synth),
                     "heuristic rule 4 (rim pinch of the open container's wall)"))
     if handle_yaw is not None:
         out.append((_handle_grasp(obj, base, float(handle_yaw), synth, cfg),
@@ -182,23 +183,6 @@ def geometric_grasps(obj: ObjectInstance, synth, level2, limits,
                     f"heuristic rule 6 (nothing fits the hand: {e1 * 1e3:.0f} mm body at the "
                     "full opening)"))
     return out
-
-
-def _rim_grasp(obj: ObjectInstance, base: GraspParameters, rim_z: float,
-               synth) -> GraspParameters:
-    """Fingers astride the wall at the rim point nearest the robot base, closing radially."""
-    from agentic_grasp.core.closing_axis import wrist_yaw_for_closing_axis
-    from agentic_grasp.core.planner.recovery import VERTICAL
-
-    centre = np.asarray(obj.position, dtype=float)
-    toward = -centre[:2] / max(float(np.linalg.norm(centre[:2])), 1e-6)
-    radius = min(float(obj.size[0]), float(obj.size[1])) / 2.0
-    point = centre[:2] + toward * radius
-    z = max(base.position[2], rim_z - synth.hand.pad_depth_m / 2.0)
-    axis = np.array([toward[0], toward[1], 0.0])
-    return base.copy(position=np.array([point[0], point[1], z]), approach=VERTICAL.copy(),
-                     width=synth.min_part_opening_m, grasp_type=GraspType.PINCH,
-                     wrist_yaw=wrist_yaw_for_closing_axis(VERTICAL, axis))
 
 
 def _handle_grasp(obj: ObjectInstance, base: GraspParameters, handle_yaw: float, synth,

@@ -312,7 +312,7 @@ class ReflectivePlanner(InitialGrasp):
         ctx = CorrectionContext(target=target, g0=g0, b0=b0, constrain=constrain, rng=self.rng,
                                 alternatives=[g.copy() for g in init.alternatives],
                                 alternative_names=list(init.names),
-                                objects={o.id: o for o in objects})
+                                objects={o.id: o for o in objects}, rim_z=self._rim_z)
         ctx.candidates = pending
         grasp, base = g0, b0
         level_used = 0

@@ -74,6 +74,7 @@ import numpy as np
 
 from agentic_grasp.core.geometry import grasp_to_object_frame, grasp_to_world, wrap_angle
 from agentic_grasp.core.grasping.along import on_part
+from agentic_grasp.core.grasping.rim import rim_grasp
 from agentic_grasp.core.closing_axis import closing_axis, wrist_yaw_for_closing_axis
 from agentic_grasp.core.numeric import allclose_finite, clip_float
 from agentic_grasp.core.planner.configurations import (CorrectionConfig, Level2Config, Limits,
@@ -361,6 +362,8 @@ class CorrectionContext:
     # constraint_mode clearance: the next-best candidates of the last constrained grasp, best
     # first (the planner's constrain() refills the holder)
     candidates: NextCandidates = field(default_factory=NextCandidates)
+    #: the perceived rim height of an open container (None: no opening seen)
+    rim_z: Optional[float] = None
 
     def direction_to(self, object_id: str) -> Optional[np.ndarray]:
         """Horizontal unit vector from the target to a perceived object (None if unknown)."""
@@ -502,6 +505,11 @@ def get_correction(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
     return correction
 
 
+#: The opening of a rim pinch chosen in recovery: the pad width (20 mm) plus the perceived
+#: extent's 8 mm p90 error on either side, so the wall, at a perceived radius that may be
+#: off by that much, still falls between the fingers.
+RIM_PINCH_OPENING_M = 0.020 + 2 * 0.008
+
 #: Failures of the approach that the next-best clearance candidate addresses.
 NEXT_CANDIDATE_FAILURES = (FailureType.COLLISION, FailureType.APPROACH_ANGLE)
 
@@ -530,7 +538,10 @@ def _measured_width_ops(diagnosis: Diagnosis, grasp: GraspParameters,
         return None
     synth = config.grasp_synthesis
     top = float(config.limits.max_width_m)
-    if material + 2.0 * synth.finger_clearance_m <= top:
+    # at the full stroke already, a finger still landed: the body is wider than the stroke
+    # somewhere along the fingers (the gripper measures the material at the pads only)
+    at_stroke = grasp.width >= top - 1e-6
+    if material + 2.0 * synth.finger_clearance_m <= top and not at_stroke:
         need = min(material + float(synth.opening_margin_m), top)
         if need <= grasp.width + config.corrections.width_step_m:
             return None                 # the paper's +10 mm step already covers it
@@ -554,6 +565,10 @@ def _measured_width_ops(diagnosis: Diagnosis, grasp: GraspParameters,
                 head + f"; a sphere narrows above its equator: grasp point + "
                 f"{rise * 1e3:.0f} mm, where the fingertips pass a section the stroke "
                 "encloses", {"grasp_z_delta": rise, "width_delta": top - grasp.width})
+    if ctx.rim_z is not None:
+        return CorrectionOps(head + "; the container is open, so the fingers pinch its wall "
+                             "at the rim (closing radially), with the same grip force",
+                             {"rim_pinch": float(ctx.rim_z)})
     if ctx.alternatives:
         return CorrectionOps(head + ", so another part or approach (the next retrieved "
                              "strategy), not another grasp of this body", {"replan": True})
@@ -618,6 +633,13 @@ def _correction_at(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
                               ctx.target)
         new_grasp = _param_ops(ctx.g0, {k: v for k, v in ops.items() if k != "reset"},
                                ctx.target)
+    elif "rim_pinch" in ops:
+        # the grip force stays the one planned for this object: the pivot rule's bound
+        # (a volume of water) would crush a thin wall, and a slip raises it by the
+        # paper's rule on the next attempt
+        new_base = rim_grasp(ctx.target, base, float(ops["rim_pinch"]),
+                             config.grasp_synthesis, RIM_PINCH_OPENING_M)
+        new_grasp = new_base.copy(force=grasp.force)
     elif ops.get("replan"):
         if ctx.alternatives:
             new_base = ctx.alternatives.pop(0)
