@@ -172,16 +172,20 @@ def build_server(bridge: Any, allow_motion: bool, confirm: bool,
             except RuntimeError:                    # the loop is gone: nobody listens
                 pass
 
+        sent = {"count": 0, "done": False}
+
+        async def notify(fields: Any) -> None:
+            sent["count"] += 1
+            sent["done"] = sent["done"] or fields.get("stage") == "done"
+            progress, total, message = tools.progress_of(fields, sent["count"])
+            try:
+                await ctx.report_progress(progress, total, message)
+            except Exception as exc:  # noqa: BLE001 - a lost notification ends no goal
+                _LOG.debug("progress notification failed: %s", exc)
+
         async def forward_progress() -> None:
-            count = 0
             while True:
-                fields = await queue.get()
-                count += 1
-                progress, total, message = tools.progress_of(fields, count)
-                try:
-                    await ctx.report_progress(progress, total, message)
-                except Exception as exc:  # noqa: BLE001 - a lost notification ends no goal
-                    _LOG.debug("progress notification failed: %s", exc)
+                await notify(await queue.get())
 
         handle = await blocking("grasp", bridge.send_goal, text, config, goal_seed,
                                 on_feedback)
@@ -201,6 +205,12 @@ def build_server(bridge: Any, allow_motion: bool, confirm: bool,
             raise
         except Exception as exc:  # noqa: BLE001 - GraphError, PeerLostError: a tool error
             raise ToolError(tools.tool_error_text("grasp", exc)) from None
+        while not queue.empty():                    # feedback that came with the result
+            await notify(queue.get_nowait())
+        if not sent["done"]:
+            # rclpy's action client drops feedback that arrives after the result (the
+            # planner's "done" often does): the result itself ends the progress.
+            await notify({"stage": "done", "thought": report["message"]})
         return CallToolResult(content=[TextContent(type="text",
                                                    text=tools.grasp_report_text(report))],
                               structured_content=report, is_error=False)
@@ -239,6 +249,18 @@ def build_server(bridge: Any, allow_motion: bool, confirm: bool,
                               structured_content=loaded)
 
     name_field = "short name: letters, digits, _ or -"
+    entries: list = []
+
+    def catalogue_entries() -> list:
+        """The object catalogue's models as query defaults (read once)."""
+        if not entries:
+            from agentic_grasp.core.sim.objects import load_catalogue
+
+            entries.extend({"name": m.name, "category": m.category,
+                            "type": m.affordance.value, "material": m.material,
+                            "fragility": float(m.fragility), "region": m.region}
+                           for m in load_catalogue().models.values())
+        return entries
 
     @server.tool(description=tools.DESCRIPTIONS["retrieve_strategies"],
                  annotations=ToolAnnotations(title="Retrieve grasp strategies",
@@ -255,12 +277,24 @@ def build_server(bridge: Any, allow_motion: bool, confirm: bool,
                                                      max_length=tools.MAX_NAME_CHARS)] = None,
             k: Annotated[Optional[int], Field(description="strategies wanted (omit: the "
                                                           "retrieval node's k)",
-                                              ge=1, le=tools.K_MAX)] = None
+                                              ge=1, le=tools.K_MAX)] = None,
+            fragility: Annotated[Optional[float], Field(description="fragility 0..1 (omit: "
+                                                                    "the catalogue's)",
+                                                        ge=0.0, le=1.0)] = None,
+            region: Annotated[Optional[str], Field(description="graspable region, e.g. "
+                                                               "handle, body, rim (omit: the "
+                                                               "catalogue's)",
+                                                   max_length=tools.MAX_NAME_CHARS)] = None
     ) -> CallToolResult:
-        query = checked(tools.check_retrieval_query, category, affordance, material, k)
+        query = checked(tools.check_retrieval_query, category, affordance, material, k,
+                        fragility, region, catalogue_entries())
         report = await blocking("retrieve_strategies", graph().retrieve, query)
-        return CallToolResult(content=[TextContent(type="text",
-                                                   text=tools.strategies_text(report))],
+        text = tools.strategies_text(report)
+        if query["filled_from"]:
+            text = (f"query: {query['category']}, {query['type']}, {query['material']}, "
+                    f"fragility {query['fragility']:.2f}, region {query['region']} (fields not "
+                    f"given taken from the catalogue's {query['filled_from']})\n") + text
+        return CallToolResult(content=[TextContent(type="text", text=text)],
                               structured_content={"query": query, **report})
 
     @server.tool(description=tools.DESCRIPTIONS["show_last_attempt"],

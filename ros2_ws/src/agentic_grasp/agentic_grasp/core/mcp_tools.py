@@ -146,12 +146,26 @@ def _name(field: str, value: Any) -> str:
 
 
 def check_retrieval_query(category: Any = None, affordance: Any = None,
-                          material: Any = None, k: Any = None) -> Dict[str, Any]:
-    """The query fields (""s for those not given) and k (0: the node's configured k)."""
-    query = {"category": _name("category", category), "type": _name("affordance", affordance),
-             "material": _name("material", material)}
+                          material: Any = None, k: Any = None, fragility: Any = None,
+                          region: Any = None,
+                          defaults: Sequence[Mapping[str, Any]] = ()) -> Dict[str, Any]:
+    """A whole HAA-RAG query: category, affordance type, material, fragility, region, k.
+
+    HAA-RAG's level 2 needs every affordance field. Those not given are taken from the first
+    entry of ``defaults`` (the object catalogue's models as dicts with the same keys) whose
+    category, and material when given, match; ``filled_from`` names it. k 0: the retrieval
+    node's configured k."""
+    query: Dict[str, Any] = {"category": _name("category", category),
+                             "type": _name("affordance", affordance),
+                             "material": _name("material", material),
+                             "region": _name("region", region), "fragility": None}
     if not any(query.values()):
         raise ToolInputError("give at least one of category, affordance or material")
+    if fragility is not None:
+        if isinstance(fragility, bool) or not isinstance(fragility, (int, float)) or \
+                not math.isfinite(float(fragility)) or not 0.0 <= float(fragility) <= 1.0:
+            raise ToolInputError(f"fragility must be a number in [0, 1], got {fragility!r}"[:120])
+        query["fragility"] = float(fragility)
     if k is None:
         k_value = 0
     elif isinstance(k, bool) or not isinstance(k, int):
@@ -160,7 +174,23 @@ def check_retrieval_query(category: Any = None, affordance: Any = None,
         raise ToolInputError(f"k must be in [1, {K_MAX}], got {k}")
     else:
         k_value = int(k)
-    return {**query, "k": k_value}
+    filled_from = ""
+    missing = [key for key, value in query.items() if value in ("", None)]
+    if missing:
+        for entry in defaults:
+            if (not query["category"] or entry.get("category") == query["category"]) and \
+                    (not query["material"] or entry.get("material") == query["material"]) and \
+                    (not query["type"] or entry.get("type") == query["type"]):
+                for key in missing:
+                    query[key] = entry[key]
+                filled_from = str(entry.get("name", ""))
+                break
+    still = [key for key, value in query.items() if value in ("", None)]
+    if still:
+        raise ToolInputError(f"no catalogue object matches the query to fill in "
+                             f"{', '.join(still)}: give them (affordance, material, "
+                             "fragility 0..1, region)")
+    return {**query, "k": k_value, "filled_from": filled_from}
 
 
 # ---- progress ----------------------------------------------------------------------------------

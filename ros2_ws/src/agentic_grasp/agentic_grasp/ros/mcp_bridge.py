@@ -212,9 +212,9 @@ class GraphBridge:
         return self._active is not None
 
     # ---- the simulator ------------------------------------------------------------------------
-    def is_simulator(self, timeout_s: float = 2.0) -> bool:
+    def is_simulator(self) -> bool:
         """Whether a simulator serves sim/load_scene (the arm is the simulator)."""
-        return self.graph._load.wait_for_service(timeout_sec=timeout_s)
+        return self.graph._load.wait_for_service(timeout_sec=self.server_timeout_s)
 
     def load_scene(self, task: str, seed: int) -> Dict[str, Any]:
         """Load a task scene and wait until perception can see it."""
@@ -271,7 +271,9 @@ class GraphBridge:
 
         request = RetrieveStrategies.Request(
             category=query["category"], k=int(query["k"]),
-            affordance=AffordanceDescriptor(type=query["type"], material=query["material"]))
+            affordance=AffordanceDescriptor(type=query["type"], material=query["material"],
+                                            fragility=float(query["fragility"]),
+                                            graspable_region=query["region"]))
         response = self._service(self._retrieve, request, "retrieve_strategies")
         return {"success": bool(response.success), "message": response.message,
                 "candidates_level1": int(response.candidates_level1),

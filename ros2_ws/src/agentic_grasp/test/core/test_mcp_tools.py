@@ -64,15 +64,33 @@ def test_tasks_are_the_scene_files_only():
     assert tools.scene_tasks("/nonexistent/folder") == {}
 
 
+CATALOGUE = [{"name": "ceramic cup", "category": "cup", "type": "Graspable_Handle",
+              "material": "ceramic", "fragility": 0.3, "region": "handle"},
+             {"name": "glass cup", "category": "cup", "type": "Fragile",
+              "material": "glass", "fragility": 0.8, "region": "body"}]
+
+
 def test_retrieval_query():
-    q = tools.check_retrieval_query(category="mug", affordance="Graspable_Handle")
-    assert q == {"category": "mug", "type": "Graspable_Handle", "material": "", "k": 0}
-    assert tools.check_retrieval_query(material="ceramic", k=3)["k"] == 3
+    q = tools.check_retrieval_query(category="cup", defaults=CATALOGUE)
+    assert q == {"category": "cup", "type": "Graspable_Handle", "material": "ceramic",
+                 "fragility": 0.3, "region": "handle", "k": 0, "filled_from": "ceramic cup"}
+    q = tools.check_retrieval_query(category="cup", material="glass", k=3, defaults=CATALOGUE)
+    assert (q["type"], q["fragility"], q["k"], q["filled_from"]) == ("Fragile", 0.8, 3,
+                                                                      "glass cup")
+    q = tools.check_retrieval_query("mug", "Graspable_Handle", "ceramic", fragility=0.4,
+                                    region="handle")
+    assert q["filled_from"] == "" and q["fragility"] == 0.4
+    with pytest.raises(tools.ToolInputError, match="no catalogue object.*fragility"):
+        tools.check_retrieval_query(category="spaceship", defaults=CATALOGUE)
     with pytest.raises(tools.ToolInputError, match="at least one"):
         tools.check_retrieval_query()
     for k in (0, tools.K_MAX + 1, -4):
         with pytest.raises(tools.ToolInputError, match="k must be in"):
-            tools.check_retrieval_query(category="mug", k=k)
+            tools.check_retrieval_query(category="cup", k=k, defaults=CATALOGUE)
+    for fragility in (-0.1, 1.5, float("nan"), "high", True):
+        with pytest.raises(tools.ToolInputError, match="fragility"):
+            tools.check_retrieval_query(category="cup", fragility=fragility,
+                                        defaults=CATALOGUE)
     with pytest.raises(tools.ToolInputError, match="short name"):
         tools.check_retrieval_query(category="mug; DROP TABLE")
     with pytest.raises(tools.ToolInputError, match="short name"):
