@@ -330,14 +330,23 @@ def run(args: argparse.Namespace) -> int:
         return GraphBridge(server_timeout_s=args.server_timeout,
                            goal_timeout_s=args.goal_timeout, call_timeout_s=args.call_timeout)
 
-    server = build_server(None, args.allow_motion, args.confirm, bridge_factory=make_bridge)
     if http is None:
+        # The bridge is made in the server's lifespan: after the stdio transport has put
+        # fd 1 aside, so nothing the ROS middleware prints can reach the wire.
+        server = build_server(None, args.allow_motion, args.confirm, bridge_factory=make_bridge)
         anyio.run(server.run_stdio_async)
         return 0
     host, port = http
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"mcp: serving on {host}:{port}, reachable from other machines; there is no "
               "authentication", file=sys.stderr)
-    print(f"mcp: streamable HTTP on http://{host}:{port}/mcp", file=sys.stderr)
-    anyio.run(lambda: server.run_streamable_http_async(host=host, port=port))
+    # One bridge (one ROS node) for every HTTP session, made here: a session's lifespan
+    # must not own the process's ROS context.
+    bridge = make_bridge()
+    try:
+        server = build_server(bridge, args.allow_motion, args.confirm)
+        print(f"mcp: streamable HTTP on http://{host}:{port}/mcp", file=sys.stderr)
+        anyio.run(lambda: server.run_streamable_http_async(host=host, port=port))
+    finally:
+        bridge.close()
     return 0
