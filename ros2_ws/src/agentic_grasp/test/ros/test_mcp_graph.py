@@ -252,6 +252,37 @@ def test_confirm_refuses_a_client_that_cannot_answer(graph):
     assert set(graph.logs) == before
 
 
+def test_confirm_over_stdio_asks_before_the_goal(graph):
+    from mcp.types import ElicitResult
+
+    asked = []
+
+    def answer(action, content=None):
+        async def callback(ctx, params):
+            asked.append(params.message)
+            return ElicitResult(action=action, content=content)
+        return callback
+
+    async def main(action, content):
+        async with Client(server_params("--allow-motion", "--confirm"),
+                          elicitation_callback=answer(action, content),
+                          read_timeout_seconds=CALL_TIMEOUT_S) as client:
+            loaded = await client.call_tool("load_scene", {"task": "sg_cup", "seed": 0})
+            assert not loaded.is_error, text_of(loaded)
+            return await client.call_tool("grasp", {"instruction": "pick up the ceramic cup",
+                                                    "configuration": "no_episodic_memory"})
+
+    before = set(graph.logs)
+    declined = anyio.run(main, "decline", None)
+    assert declined.is_error and "not confirmed (decline)" in text_of(declined)
+    time.sleep(1.0)
+    assert set(graph.logs) == before                                    # no goal was sent
+    accepted = anyio.run(main, "accept", {"confirm": True})
+    assert not accepted.is_error and text_of(accepted).startswith("SUCCESS"), text_of(accepted)
+    assert asked == ["Let the robot arm move to carry out 'pick up the ceramic cup'?"] * 2
+    assert graph.running_goals() == []
+
+
 def test_client_cancellation_cancels_the_goal(graph):
     started = time.time()
 

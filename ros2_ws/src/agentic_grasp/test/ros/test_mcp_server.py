@@ -65,9 +65,9 @@ class FakeBridge:
         raise GraphError("load_scene is for the simulator only")
 
 
-def call(server, tool, arguments, **client_kw):
+def call(server, tool, arguments, mode="auto", **client_kw):
     async def main():
-        async with Client(server, **client_kw) as client:
+        async with Client(server, mode=mode, **client_kw) as client:
             return await client.call_tool(tool, arguments)
     return anyio.run(main)
 
@@ -76,7 +76,11 @@ def text_of(result) -> str:
     return "\n".join(c.text for c in result.content if c.type == "text")
 
 
-def test_confirm_accepted_declined_and_cancelled():
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_confirm_accepted_declined_and_cancelled(mode):
+    """Both protocol generations: ``legacy`` (the initialize handshake) asks with a
+    standalone elicitation/create request, ``auto`` (2026-07-28) with an
+    InputRequiredResult round; the answers mean the same."""
     asked = []
 
     def answer(action, content=None):
@@ -87,7 +91,7 @@ def test_confirm_accepted_declined_and_cancelled():
 
     bridge = FakeBridge()
     server = build_server(bridge, allow_motion=True, confirm=True)
-    ok = call(server, "grasp", {"instruction": "pick up the cup"},
+    ok = call(server, "grasp", {"instruction": "pick up the cup"}, mode,
               elicitation_callback=answer("accept", {"confirm": True}))
     assert not ok.is_error and text_of(ok).startswith("SUCCESS")
     assert asked == ["Let the robot arm move to carry out 'pick up the cup'?"]
@@ -95,13 +99,13 @@ def test_confirm_accepted_declined_and_cancelled():
     for action, content, expected in (("accept", {"confirm": False}, "answered no"),
                                       ("decline", None, "decline"),
                                       ("cancel", None, "cancel")):
-        refused = call(server, "grasp", {"instruction": "pick up the cup"},
+        refused = call(server, "grasp", {"instruction": "pick up the cup"}, mode,
                        elicitation_callback=answer(action, content))
         assert refused.is_error and f"not confirmed ({expected})" in text_of(refused)
     assert len(bridge.sent) == 1                            # no goal after a refusal
-    no_answer = call(server, "grasp", {"instruction": "pick up the cup"})
+    no_answer = call(server, "grasp", {"instruction": "pick up the cup"}, mode)
     assert no_answer.is_error and "cannot answer confirmation" in text_of(no_answer)
-    bad = call(server, "grasp", {"instruction": ""},
+    bad = call(server, "grasp", {"instruction": ""}, mode,
                elicitation_callback=answer("accept", {"confirm": True}))
     assert bad.is_error and "empty" in text_of(bad) and len(asked) == 4   # not even asked
 
