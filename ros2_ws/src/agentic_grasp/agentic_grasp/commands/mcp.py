@@ -187,24 +187,30 @@ def build_server(bridge: Any, allow_motion: bool, confirm: bool,
             while True:
                 await notify(await queue.get())
 
-        handle = await blocking("grasp", bridge.send_goal, text, config, goal_seed,
-                                on_feedback)
+        # Shielded: a goal the planner accepted is never left behind by a cancellation
+        # that lands while it is being sent (the handler below cancels it instead).
+        with anyio.CancelScope(shield=True):
+            handle, result = await blocking("grasp", bridge.start_goal, text, config,
+                                            goal_seed, on_feedback)
+        failure: Optional[BaseException] = None
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(forward_progress)
                 try:
-                    report = await anyio.to_thread.run_sync(bridge.wait_result, handle,
-                                                            abandon_on_cancel=True)
+                    # shield: giving up on the wait must not cancel the bridge's future
+                    report = await asyncio.shield(asyncio.wrap_future(result))
+                except Exception as exc:  # noqa: BLE001 - GraphError, PeerLostError, ...
+                    failure = exc         # (kept out of the task group's exception group)
                 finally:
                     tg.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
-            # The client canceled the call (or the server stops): cancel the goal. The
-            # abandoned wait still ends on the goal's result and frees the goal slot.
+            # The client canceled the call (or the server stops): cancel the goal. Its
+            # wait goes on in the bridge and frees the goal slot when the goal has ended.
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(bridge.cancel, handle)
             raise
-        except Exception as exc:  # noqa: BLE001 - GraphError, PeerLostError: a tool error
-            raise ToolError(tools.tool_error_text("grasp", exc)) from None
+        if failure is not None:
+            raise ToolError(tools.tool_error_text("grasp", failure))
         while not queue.empty():                    # feedback that came with the result
             await notify(queue.get_nowait())
         if not sent["done"]:

@@ -17,7 +17,9 @@ them from a bag).
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
+from concurrent.futures import Future
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from agentic_grasp.ros import goal_log, qos
@@ -29,6 +31,11 @@ from agentic_grasp_interfaces.srv import InferConstraints, Perceive, RetrieveStr
 #: Pause after a scene load for the perception node to take the new ground truth (s), as
 #: ``agentic-grasp grasp --task`` does.
 SCENE_SETTLE_S = 0.5
+#: How long after the server's start a peer may still be undiscovered (s): DDS discovery of a
+#: whole graph by a new process took seconds on a loaded 2-core machine (the node harness
+#: allows up to 60 s), so until then a missing peer is waited for this long, not only
+#: ``server_timeout_s``.
+DISCOVERY_S = 30.0
 #: Messages of each picture topic kept (arrival order); the planner re-perceives after each
 #: failed attempt, so a goal of a few attempts needs a few of each.
 PICTURE_HISTORY = 16
@@ -149,6 +156,7 @@ class GraphBridge:
     def __init__(self, node_name: str = "agentic_grasp_mcp", server_timeout_s: float = 10.0,
                  goal_timeout_s: float = 300.0, call_timeout_s: float = 30.0) -> None:
         self.server_timeout_s = float(server_timeout_s)
+        self._started = time.monotonic()
         self.goal_timeout_s = float(goal_timeout_s)
         self.call_timeout_s = float(call_timeout_s)
         self.graph = GraphClient(node_name)
@@ -161,40 +169,60 @@ class GraphBridge:
         self._goal_lock = threading.Lock()
         self._active: Optional[Any] = None
 
+    def peer_wait_s(self) -> float:
+        """How long to wait for a peer now: ``server_timeout_s``, or longer while this
+        server's discovery of the graph may still be under way (DISCOVERY_S)."""
+        return max(self.server_timeout_s,
+                   DISCOVERY_S - (time.monotonic() - self._started))
+
     def close(self) -> None:
         self.cancel_active()
         self.planner.close()
         self.graph.close()
 
     # ---- the planner's action ---------------------------------------------------------------
-    def send_goal(self, instruction: str, configuration: str, seed: Optional[int],
-                  on_feedback: Callable[[Dict[str, Any]], None]) -> Any:
-        """Send one GraspObject goal (one at a time per server); its accepted handle."""
+    def start_goal(self, instruction: str, configuration: str, seed: Optional[int],
+                   on_feedback: Callable[[Dict[str, Any]], None]) -> Tuple[Any, Future]:
+        """Send one GraspObject goal (one at a time per server): its accepted handle and a
+        future of its result report (ros/grasp_report.result_report), or of the GraphError
+        that ended the wait: the goal timeout (the goal is canceled) or the planner's death.
+
+        The wait runs in a thread of its own that frees the goal slot when the goal has
+        ended, whoever (or nobody) still waits for the future: a caller that gives up
+        cancels the goal (:meth:`cancel`) and the slot frees once the planner ends it."""
         if not self._goal_lock.acquire(blocking=False):
             raise GraphError("a grasp from this server is still running (one at a time)")
         try:
             handle = self.planner.send(instruction, configuration,
                                        lambda fb: on_feedback(feedback_fields(fb)),
-                                       self.server_timeout_s, seed)
+                                       self.peer_wait_s(), seed)
             if not handle.accepted:
                 raise GraphError("grasp_object goal rejected: the planner is busy with "
                                  "another goal (one at a time)")
-            self._active = handle
-            return handle
         except BaseException:
             self._goal_lock.release()
             raise
+        self._active = handle
+        future: Future = Future()
+        threading.Thread(target=self._wait_result, args=(handle, future),
+                         name="mcp_goal_wait", daemon=True).start()
+        return handle, future
 
-    def wait_result(self, handle: Any) -> Dict[str, Any]:
-        """The goal's result report (ros/grasp_report.result_report); GraphError when it does
-        not come within the goal timeout (the goal is canceled) or the planner died."""
+    def _wait_result(self, handle: Any, future: Future) -> None:
         from agentic_grasp.ros.grasp_report import result_report
 
         try:
-            return result_report(self.planner.result(handle, self.goal_timeout_s))
+            outcome: Any = result_report(self.planner.result(handle, self.goal_timeout_s))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+            outcome = exc
         finally:
             self._active = None
             self._goal_lock.release()
+        if future.set_running_or_notify_cancel():        # False: nobody waits any more
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
 
     def cancel(self, handle: Any) -> bool:
         """Ask the planner to cancel ``handle``; whether it answered."""
@@ -214,7 +242,7 @@ class GraphBridge:
     # ---- the simulator ------------------------------------------------------------------------
     def is_simulator(self) -> bool:
         """Whether a simulator serves sim/load_scene (the arm is the simulator)."""
-        return self.graph._load.wait_for_service(timeout_sec=self.server_timeout_s)
+        return self.graph._load.wait_for_service(timeout_sec=self.peer_wait_s())
 
     def load_scene(self, task: str, seed: int) -> Dict[str, Any]:
         """Load a task scene and wait until perception can see it."""
@@ -229,8 +257,9 @@ class GraphBridge:
 
     # ---- perception and the scene graph --------------------------------------------------------
     def _service(self, client: Any, request: Any, what: str) -> Any:
-        if not client.wait_for_service(timeout_sec=self.server_timeout_s):
-            raise GraphError(f"{what} is not available within {self.server_timeout_s:.0f} s "
+        wait_s = self.peer_wait_s()
+        if not client.wait_for_service(timeout_sec=wait_s):
+            raise GraphError(f"{what} is not available within {wait_s:.0f} s "
                              "(is its node running?)")
         future = client.call_async(request)
         self.graph.wait_future(future, self.call_timeout_s)

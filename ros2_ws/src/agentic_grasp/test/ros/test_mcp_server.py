@@ -27,32 +27,41 @@ REPORT = {"success": True, "error_code": "ERROR_NONE", "message": "all 1 target(
 class FakeBridge:
     """GraphBridge's surface; the goal 'runs' for ``goal_s`` and streams four stages."""
 
-    def __init__(self, goal_s: float = 0.3, fail: Exception = None) -> None:
+    def __init__(self, goal_s: float = 0.3, fail: Exception = None,
+                 fail_wait: Exception = None) -> None:
         self.goal_s = goal_s
         self.fail = fail
+        self.fail_wait = fail_wait
+        self.send_s = 0.0
         self.sent = []
         self.canceled = threading.Event()
         self.ended = threading.Event()
 
-    def send_goal(self, instruction, configuration, seed, on_feedback):
+    def start_goal(self, instruction, configuration, seed, on_feedback):
+        from concurrent.futures import Future
+
         if self.fail is not None:
             raise self.fail
+        time.sleep(self.send_s)                 # the planner taking its time to accept
         self.sent.append((instruction, configuration, seed))
+        future = Future()
 
-        def stream():
+        def run():
             for stage in ("perceive", "retrieve", "plan", "execute"):
                 on_feedback({"stage": stage, "target_id": "cup_1"})
                 time.sleep(0.02)
-        threading.Thread(target=stream, daemon=True).start()
-        return "goal"
-
-    def wait_result(self, handle):
-        try:
-            if self.canceled.wait(self.goal_s):
-                return {**REPORT, "success": False, "error_code": "ERROR_CANCELED"}
-            return REPORT
-        finally:
-            self.ended.set()
+            try:
+                if self.canceled.wait(self.goal_s):
+                    future.set_result({**REPORT, "success": False,
+                                       "error_code": "ERROR_CANCELED"})
+                elif self.fail_wait is not None:
+                    future.set_exception(self.fail_wait)
+                else:
+                    future.set_result(REPORT)
+            finally:
+                self.ended.set()
+        threading.Thread(target=run, daemon=True).start()
+        return "goal", future
 
     def cancel(self, handle):
         self.canceled.set()
@@ -144,12 +153,31 @@ def test_client_cancellation_cancels_the_goal():
     assert time.monotonic() - started < 10.0
 
 
-@pytest.mark.parametrize("failure", [
-    GraphError("the planner's grasp_object action is not available within 3 s"),
-    PeerLostError("grasp_object: grasp_front lost its liveliness while the goal ran"),
-    GraphError("grasp_object: no result within 90 s (goal canceled)")])
-def test_graph_failures_are_tool_errors(failure):
-    result = call(build_server(FakeBridge(fail=failure), True, False), "grasp",
+def test_a_cancellation_while_the_goal_is_sent_still_cancels_it():
+    """The client gives up while the planner is accepting the goal: the accepted goal is
+    canceled, not left running."""
+    bridge = FakeBridge(goal_s=30.0)
+    bridge.send_s = 1.0
+
+    async def main():
+        async with Client(build_server(bridge, True, False)) as client:
+            with anyio.move_on_after(0.3):
+                await client.call_tool("grasp", {"instruction": "pick up the cup"})
+            return await client.list_tools()
+
+    assert len(anyio.run(main).tools) == 5
+    assert bridge.sent and bridge.canceled.wait(5.0) and bridge.ended.wait(5.0)
+
+
+@pytest.mark.parametrize("failure, when", [
+    (GraphError("the planner's grasp_object action is not available within 3 s"), "send"),
+    (GraphError("grasp_object goal rejected: the planner is busy"), "send"),
+    (PeerLostError("grasp_object: grasp_front lost its liveliness while the goal ran"),
+     "wait"),
+    (GraphError("grasp_object: no result within 90 s (goal canceled)"), "wait")])
+def test_graph_failures_are_tool_errors(failure, when):
+    bridge = FakeBridge(fail=failure) if when == "send" else FakeBridge(fail_wait=failure)
+    result = call(build_server(bridge, True, False), "grasp",
                   {"instruction": "pick up the cup"})
     assert result.is_error and "grasp failed: " + str(failure) in text_of(result)
     scene = call(build_server(FakeBridge(), True, False), "describe_scene", {})
