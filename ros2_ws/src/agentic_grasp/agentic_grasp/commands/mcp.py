@@ -15,6 +15,9 @@ the goal's own timeout. A client's cancellation of ``grasp`` cancels the goal.
 Transport: stdio by default; ``--http HOST:PORT`` serves the SDK's streamable HTTP on
 ``http://HOST:PORT/mcp`` (HOST 127.0.0.1 unless given).
 """
+# No ``from __future__ import annotations`` here: MCPServer reads each tool's signature
+# (get_type_hints) for its JSON schema, and the tools are closures whose annotations name
+# locals of build_server, which string annotations could not resolve.
 import argparse
 import logging
 import sys
@@ -326,6 +329,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"mcp: {exc}", file=sys.stderr)
         return 2
+    for name in ("goal_timeout", "server_timeout", "call_timeout"):
+        if not 0.0 < getattr(args, name) < 86400.0:
+            print(f"mcp: --{name.replace('_', '-')} must be in (0, 86400) s", file=sys.stderr)
+            return 2
     if args.confirm and not args.allow_motion:
         print("mcp: --confirm without --allow-motion: grasp is refused anyway",
               file=sys.stderr)

@@ -243,3 +243,12 @@ def test_streamable_http_serves_on_loopback():
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("argv", [["--http", "abc"], ["--http", "127.0.0.1:0"],
+                                  ["--goal-timeout", "-1"], ["--server-timeout", "0"],
+                                  ["--call-timeout", "nan"]])
+def test_bad_options_exit_2_before_serving(argv):
+    from agentic_grasp.cli import main
+
+    assert main(["mcp", *argv]) == 2
