@@ -26,6 +26,8 @@ COMMANDS = {
     "bag": ("bag", "recorded runs: info"),
     "show": ("show", "pictures of what the robot saw and decided: one PNG per attempt and a "
              "contact sheet per goal, from a bag or the live graph"),
+    "mcp": ("mcp", "serve the graph as tools for LLM agents (Model Context Protocol: grasp, "
+            "describe_scene, load_scene, retrieve_strategies, show_last_attempt)"),
     "eval": ("evaluate", "evaluations against the paper's tables: retrieval (Table IV)"),
 }
 
