@@ -47,7 +47,9 @@ def feedback_line(fb: Any) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("instruction", help='what to grasp, e.g. "pick up the ceramic cup"')
+    parser.add_argument("instruction", nargs="?", default="",
+                        help='what to grasp, e.g. "pick up the ceramic cup" (default with '
+                        "--procedural: the scene's own instruction)")
     parser.add_argument("--configuration", default="",
                         help="Table II configuration (full, no_haa_rag, no_scene_graph, "
                         "no_recovery, no_episodic_memory, vlm_only, heuristic, heuristic_box); "
@@ -55,10 +57,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "the planner node's")
     parser.add_argument("--task", default="",
                         help="load this task scene into the simulator first (e.g. sg_cup)")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--procedural", default="", metavar="S:K",
+                        help="load procedural scene K of scene seed S first (agentic-grasp "
+                        "bench procedural's scenes); the seed defaults to the one that "
+                        "benchmark gives its trial")
+    parser.add_argument("--seed", type=int, default=None,
                         help="trial seed of --task's scene, and of the goal (the planner's "
-                             "level-3 generator, as the in-process benchmark seeds a trial); "
-                             "without --task the goal uses the planner node's seed")
+                             "level-3 generator, as the in-process benchmark seeds a trial; "
+                             "default 0); without --task the goal uses the planner node's seed")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds to wait for the result (the goal is canceled after)")
     parser.add_argument("--server-timeout", type=float, default=30.0,
@@ -67,8 +73,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print only the result, as JSON (no feedback lines)")
 
 
+def _procedural(args: argparse.Namespace) -> str:
+    """Resolve --procedural S:K into --task, --seed and the instruction; "" or an error."""
+    from agentic_grasp.core.errors import ConfigError
+    from agentic_grasp.core.evaluation.sweep import trial_seed
+    from agentic_grasp.core.sim.procedural import load_procedural
+
+    if args.task:
+        return "give --task or --procedural, not both"
+    name = f"procedural:{args.procedural.strip()}"
+    try:
+        scene = load_procedural(name)
+    except ConfigError as exc:
+        return f"--procedural: {exc}"
+    args.task = name
+    if args.seed is None:
+        args.seed = trial_seed(scene.scene_seed, name, 0)
+    if not args.instruction:
+        args.instruction = scene.task.instruction
+    return ""
+
+
 def run(args: argparse.Namespace) -> int:
     from agentic_grasp.ros.client import GraphClient, GraphError
+
+    if args.procedural:
+        why = _procedural(args)
+        if why:
+            print(f"error: {why}", flush=True)
+            return ERROR_EXIT
+    if not args.instruction.strip():
+        print("error: an instruction is needed (or --procedural S:K, which has its own)",
+              flush=True)
+        return ERROR_EXIT
+    if args.seed is None:
+        args.seed = 0
 
     with GraphClient("agentic_grasp_grasp") as graph:
         planner = PlannerClient(graph)
