@@ -483,7 +483,9 @@ def replay_goal(goal: RecordedGoal, configuration: Optional[str] = None,
         "grasped_ids": grasped}
     result_agrees = replayed is not None and all(
         replayed[k] == recorded[k] for k in ("success", "error_code", "grasped_ids"))
-    unserved = ex.unserved() if divergence is None else {}
+    unserved = {} if divergence is not None else {      # recomputed: never asked for
+        k: n for k, n in ex.unserved().items()
+        if not (k == "infer_constraints" and "constraints" in recompute)}
     verdict_ = verdict(name == recorded_conf, divergence, unserved, result_agrees)
     return {"goal_id": goal.goal_id, "instruction": goal.instruction,
             "configuration": name, "recorded_configuration": recorded_conf,
