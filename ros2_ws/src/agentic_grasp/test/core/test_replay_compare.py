@@ -155,9 +155,8 @@ def _cup(obj_id="cup_1", x=0.5):
     return ObjectInstance(id=obj_id, category="cup", shape=Shape.CYLINDER,
                           position=np.array([x, 0.0, 0.05]),
                           size=np.array([0.08, 0.08, 0.10]), yaw=0.3, material="ceramic",
-                          fragility=0.7,
-                          affordance=AffordanceDescriptor(AffordanceType.GRASPABLE_HANDLE, "ceramic",
-                                                          0.7, "handle"))
+                          fragility=0.7, affordance=AffordanceDescriptor(
+                              AffordanceType.GRASPABLE_HANDLE, "ceramic", 0.7, "handle"))
 
 
 def test_memory_state_round_trips_exactly_through_json():
