@@ -130,7 +130,9 @@ def read_session(path: Union[str, Path]) -> RecordedSession:
     attempts: Dict[str, List[Any]] = {}
     for _, rec in topics.get(ATTEMPTS_TOPIC, []):
         attempts.setdefault(rec.goal_id, []).append(rec)
-    before = goals_before(topics, logs, with_feedback | set(docs),
+    # decision inputs are latched with a history, like the goal log and the attempts: a
+    # recorder started between goals receives earlier goals' inputs too (not recorded goals)
+    before = goals_before(topics, logs, with_feedback,
                           [rec for _, rec in topics.get(ATTEMPTS_TOPIC, [])])
     order = list(docs) + [g for g in dict.fromkeys(list(attempts) + list(with_feedback))
                           if g not in docs]
