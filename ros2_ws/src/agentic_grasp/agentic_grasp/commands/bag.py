@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                         "goal per paper task and seed")
     rec.add_argument("bag", help="new rosbag2 folder to record to")
     rec.add_argument("--tasks", default="all",
-                     help="comma-separated task ids, or all (the 12 paper tasks)")
+                     help="comma-separated task ids, or all (the 12 paper tasks); "
+                          "task:seed records that task once, at that seed")
     rec.add_argument("--seeds", default="0-4", help="seeds, e.g. 0-4 or 0,3 (default 0-4)")
     rec.add_argument("--limit", type=int, default=0,
                      help="record only the first N goals (seeds outermost; 0 = all)")

@@ -36,7 +36,8 @@ def session_bag(tmp_path_factory):
 
 
 def test_faithful_replay_reproduces_every_decision(session_bag):
-    from agentic_grasp.ros.recording.replay import read_session, replay_bag
+    from agentic_grasp.core.planner import PlannerConfig
+    from agentic_grasp.ros.recording.replay import read_session, recorded_config, replay_bag
 
     session = read_session(session_bag)
     assert [g.header["seed"] for g in session.goals] == [s for _, s in GOALS]
@@ -46,6 +47,7 @@ def test_faithful_replay_reproduces_every_decision(session_bag):
     assert kinds[0].count("retrieve") == 3 and kinds[0].count("execute") >= 3
     assert "move_camera" in kinds[1] and "wrist_camera" in kinds[1]       # uncovered
     assert session.goals[2].header["memory"]["entries"]          # memory from earlier goals
+    assert recorded_config(session.goals[0].header) == PlannerConfig.from_config()
     report = replay_bag(session_bag)
     s = report["summary"]
     assert (s["goals"], s["reproduced"]) == (3, 3), report["goals"]

@@ -261,7 +261,7 @@ class PlannerNode(Node):
         task: Optional[TaskOutcome] = None
         self.inputs.begin(goal_id, inputs.goal_header(
             instruction, goal_handle.request.configuration, configuration, seed, rng_seed,
-            memory, s))
+            memory, self))
         try:
             task = planner.run_task(instruction, perceive,
                                     BoundArm(self.arm, signal, world, self.inputs),

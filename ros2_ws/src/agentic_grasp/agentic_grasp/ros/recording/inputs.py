@@ -9,8 +9,9 @@ one message per input, as it arrives, so a recording cut mid-goal keeps what cam
 
 - ``goal``: once per goal, before its first call: the configuration, the goal's seed and
   the generator seed it gave, the memory lifetime and the whole episodic memory
-  (recording/memory_state.py), the visual-query and perception-retry settings and, with
-  acquisition on, the acquired-experiences file;
+  (recording/memory_state.py), the visual-query and perception-retry settings, the
+  planner node's parameters (its PlannerConfig) and, with acquisition on, the
+  acquired-experiences file;
 - one ``exchange`` per peer call, in call order (``seq``): its ``kind`` (``perceive``,
   ``retrieve``, ``infer_constraints``, ``execute``, ``wrist_camera``, ``move_camera``), the
   request and the answer exactly as the planner received it (recording/codec.py), or the
@@ -117,17 +118,27 @@ def _size(path: str) -> int:
 
 
 def goal_header(instruction: str, requested: str, configuration: str, seed: int,
-                rng_seed: Any, memory: Any, settings: Any) -> Dict[str, Any]:
-    """The ``goal`` document's content (module docstring); ``settings``: the planner node's
-    (memory lifetime, visual query, perception retries)."""
+                rng_seed: Any, memory: Any, node: Any) -> Dict[str, Any]:
+    """The ``goal`` document's content (module docstring); ``node``: the planner node (its
+    settings: memory lifetime, visual query, perception retries; its parameters, from which
+    the PlannerConfig it runs is built again)."""
     from agentic_grasp.ros.recording.memory_state import memory_state
 
+    settings = node.settings
+    params = {name: _plain(p.value)
+              for name, p in sorted(node.get_parameters_by_prefix("").items())}
     return {"instruction": instruction, "requested_configuration": requested,
             "configuration": configuration, "seed": int(seed),
             "rng_seed": rng_seed if isinstance(rng_seed, int) else [int(v) for v in rng_seed],
             "memory_lifetime": str(settings.memory_lifetime), "memory": memory_state(memory),
             "visual_query": str(settings.visual_query),
-            "perceive_retries": int(settings.perceive_retries)}
+            "perceive_retries": int(settings.perceive_retries), "parameters": params}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        return [_plain(v) for v in (value.tolist() if hasattr(value, "tolist") else value)]
+    return value
 
 
 def _data(kind: str, value: Any) -> Any:

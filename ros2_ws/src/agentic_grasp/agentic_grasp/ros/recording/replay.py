@@ -420,6 +420,16 @@ def _decisions(events: List[Any]) -> List[Dict[str, Any]]:
     return out
 
 
+def recorded_config(header: Mapping[str, Any]) -> PlannerConfig:
+    """The PlannerConfig the planner node ran the goal with (its recorded parameters)."""
+    if "parameters" not in header:
+        return PlannerConfig.from_config()
+    names = {f.name for f in dataclasses.fields(PlannerConfig)}
+    params = {k: v for k, v in (header.get("parameters") or {}).items()
+              if k.split(".")[0] in names}
+    return PlannerConfig.from_params(params, "the recorded planner parameters")
+
+
 def recorded_result(goal: RecordedGoal) -> Dict[str, Any]:
     log = goal.log
     return {"success": bool(log.success), "error_code": int(log.error_code),
@@ -441,7 +451,7 @@ def replay_goal(goal: RecordedGoal, configuration: Optional[str] = None,
     recorded_conf = str(header.get("configuration") or goal.log.configuration)
     name = configuration or recorded_conf
     conf = get_configuration(name)
-    config = (config or PlannerConfig.from_config()).with_configuration(name)
+    config = (config or recorded_config(header)).with_configuration(name)
     ex = Exchanges(goal.documents, _raise_recorded)
     signal = GoalSignal()
     memory = memory_from_state(header.get("memory"))
@@ -527,7 +537,6 @@ def replay_bag(path: Union[str, Path], configuration: Optional[str] = None,
         get_configuration(configuration)            # ConfigError on an unknown name
     names = check_recompute(recompute)
     session = read_session(path)
-    config = config if config is not None else PlannerConfig.from_config()
     retrieval = AcquiredAsThen(acquired) if "retrieval" in names else None
     goals, warnings = [], list(session.warnings)
     try:

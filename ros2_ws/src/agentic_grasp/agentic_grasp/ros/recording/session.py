@@ -79,10 +79,19 @@ def record_session(bag: str, goals: Sequence[Tuple[str, int]], bringup: Dict[str
 
 def task_goals(tasks: Sequence[str], seeds: Sequence[int],
                all_tasks: Optional[Sequence[str]] = None) -> List[Tuple[str, int]]:
-    """(task, seed) pairs, seeds outermost (each seed's round covers every task)."""
+    """(task, seed) pairs, seeds outermost (each seed's round covers every task); a task
+    written ``task:seed`` is recorded once, at that seed, in the first round."""
     if list(tasks) == ["all"]:
         tasks = list(all_tasks or ())
-    return [(t, s) for s in seeds for t in tasks]
+    out: List[Tuple[str, int]] = []
+    for i, seed in enumerate(seeds):
+        for task in tasks:
+            name, _, fixed = task.partition(":")
+            if not fixed:
+                out.append((name, seed))
+            elif i == 0:
+                out.append((name, int(fixed)))
+    return out
 
 
 __all__ = ["parse_seeds", "record_session", "task_goals"]
