@@ -187,3 +187,43 @@ def test_compare_and_memory_state_load_no_rclpy():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          timeout=120, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+# ---- the decision-input documents -------------------------------------------------------------
+
+def test_the_tap_numbers_documents_counts_motions_and_records_errors(tmp_path):
+    from agentic_grasp.ros.recording.inputs import DecisionTap, parse_documents
+
+    sent = []
+    acquired = tmp_path / "acquired.jsonl"
+    acquired.write_bytes(b'{"id": "a"}\n')
+    tap = DecisionTap(sent.append, type("Acquirer", (), {"path": acquired, "store": None})())
+    tap("perceive", {"instruction": "x"}, {"ok": 1})           # outside a goal: nothing
+    tap.begin("g1", {"seed": 3})
+    tap("perceive", {"instruction": "x"}, {"ok": 1})
+    tap("retrieve", {"category": "cup"}, {"strategies": []})
+    tap("execute", {"target_id": "cup_1"}, {"error": 0})
+    tap.error("perceive", {"instruction": "x"}, TimeoutError("no answer"))
+    tap.end()
+    tap("execute", {}, {})                                      # after the goal: nothing
+    docs = parse_documents(sent)["g1"]
+    assert [(d["seq"], d["type"], d.get("kind")) for d in docs] == [
+        (0, "goal", None), (1, "exchange", "perceive"), (2, "exchange", "retrieve"),
+        (3, "exchange", "execute"), (4, "exchange", "perceive")]
+    assert docs[0]["seed"] == 3 and docs[0]["acquired_path"] == str(acquired)
+    assert [d.get("motions") for d in docs[1:]] == [0, 0, 0, 1]
+    assert docs[2]["acquired_bytes"] == len(b'{"id": "a"}\n')
+    assert docs[4]["error"] == {"type": "TimeoutError", "peer": "", "detail": "no answer"}
+
+
+def test_documents_of_another_format_or_not_documents_are_refused():
+    from agentic_grasp.ros.recording.inputs import InputsError, parse_documents
+
+    good = json.dumps({"format": 1, "goal_id": "g", "seq": 0, "type": "goal"})
+    assert list(parse_documents([good])) == ["g"]
+    with pytest.raises(InputsError, match="format 2"):
+        parse_documents([json.dumps({"format": 2, "goal_id": "g", "seq": 0, "type": "goal"})])
+    with pytest.raises(InputsError, match="not JSON"):
+        parse_documents(["{cut"])
+    with pytest.raises(InputsError, match="not a decision-input document"):
+        parse_documents(["[1, 2]"])

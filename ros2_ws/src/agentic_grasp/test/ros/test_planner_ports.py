@@ -147,3 +147,28 @@ def test_executor_arm_reports_each_phase_once_in_order_even_when_feedback_is_lat
     relay.catch_up("approach")                      # canceled after approach
     relay.catch_up("")                              # no outcome: nothing ran
     assert stopped == ["approach"]
+
+
+def test_a_recorded_peer_timeout_replays_to_the_nodes_result():
+    """A goal that ended because a peer did not answer replays to the same ending: the
+    recorded error is raised again where the live call raised it, and the node's mapping
+    (goal_session.exception_error) gives the same error code."""
+    from types import SimpleNamespace
+
+    from agentic_grasp.ros.recording.replay import RecordedGoal, replay_goal
+    from agentic_grasp_interfaces.action import GraspObject
+
+    code = GraspObject.Result.ERROR_DEPENDENCY_TIMEOUT
+    docs = [{"format": 1, "goal_id": "g", "seq": 0, "type": "goal", "configuration": "full",
+             "seed": 0, "rng_seed": [0, 7919], "memory": None, "perceive_retries": 0},
+            {"format": 1, "goal_id": "g", "seq": 1, "type": "exchange", "kind": "perceive",
+             "motions": 0, "request": {"instruction": "pick up the cup", "camera": "fixed"},
+             "error": {"type": "DependencyTimeout", "peer": "perception",
+                       "detail": "no answer within 30 s"}}]
+    log = SimpleNamespace(success=False, error_code=code, grasped_ids=[], configuration="full",
+                          message="dependency timeout: the perception node did not answer "
+                                  "(no answer within 30 s)")
+    report = replay_goal(RecordedGoal("g", "pick up the cup", docs, [], log))
+    assert report["verdict"] == "reproduced", report
+    assert report["replayed"]["error_code"] == code
+    assert report["replayed"]["message"] == log.message
