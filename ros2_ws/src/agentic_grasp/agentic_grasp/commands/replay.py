@@ -66,6 +66,9 @@ def print_report(report: Dict[str, Any]) -> None:
             print(f"    first divergence: {_divergence(m['first_divergence'])}")
         if m["unserved"]:
             print(f"    recorded answers not asked for: {m['unserved']}")
+    for refused in report["refused"]:
+        print(f"  {refused['goal_id'][:8]} {refused['instruction']!r}: nothing to replay, "
+              f"{refused['why']}")
     for cut in report["cut"]:
         print(f"  {cut['goal_id'][:8]} {cut['instruction']!r}: NOT REPLAYED, {cut['why']}")
     print(f"goals {s['goals']}: reproduced {s['reproduced']}, observed {s['observed']}, "

@@ -404,3 +404,39 @@ def test_reading_a_bag_for_replay_loads_no_rclpy(bag):
     out = subprocess.run([sys.executable, "-c", probe, str(bag)], capture_output=True,
                          text=True, timeout=120, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_refused_goal_is_named_and_not_taken_for_a_cut_one(tmp_path):
+    """A goal the planner refused (ERROR_INVALID_GOAL: nothing decided) has a goal log and a
+    'done' feedback but no decision inputs: replay says so, and a --strict run passes."""
+    import json
+
+    store = typestore()
+    path = tmp_path / "refused"
+    writer = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
+    writer.open()
+    topics = {"/planner/decision_inputs": "std_msgs/msg/String",
+              "/planner/goal_log": GOAL_LOG,
+              "/grasp_object/_action/feedback":
+                  "agentic_grasp_interfaces/action/GraspObject_FeedbackMessage"}
+    conns = {topic: writer.add_connection(topic, t, **connection_args(t, store))
+             for topic, t in topics.items()}
+    fb_type = topics["/grasp_object/_action/feedback"]
+    uuid = np.frombuffer(bytes.fromhex(GOAL_ID), dtype=np.uint8).copy()
+    fb = new(fb_type, goal_id=new("unique_identifier_msgs/msg/UUID", uuid=uuid),
+             feedback=new("agentic_grasp_interfaces/action/GraspObject_Feedback",
+                          stage="done", thought="empty instruction"))
+    writer.write(conns["/grasp_object/_action/feedback"], 1_000, store.serialize_cdr(fb, fb_type))
+    log = new(GOAL_LOG, version=1, goal_id=GOAL_ID, instruction="", configuration="",
+              start_stamp=_time(500), end_stamp=_time(2_000), success=False, error_code=1,
+              message="empty instruction: say what to grasp")
+    writer.write(conns["/planner/goal_log"], 2_000, store.serialize_cdr(log, GOAL_LOG))
+    writer.close()
+    report = replay.replay_bag(path)
+    assert report["goals"] == [] and report["cut"] == []
+    refused, = report["refused"]
+    assert refused["goal_id"] == GOAL_ID and "refused it: empty instruction" in refused["why"]
+    from agentic_grasp import cli
+
+    assert cli.main(["replay", str(path), "--strict"]) == 0
+    assert json.loads(json.dumps(report))["refused"] == report["refused"]

@@ -97,6 +97,8 @@ class RecordedGoal:
 class RecordedSession:
     goals: List[RecordedGoal]
     cut: List[Dict[str, str]]
+    #: Goals the planner refused (an invalid goal): nothing was decided, nothing to replay.
+    refused: List[Dict[str, str]] = dataclasses.field(default_factory=list)
     stopped: str = ""
     warnings: List[str] = dataclasses.field(default_factory=list)
 
@@ -136,7 +138,10 @@ def read_session(path: Union[str, Path]) -> RecordedSession:
                           [rec for _, rec in topics.get(ATTEMPTS_TOPIC, [])])
     order = list(docs) + [g for g in dict.fromkeys(list(attempts) + list(with_feedback))
                           if g not in docs]
-    goals, cut = [], []
+    from agentic_grasp_interfaces.action import GraspObject
+
+    invalid_goal = int(GraspObject.Result.ERROR_INVALID_GOAL)   # refused: nothing decided
+    goals, cut, refused = [], [], []
     for gid in order:
         if gid in before:
             continue
@@ -147,11 +152,14 @@ def read_session(path: Union[str, Path]) -> RecordedSession:
                        header["instruction"] if header is not None else "")
         goal = RecordedGoal(gid, instruction, mine, attempts.get(gid, []), log)
         why = goal.cut() if mine else "it has no decision inputs in the recording"
-        if why:
+        if not mine and log is not None and int(log.error_code) == invalid_goal:
+            refused.append({"goal_id": gid, "instruction": instruction,
+                            "why": f"the planner refused it: {log.message}"})
+        elif why:
             cut.append({"goal_id": gid, "instruction": instruction, "why": why})
         else:
             goals.append(goal)
-    return RecordedSession(goals, cut, reader.state.stopped, warnings)
+    return RecordedSession(goals, cut, refused, reader.state.stopped, warnings)
 
 
 # ---- the recorded peers --------------------------------------------------------------------
@@ -552,8 +560,8 @@ def replay_bag(path: Union[str, Path], configuration: Optional[str] = None,
         _LOG.warning("replay of %s: %s", path, w)
     return {"bag": str(path), "configuration": configuration or "as recorded",
             "recompute": names, "goals": goals, "summary": summarize(goals),
-            "cut": session.cut, "warnings": warnings, "complete": not session.stopped,
-            "stopped": session.stopped}
+            "cut": session.cut, "refused": session.refused, "warnings": warnings,
+            "complete": not session.stopped, "stopped": session.stopped}
 
 
 def recorded_goals(path: Union[str, Path]) -> List[RecordedGoal]:
