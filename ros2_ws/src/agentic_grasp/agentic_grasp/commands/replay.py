@@ -5,7 +5,8 @@ memory, and every peer answer comes from the recording (agentic_grasp.ros.record
 so an unchanged planner reproduces every decision; a changed one shows where it decides
 otherwise. ``--configuration NAME`` asks what another Table II configuration would have done:
 decisions are compared up to the first divergence, after which the outcome is unobserved.
-``--recompute retrieval,constraints`` computes those components with today's code and data.
+``--recompute retrieval,constraints,perception`` computes those components with today's code
+and data.
 
 Exit status: 0 when the replay ran (under ``--configuration`` divergences are its result);
 1 when, under the recorded configurations, a goal was not reproduced, or, with ``--strict``,
@@ -28,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "each goal's recorded one)")
     parser.add_argument("--recompute", default="",
                         help="components to compute with today's code and data instead of "
-                             "the recorded answers: retrieval, constraints (comma-separated)")
+                             "the recorded answers: retrieval, constraints, perception "
+                             "(comma-separated)")
     parser.add_argument("--acquired", default="",
                         help="with --recompute retrieval: the acquired-experiences file to "
                              "read (default: the recorded path)")

@@ -12,9 +12,9 @@ configuration an unchanged planner therefore makes every decision again, bit for
 ``recompute`` names components computed with today's code and data instead:
 ``retrieval`` (HAA-RAG over today's knowledge base plus the acquired-experiences file up to
 where the retrieval node had read it when the live query came, with the recorded visual
-query), ``constraints`` (the core scene graph and constraint inference). Perception is not
-recomputable from a recording (its answers depend on captures and a VLM's sampling) and is
-refused with that reason.
+query), ``constraints`` (the core scene graph and constraint inference), ``perception``
+(today's perception backend on the recorded capture of each answer: reperceive.py; the real
+VLM's answers cannot be recomputed offline and diverge there).
 
 Every question the replayed planner asks is checked against the recorded one (compare.py).
 A question the recording cannot answer (another grasp, another perception after other
@@ -55,7 +55,7 @@ INPUTS_TOPIC = "/" + _INPUTS
 ATTEMPTS_TOPIC = "/planner/attempts"
 FEEDBACK_TOPIC = "/grasp_object/_action/feedback"
 GOAL_LOG_TOPIC = "/planner/goal_log"
-RECOMPUTABLE = ("retrieval", "constraints")
+RECOMPUTABLE = ("retrieval", "constraints", "perception")
 #: What a recording must hold for faithful replay, and why (named when a bag lacks it).
 REQUIRED = {INPUTS_TOPIC: "the planner's decision inputs (perception, retrieval and "
                           "constraint answers, arm outcomes, wrist views, each goal's seed "
@@ -446,7 +446,8 @@ def recorded_result(goal: RecordedGoal) -> Dict[str, Any]:
 
 def replay_goal(goal: RecordedGoal, configuration: Optional[str] = None,
                 config: Optional[PlannerConfig] = None, recompute: Sequence[str] = (),
-                retrieval: Optional[AcquiredAsThen] = None) -> Dict[str, Any]:
+                retrieval: Optional[AcquiredAsThen] = None,
+                frames: Any = None) -> Dict[str, Any]:
     """One complete recorded goal replayed (module docstring): its decisions, its verdict
     (compare.verdict) and its metrics."""
     from agentic_grasp.ros.backends.dependencies import GoalSignal
@@ -477,7 +478,13 @@ def replay_goal(goal: RecordedGoal, configuration: Optional[str] = None,
     planner = ReflectivePlanner(config, retriever, reasoner)
     rng = header.get("rng_seed", config.seed)
     planner.reseed(rng)
-    perceiver = BoundPerception(RecordedPerception(ex), signal, TargetCrops(),
+    if "perception" in recompute:
+        from agentic_grasp.ros.recording.reperceive import RecomputedPerception
+
+        eyes: Any = RecomputedPerception(ex, frames)
+    else:
+        eyes = RecordedPerception(ex)
+    perceiver = BoundPerception(eyes, signal, TargetCrops(),
                                 int(header.get("perceive_retries", 0)), 0.0,
                                 lambda _t: None, lambda _t: None, WorldClock(lambda: None),
                                 goal.goal_id)
@@ -524,11 +531,6 @@ def check_recompute(recompute: Sequence[str]) -> List[str]:
     """The components to recompute, ConfigError for one that cannot be."""
     names = [n.strip() for n in recompute if n.strip()]
     for n in names:
-        if n == "perception":
-            raise ConfigError("--recompute perception is not supported: a perception answer "
-                              "comes from one capture and the VLM's sampling, and replay "
-                              "cannot run the perception node on the recorded frames with "
-                              "the recorded noise; the recorded answers stand")
         if n not in RECOMPUTABLE:
             raise ConfigError(f"--recompute {n!r}: not a component (one of "
                               f"{', '.join(RECOMPUTABLE)})")
@@ -546,11 +548,17 @@ def replay_bag(path: Union[str, Path], configuration: Optional[str] = None,
     names = check_recompute(recompute)
     session = read_session(path)
     retrieval = AcquiredAsThen(acquired) if "retrieval" in names else None
+    frames = None
+    if "perception" in names:
+        from agentic_grasp.ros.recording.reperceive import RecordedFrames
+
+        frames = RecordedFrames(path)
     goals, warnings = [], list(session.warnings)
     try:
         for recorded in session.goals:
             try:
-                goals.append(replay_goal(recorded, configuration, config, names, retrieval))
+                goals.append(replay_goal(recorded, configuration, config, names, retrieval,
+                                         frames))
             except ConfigError as exc:            # a configuration this release lacks
                 warnings.append(f"goal {recorded.goal_id[:8]}: {exc}; not replayed")
     finally:
