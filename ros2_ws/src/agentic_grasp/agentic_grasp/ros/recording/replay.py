@@ -449,7 +449,9 @@ def replay_goal(goal: RecordedGoal, configuration: Optional[str] = None,
                 retrieval: Optional[AcquiredAsThen] = None,
                 frames: Any = None) -> Dict[str, Any]:
     """One complete recorded goal replayed (module docstring): its decisions, its verdict
-    (compare.verdict) and its metrics."""
+    (compare.verdict) and its metrics. ``config``: None = the one the goal ran with (its
+    recorded parameters); ``frames``: the bag's camera frames, for recomputed perception. A
+    planner that raises is reported as the node reports it (ERROR_INTERNAL), not raised."""
     from agentic_grasp.ros.backends.dependencies import GoalSignal
     from agentic_grasp.ros.goal_peers import (BoundPerception, BoundRetriever,
                                               BoundSceneGraph, TargetCrops, WorldClock)
@@ -481,6 +483,9 @@ def replay_goal(goal: RecordedGoal, configuration: Optional[str] = None,
     if "perception" in recompute:
         from agentic_grasp.ros.recording.reperceive import RecomputedPerception
 
+        if frames is None:
+            raise ValueError("recomputing perception needs the bag's frames "
+                             "(reperceive.RecordedFrames)")
         eyes: Any = RecomputedPerception(ex, frames)
     else:
         eyes = RecordedPerception(ex)
@@ -499,10 +504,10 @@ def replay_goal(goal: RecordedGoal, configuration: Optional[str] = None,
     except Divergence as exc:
         divergence = exc
     except Exception as exc:  # noqa: BLE001 - what the node makes of an error, as live
-        error = exception_error(exc)
-        if error is None:
-            raise
-        code, message = error
+        from agentic_grasp_interfaces.action import GraspObject
+
+        code, message = exception_error(exc) or (
+            GraspObject.Result.ERROR_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
         grasped = [e.target_id for e in events if isinstance(e, ResultEvent) and e.success]
     recorded = recorded_result(goal)
     replayed = None if divergence is not None else {
