@@ -25,6 +25,8 @@ from agentic_grasp.ros.backends.perception_service import PerceptionService
 from agentic_grasp.ros.backends.retrieval_service import RetrievalService
 from agentic_grasp.ros.backends.scene_graph_service import SceneGraphService, TaskGraph
 from agentic_grasp.ros.backends.wrist_view import time_of
+from agentic_grasp.ros.recording import codec
+from agentic_grasp.ros.recording.inputs import tapped
 from agentic_grasp.core.arm import (ArmError, ArmResult, CancelCheck, PhaseCallback, ViewResult,
                                     WristCameraInfo)
 from agentic_grasp.core.camera import Camera
@@ -200,35 +202,62 @@ class BoundSceneGraph(ConstraintReasoner):
 class BoundArm(Arm):
     """The executor arm for one goal: its waits are cut short by the goal's cancel. A view
     motion marks the world clock at the instant the arm reports reaching the view, so the
-    wrist look asks for a capture from then on."""
+    wrist look asks for a capture from then on. ``tap`` records each answer as the planner
+    gets it (recording/inputs.DecisionTap; None: not recorded)."""
 
     name = "executor"
 
     def __init__(self, arm: ExecutorArmBackend, signal: GoalSignal,
-                 world: Optional[WorldClock] = None) -> None:
+                 world: Optional[WorldClock] = None, tap: Any = None) -> None:
         self._arm = arm
         self._signal = signal
         self._world = world
+        self._tap = tap
+
+    def _recorded(self, kind: str, request: Any, call: Callable[[], Any],
+                  to_data: Callable[[Any], Any]) -> Any:
+        return tapped(None if self._tap is None else _DataTap(self._tap, to_data), kind,
+                      request, call)
 
     def execute(self, target_id: str, grasp: GraspParameters, on_phase: PhaseCallback,
                 is_canceled: CancelCheck) -> ArmResult:
         try:
-            return self._arm.execute(target_id, grasp, on_phase, is_canceled,
-                                     signal=self._signal)
+            return self._recorded(
+                "execute", {"target_id": target_id, "grasp": codec.grasp_data(grasp)},
+                lambda: self._arm.execute(target_id, grasp, on_phase, is_canceled,
+                                          signal=self._signal), codec.arm_result_data)
         finally:
             if self._world is not None:      # the motion has ended: later captures show it
                 self._world.mark()
 
     def wrist_camera(self) -> Optional[WristCameraInfo]:
-        return self._arm.wrist_camera(self._signal)
+        return self._recorded("wrist_camera", None,
+                              lambda: self._arm.wrist_camera(self._signal),
+                              codec.wrist_camera_data)
 
     def move_camera_to(self, T_world_cam: Any, is_canceled: CancelCheck) -> ViewResult:
-        result = self._arm.move_camera_to(T_world_cam, is_canceled, signal=self._signal)
+        result = self._recorded(
+            "move_camera", {"T_world_cam": np.asarray(T_world_cam, dtype=float).tolist()},
+            lambda: self._arm.move_camera_to(T_world_cam, is_canceled, signal=self._signal),
+            codec.view_result_data)
         if self._world is not None and result.error != ArmError.NONE:
             self._world.mark()               # refused or stopped: maybe moved, maybe not
         elif self._world is not None:
             self._world.mark(time_of(result.reached_ns) if result.reached_ns else None)
         return result
+
+
+class _DataTap:
+    """A DecisionTap for domain answers: ``to_data`` turns the answer into plain data."""
+
+    def __init__(self, tap: Any, to_data: Callable[[Any], Any]) -> None:
+        self._tap, self._to_data = tap, to_data
+
+    def __call__(self, kind: str, request: Any, response: Any) -> None:
+        self._tap(kind, request, self._to_data(response))
+
+    def error(self, kind: str, request: Any, exc: BaseException) -> None:
+        self._tap.error(kind, request, exc)
 
 
 __all__ = ["BoundArm", "BoundPerception", "BoundRetriever", "BoundSceneGraph", "TargetCrops",

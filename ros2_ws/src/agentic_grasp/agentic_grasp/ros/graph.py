@@ -61,6 +61,7 @@ RECORD_TOPICS: List[str] = [
     "/camera/color/image_raw", "/camera/depth/image_raw", "/camera/color/camera_info",
     "/joint_states", "/sim/ground_truth", "/perception/result", "/scene_graph/graph",
     "/scene_graph/markers", "/planner/attempts", "/planner/markers", "/planner/goal_log",
+    "/planner/decision_inputs",
 ]
 #: The wrist camera's topics (ros/backends/sim_wrist.py), recorded too: a replayed goal that
 #: looked behind an occluder (the planner's wrist view) shows what it saw there. Published

@@ -1,11 +1,12 @@
-"""Replay evaluation on a bag written here from synthetic messages (rosbags only, no rclpy).
+"""Bags of the release before decision inputs, written here from synthetic messages
+(rosbags only, no rclpy), and what reads them.
 
 The "recorded session" is made by running the core planner in process on one perceived cup
-with a scripted arm (first attempt slips, second succeeds) and writing what the graph would
-have published: every perception answer on /perception/result and every attempt on
-/planner/attempts, as CDR through the typestore of agentic_grasp.ros.recording. Replaying it
-under the same configuration must agree on every attempt; another initial-grasp source
-diverges at attempt 0 with the grasp diff; the report is the same on every run.
+with a scripted arm (first attempt slips, second succeeds) and writing what the graph of
+that release published: every perception answer on /perception/result and every attempt on
+/planner/attempts, as CDR through the typestore of agentic_grasp.ros.recording. Replay
+refuses such a bag and names what it lacks (faithful replay needs the decision inputs:
+test/ros/test_replay_graph.py); bag info and show read it, whole, cut or of an older layout.
 """
 from __future__ import annotations
 
@@ -226,78 +227,15 @@ def bag(tmp_path_factory, session):
     return write_session(tmp_path_factory.mktemp("replay") / "session", session)
 
 
-def test_full_configuration_agrees_with_its_recording(bag):
-    report = replay.replay_bag(bag, "full")
-    goal, = report["goals"]
-    m = goal["metrics"]
-    assert report["agrees"] and m["first_divergence"] is None
-    assert m["agreement"] == [True, True]
-    assert m["recorded_success"] and m["replay_success"]
-    assert goal["instruction"] == "pick up the ceramic cup"
-    decision, = goal["decisions"]
-    assert decision["initial_source"] == "retrieval" and decision["retrieved"]
-    first, second = decision["attempts"]
-    assert first["failure_type"] and first["correction"] and second["retry_level"] >= 1
-
-
-def test_another_configuration_diverges_and_says_how(bag):
-    report = replay.replay_bag(bag, "heuristic")
-    m = report["goals"][0]["metrics"]
-    assert not report["agrees"] and m["agreement"] == [False]
-    div = m["first_divergence"]
-    assert div["attempt_index"] == 0 and div["target_id"] == "cup_1" and div["diff"]
-    assert div["planned"] != div["recorded"]
-    assert report["goals"][0]["decisions"][0]["initial_source"] == "heuristic"
-
-
-def test_replay_is_deterministic(bag):
-    assert replay.replay_bag(bag, "full") == replay.replay_bag(bag, "full")
-    assert replay.replay_bag(bag, "heuristic") == replay.replay_bag(bag, "heuristic")
-
-
-def test_grasp_diff_tolerances():
-    from agentic_grasp.core.types import GraspParameters, GraspType
-
-    g = GraspParameters(position=np.array([0.5, 0.0, 0.05]), approach=np.array([0, 0, -1.0]),
-                        width=0.05, force=10.0, grasp_type=GraspType.POWER)
-    assert replay.grasp_diff(g, g.copy(width=0.05 + 1e-6)) == {}
-    assert replay.grasp_diff(g, g.copy(wrist_yaw=np.pi)) == {}     # symmetric gripper
-    diff = replay.grasp_diff(g, g.copy(width=0.06, grasp_type=GraspType.PINCH))
-    assert set(diff) == {"width_m", "grasp_type"}
-
-
-# ---- goal log, MCAP, damaged and old bags ----------------------------------------------------
-
-def test_configuration_and_recorded_result_come_from_the_goal_log(tmp_path, session):
-    path = write_session(tmp_path / "mcap", session, StoragePlugin.MCAP, "full")
-    report = replay.replay_bag(path)
-    goal, = report["goals"]
-    assert goal["configuration"] == "full" and goal["configuration_source"] == "goal_log"
-    assert report["warnings"] == [] and report["complete"] and report["agrees"]
-    assert goal["recorded"] == {"source": "goal_log", "success": True, "error_code": 0,
-                                "message": "all 1 target(s) grasped",
-                                "grasped_ids": ["cup_1"], "attempt_count": 2}
-    assert goal["replayed"]["success"] and goal["replayed"]["grasped_ids"] == ["cup_1"]
-    assert goal["replayed"]["attempt_count"] == 2 and goal["metrics"]["result_agrees"]
-
-
-def test_the_logged_configuration_is_the_one_replayed_and_the_override_wins(tmp_path,
-                                                                          session):
-    path = write_session(tmp_path / "mcap", session, StoragePlugin.MCAP, "heuristic")
-    logged = replay.replay_bag(path)
-    goal, = logged["goals"]
-    assert goal["configuration"] == "heuristic" and not logged["agrees"]
-    assert not goal["metrics"]["result_agrees"] and goal["metrics"]["agreement"] == [False]
-    override = replay.replay_bag(path, "full")
-    assert override["goals"][0]["configuration_source"] == "override" and override["agrees"]
-
-
-def test_a_bag_without_goal_log_replays_with_a_warning(bag):
-    report = replay.replay_bag(bag)
-    goal, = report["goals"]
-    assert report["agrees"] and goal["configuration_source"].startswith("assumed")
-    assert any("no goal log" in w for w in report["warnings"])
-    assert goal["recorded"]["source"] == "attempts" and goal["metrics"]["result_agrees"]
+def test_a_bag_of_the_release_before_decision_inputs_is_refused_naming_what_it_lacks(bag):
+    """Perception answers and attempt records alone cannot reproduce a goal (its retrieval,
+    constraints, memory and seed are not in them): such a bag is refused, never replayed on
+    guesses."""
+    with pytest.raises(replay.ReplayRefused) as err:
+        replay.replay_bag(bag)
+    text = str(err.value)
+    assert "/planner/decision_inputs" in text and "/planner/goal_log" not in text
+    assert "episodic memory" in text and "seed" in text and "record the session again" in text
 
 
 def test_a_third_party_reader_decodes_every_topic_from_the_embedded_schemas(tmp_path,
@@ -343,8 +281,6 @@ def test_a_bag_cut_mid_file_reads_up_to_the_cut(tmp_path, session):
     assert "unreadable from byte" in info["stopped"] and "truncated" in info["stopped"]
     assert 0 < info["message_count"] < whole["message_count"]
     assert counts["/camera/color/image_raw"] >= 1 and counts["/planner/goal_log"] == 0
-    report = replay.replay_bag(cut)
-    assert not report["complete"] and report["stopped"] == info["stopped"]
 
 
 def _cli(argv, capsys):
@@ -362,11 +298,13 @@ def test_cli_on_a_cut_bag_says_where_it_stops_and_exits_non_zero(tmp_path, sessi
     code, out, err = _cli(["bag", "info", str(path)], capsys)
     assert code == 0 and ("mcap" if storage == StoragePlugin.MCAP else "sqlite3") in out
     cut, _ = _cut(path, 0.5)
-    for argv in (["bag", "info", str(cut)], ["replay", str(cut)],
+    for argv in (["bag", "info", str(cut)],
                  ["show", str(cut), "--out", str(tmp_path / "pics")]):
         code, out, err = _cli(argv, capsys)
         assert code == 1, (argv, out, err)
         assert "damaged" in err and "Traceback" not in out + err, (argv, err)
+    code, out, err = _cli(["replay", str(cut)], capsys)     # no decision inputs: refused
+    assert code == 2 and "refused" in err and "Traceback" not in out + err
     code, _, err = _cli(["bag", "info", str(tmp_path / "nothing")], capsys)
     assert code == 2 and "no such bag" in err
 
@@ -389,8 +327,6 @@ def test_a_bag_of_the_older_outcome_layout_still_reads(tmp_path, session):
     assert "event_details" not in dict(old.fielddefs[
         "agentic_grasp_interfaces/msg/GraspOutcome"][1])
     path = write_session(tmp_path / "old", session, StoragePlugin.SQLITE3, "full", store=old)
-    report = replay.replay_bag(path)
-    assert report["agrees"] and report["warnings"] == [], report["warnings"]
     from agentic_grasp.ros.recording.reader import by_topic
 
     rec = by_topic(path, ["/planner/attempts"])["/planner/attempts"][0][1]
@@ -455,16 +391,52 @@ def test_goals_that_ended_before_the_recording_are_told_apart():
     assert goals_before({}, logs, set(), attempts) == set()          # an empty bag
 
 
-def test_replay_reads_with_the_node_converters_and_without_rclpy():
-    """One converter (issue 27): replay's readers are the planner node's, and importing
-    replay loads no rclpy (bags are read with rosbags only)."""
+def test_reading_a_bag_for_replay_loads_no_rclpy(bag):
+    """Bags are read with rosbags only: importing replay and refusing an old bag load no
+    rclpy (the replayed goals bind the planner node's peer classes, which do)."""
     import subprocess
     import sys
 
-    probe = ("import sys; from agentic_grasp.ros.recording import replay; "
-             "from agentic_grasp.ros.conversions import perception; "
-             "assert replay.perception_result_from_msg is perception.perception_result_from_msg; "
+    probe = ("import sys; from agentic_grasp.ros.recording import replay\n"
+             "try:\n    replay.read_session(sys.argv[1])\n"
+             "except replay.ReplayRefused:\n    pass\n"
              "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rclpy'))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         timeout=120, check=True)
+    out = subprocess.run([sys.executable, "-c", probe, str(bag)], capture_output=True,
+                         text=True, timeout=120, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_refused_goal_is_named_and_not_taken_for_a_cut_one(tmp_path):
+    """A goal the planner refused (ERROR_INVALID_GOAL: nothing decided) has a goal log and a
+    'done' feedback but no decision inputs: replay says so, and a --strict run passes."""
+    import json
+
+    store = typestore()
+    path = tmp_path / "refused"
+    writer = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
+    writer.open()
+    topics = {"/planner/decision_inputs": "std_msgs/msg/String",
+              "/planner/goal_log": GOAL_LOG,
+              "/grasp_object/_action/feedback":
+                  "agentic_grasp_interfaces/action/GraspObject_FeedbackMessage"}
+    conns = {topic: writer.add_connection(topic, t, **connection_args(t, store))
+             for topic, t in topics.items()}
+    fb_type = topics["/grasp_object/_action/feedback"]
+    uuid = np.frombuffer(bytes.fromhex(GOAL_ID), dtype=np.uint8).copy()
+    fb = new(fb_type, goal_id=new("unique_identifier_msgs/msg/UUID", uuid=uuid),
+             feedback=new("agentic_grasp_interfaces/action/GraspObject_Feedback",
+                          stage="done", thought="empty instruction"))
+    writer.write(conns["/grasp_object/_action/feedback"], 1_000, store.serialize_cdr(fb, fb_type))
+    log = new(GOAL_LOG, version=1, goal_id=GOAL_ID, instruction="", configuration="",
+              start_stamp=_time(500), end_stamp=_time(2_000), success=False, error_code=1,
+              message="empty instruction: say what to grasp")
+    writer.write(conns["/planner/goal_log"], 2_000, store.serialize_cdr(log, GOAL_LOG))
+    writer.close()
+    report = replay.replay_bag(path)
+    assert report["goals"] == [] and report["cut"] == []
+    refused, = report["refused"]
+    assert refused["goal_id"] == GOAL_ID and "refused it: empty instruction" in refused["why"]
+    from agentic_grasp import cli
+
+    assert cli.main(["replay", str(path), "--strict"]) == 0
+    assert json.loads(json.dumps(report))["refused"] == report["refused"]

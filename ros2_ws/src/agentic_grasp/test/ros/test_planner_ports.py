@@ -1,5 +1,6 @@
 """The node graph's and replay's peers implement the planner's ports (issue 27, item 1),
-and the graph's retriever forwards the typed request's fields to the retrieval service."""
+and the graph's retriever forwards the typed request's fields to the retrieval service.
+Replay binds the node's own peers (BoundPerception, ...) to recorded answers."""
 from __future__ import annotations
 
 import sys
@@ -19,7 +20,7 @@ from test_planner_fakes import make_object  # noqa: E402
 
 PORTS = [(goal_peers.BoundPerception, Perceiver), (goal_peers.BoundRetriever, Retriever),
          (goal_peers.BoundSceneGraph, ConstraintReasoner), (goal_peers.BoundArm, Arm),
-         (replay.ReplayPerception, Perceiver), (replay.ReplayArm, Arm)]
+         (replay.RecordedArm, Arm)]
 
 
 @pytest.mark.parametrize("impl,port", PORTS, ids=lambda c: c.__name__)
@@ -49,11 +50,37 @@ def test_bound_retriever_forwards_the_request_to_the_service():
     assert said and "'box'" in said[0]
 
 
-def test_replay_perception_serves_the_recorded_answers_by_instruction():
-    eyes = replay.ReplayPerception([])
-    assert not eyes.wrist_camera
+def test_replay_perception_serves_the_recorded_answer_through_the_node_binding():
+    """The recorded Perceive response comes back through BoundPerception as the live one
+    did (same conversion); another question is a divergence, not an answer."""
+    from agentic_grasp.ros.backends.dependencies import GoalSignal
+    from agentic_grasp.ros.recording.codec import msg_to_data
+    from agentic_grasp.ros.recording.compare import Divergence, Exchanges
+    from agentic_grasp_interfaces.msg import ObjectObservation
+    from agentic_grasp_interfaces.srv import Perceive
+
+    response = Perceive.Response()
+    response.result.backend, response.result.target_found = "vlm_sim", True
+    response.result.target_id = "cup_1"
+    response.result.objects = [ObjectObservation(id="cup_1", category="cup", confidence=0.9)]
+    request = Perceive.Request(instruction="pick up the cup", camera="fixed")
+    doc = {"type": "exchange", "kind": "perceive", "motions": 0,
+           "request": msg_to_data(request), "response": msg_to_data(response)}
+
+    def bound():
+        ex = Exchanges([doc])
+        return goal_peers.BoundPerception(
+            replay.RecordedPerception(ex), GoalSignal(), goal_peers.TargetCrops(), 0, 0.0,
+            lambda _t: None, lambda _t: None, goal_peers.WorldClock(lambda: None)), ex
+
+    eyes, ex = bound()
+    assert eyes.wrist_camera
     result = eyes.perceive("pick up the cup")
-    assert not result.ok and "no recorded perception" in result.error
+    assert result.ok and result.target.id == "cup_1" and ex.unserved() == {}
+    eyes, _ = bound()
+    with pytest.raises(Divergence) as err:
+        eyes.perceive("pick up the bowl")
+    assert err.value.kind == "perceive" and "instruction" in err.value.diff
 
 
 def test_bound_scene_graph_takes_the_first_subgoal_from_the_task_graph_call():
@@ -120,3 +147,28 @@ def test_executor_arm_reports_each_phase_once_in_order_even_when_feedback_is_lat
     relay.catch_up("approach")                      # canceled after approach
     relay.catch_up("")                              # no outcome: nothing ran
     assert stopped == ["approach"]
+
+
+def test_a_recorded_peer_timeout_replays_to_the_nodes_result():
+    """A goal that ended because a peer did not answer replays to the same ending: the
+    recorded error is raised again where the live call raised it, and the node's mapping
+    (goal_session.exception_error) gives the same error code."""
+    from types import SimpleNamespace
+
+    from agentic_grasp.ros.recording.replay import RecordedGoal, replay_goal
+    from agentic_grasp_interfaces.action import GraspObject
+
+    code = GraspObject.Result.ERROR_DEPENDENCY_TIMEOUT
+    docs = [{"format": 1, "goal_id": "g", "seq": 0, "type": "goal", "configuration": "full",
+             "seed": 0, "rng_seed": [0, 7919], "memory": None, "perceive_retries": 0},
+            {"format": 1, "goal_id": "g", "seq": 1, "type": "exchange", "kind": "perceive",
+             "motions": 0, "request": {"instruction": "pick up the cup", "camera": "fixed"},
+             "error": {"type": "DependencyTimeout", "peer": "perception",
+                       "detail": "no answer within 30 s"}}]
+    log = SimpleNamespace(success=False, error_code=code, grasped_ids=[], configuration="full",
+                          message="dependency timeout: the perception node did not answer "
+                                  "(no answer within 30 s)")
+    report = replay_goal(RecordedGoal("g", "pick up the cup", docs, [], log))
+    assert report["verdict"] == "reproduced", report
+    assert report["replayed"]["error_code"] == code
+    assert report["replayed"]["message"] == log.message

@@ -4,13 +4,14 @@ The graph runs as processes with the recorder beside them (Launcher with ``recor
 GraspObject goal (sg_apple seed 4: a failed first attempt, a corrected second that succeeds)
 is recorded (MCAP, the default), the graph stopped with SIGINT, and the bag read back with
 rosbags and with a third-party reader (PyPI's mcap + mcap-ros2-support, from the embedded
-schemas). The same bag is then replayed: the goal log gives the configuration, the
-replayed result matches the recorded one, a configuration with another initial grasp
-diverges at once, and the report is deterministic. ``show --live`` runs beside the goal
+schemas). The same bag is then replayed: faithfully (the recorded decision inputs) it
+reproduces the goal, a configuration with another initial grasp diverges at once and the
+rest is unobserved, and the report is deterministic. ``show --live`` runs beside the goal
 and draws it; ``show BAG`` draws the recording.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -237,6 +238,8 @@ def test_a_third_party_mcap_reader_decodes_every_topic(recorded):
     assert decoded["/planner/goal_log"].goal_id == goal_id
     assert decoded["/planner/attempts"].grasp.gripper_width > 0.0
     assert decoded["/grasp_object/_action/feedback"].feedback.stage
+    first = json.loads(decoded["/planner/decision_inputs"].data)    # the goal's first input
+    assert (first["format"], first["type"], first["goal_id"]) == (1, "goal", goal_id)
 
 
 def test_show_draws_the_recorded_and_the_live_goal(recorded, tmp_path):
@@ -256,25 +259,22 @@ def test_replay_of_the_recording(recorded):
     from agentic_grasp.ros.recording.replay import replay_bag
 
     bag, goal_id, _, _, _ = recorded
-    logged = replay_bag(bag)
-    goal = logged["goals"][0]
-    assert goal["configuration_source"] == "goal_log" and logged["warnings"] == []
-    assert goal["metrics"]["result_agrees"] and goal["recorded"]["source"] == "goal_log"
+    report = replay_bag(bag)
+    goal, = report["goals"]
+    assert goal["goal_id"] == goal_id and goal["verdict"] == "reproduced", goal
+    assert report["warnings"] == [] and report["cut"] == []
     assert goal["recorded"]["grasped_ids"] == goal["replayed"]["grasped_ids"] == ["apple_1"]
-    full = replay_bag(bag, "full")
-    assert [g["goal_id"] for g in full["goals"]] == [goal_id]
-    goal = full["goals"][0]
     m = goal["metrics"]
-    assert full["agrees"], full          # the whole report: decisions, attempts, divergence
-    assert m["agreement"] == [True, True] and m["recorded_success"] and m["replay_success"]
+    assert m["attempts_agreed"] == m["recorded_attempts"] == 2 and m["first_divergence"] is None
     decision = goal["decisions"][0]
     assert decision["target_id"] == "apple_1" and decision["retrieved"]
     assert decision["attempts"][0]["failure_type"] and decision["attempts"][0]["correction"]
-    assert replay_bag(bag, "full") == full                       # deterministic
-    other = replay_bag(bag, "heuristic")
-    div = other["goals"][0]["metrics"]["first_divergence"]
-    assert not other["agrees"] and div["attempt_index"] == 0 and div["diff"]
-    assert other["goals"][0]["metrics"]["agreement"] == [False]
+    assert replay_bag(bag) == report                             # deterministic
+    other = replay_bag(bag, "heuristic", recompute=["constraints"])
+    goal = other["goals"][0]
+    div = goal["metrics"]["first_divergence"]
+    assert goal["verdict"] == "unobserved" and goal["replayed"] is None
+    assert div["kind"] == "execute" and div["attempt"] == 1 and div["parameters"]
 
 
 def test_a_recorder_started_after_a_goal_gets_its_attempts_but_no_recorded_goal(recorded,

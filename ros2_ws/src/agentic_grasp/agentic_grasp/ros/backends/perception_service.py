@@ -12,6 +12,7 @@ from agentic_grasp.ros.backends.peer_call import PeerCall, service_call
 from agentic_grasp.ros.backends.wrist_view import pose_to_msg
 from agentic_grasp.ros.conversions.perception import perception_result_from_msg
 from agentic_grasp.ros.conversions.images import rgb_from_msg
+from agentic_grasp.ros.recording.inputs import tapped
 from agentic_grasp.core.perception import PerceptionResult
 from agentic_grasp_interfaces.srv import Perceive
 
@@ -47,6 +48,8 @@ class PerceptionService:
         client = node.create_client(Perceive, service, callback_group=callback_group)
         self._client = client
         self.caller = PeerCall(PEER, timeout_s, depends=DEPENDS)  # watch: set by the planner
+        #: Records each exchange (recording/inputs.DecisionTap; None: not recorded).
+        self.tap: Any = None
 
     def perceive(self, instruction: str, signal: Optional[GoalSignal] = None,
                  not_before: Any = None, goal_id: str = "",
@@ -61,16 +64,22 @@ class PerceptionService:
             request.camera_pose = pose_to_msg(camera.T_world_cam)
         if not_before is not None:
             request.not_before = not_before
-        response = service_call(self.caller, self._client, request, signal)
-        msg = response.result
-        crop = None
-        if response.target_crop.height > 0 and response.target_crop.header.frame_id \
-                == msg.target_id:
-            try:
-                crop = rgb_from_msg(response.target_crop)
-            except Exception:  # noqa: BLE001 - a bad crop only costs the visual query
-                crop = None
-        stamp = msg.capture_stamp
-        return PerceptionAnswer(perception_result_from_msg(msg), crop,
-                                int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec),
-                                int(msg.world_version))
+        response = tapped(self.tap, "perceive", request, lambda: service_call(
+            self.caller, self._client, request, signal))
+        return perception_answer(response)
+
+
+def perception_answer(response: Any) -> PerceptionAnswer:
+    """The PerceptionAnswer of a Perceive response (replay converts recorded ones here)."""
+    msg = response.result
+    crop = None
+    if response.target_crop.height > 0 and response.target_crop.header.frame_id \
+            == msg.target_id:
+        try:
+            crop = rgb_from_msg(response.target_crop)
+        except Exception:  # noqa: BLE001 - a bad crop only costs the visual query
+            crop = None
+    stamp = msg.capture_stamp
+    return PerceptionAnswer(perception_result_from_msg(msg), crop,
+                            int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec),
+                            int(msg.world_version))

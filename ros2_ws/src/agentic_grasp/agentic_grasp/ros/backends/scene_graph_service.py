@@ -13,6 +13,7 @@ from agentic_grasp.ros.conversions.fields import message_key
 from agentic_grasp.ros.conversions.scene import (constraint_set_from_msgs, relation_from_msg,
                                                  scene_objects_from_msg)
 from agentic_grasp.ros.conversions.perception import scene_to_msg
+from agentic_grasp.ros.recording.inputs import tapped
 from agentic_grasp.core.constraints import ConstraintSet
 from agentic_grasp.core.errors import ValidationError
 from agentic_grasp.core.scene_graph import SceneGraph, graph_from_relations
@@ -50,6 +51,8 @@ class SceneGraphService:
         client = node.create_client(InferConstraints, service, callback_group=callback_group)
         self._client = client
         self.caller = PeerCall(PEER, timeout_s)   # its liveness watch: set by the planner node
+        #: Records each exchange (recording/inputs.DecisionTap; None: not recorded).
+        self.tap: Any = None
         self._node = node
         self._frame = frame_id
         self._source = source
@@ -65,11 +68,16 @@ class SceneGraphService:
         header = Header(stamp=self._node.get_clock().now().to_msg(), frame_id=self._frame)
         request = InferConstraints.Request(scene=scene_to_msg(objects, header, self._source),
                                            target_id=target_id, every_target=every_target)
-        response = service_call(self.caller, self._client, request, signal)
+        response = self._answer(request, signal)
         if not response.success:
             raise DependencyError(PEER, f"infer_constraints refused the scene: "
                                         f"{response.message}")
         return request, response
+
+    def _answer(self, request: Any, signal: Optional[GoalSignal]) -> Any:
+        """The node's response to ``request`` (replay answers it from the recording)."""
+        return tapped(self.tap, "infer_constraints", request, lambda: service_call(
+            self.caller, self._client, request, signal))
 
     def task_graph(self, objects: Sequence[ObjectInstance],
                    signal: Optional[GoalSignal] = None) -> TaskGraph:

@@ -22,52 +22,42 @@ Goal policy:
 
 - one goal at a time: a goal arriving while one runs is rejected (GoalResponse.REJECT, the
   only answer rclpy's goal callback can give, so the reason is logged here);
-- a malformed goal (empty instruction, more than ``max_instruction_chars`` characters, an
-  unknown configuration) is *accepted and aborted at once* with ERROR_INVALID_GOAL and the
-  reason in ``message``: a rejection carries no text, and the caller should see why;
-- ``configuration`` "" runs the node's ``configuration`` parameter (default "full"), any
-  other Table II name that configuration (core/planner/configurations.py);
+- a malformed goal (empty or over-long instruction, unknown configuration) is *accepted
+  and aborted at once* with ERROR_INVALID_GOAL and why (a rejection carries no text);
+- ``configuration`` "" runs the ``configuration`` parameter, any other Table II name that;
 - cancel is honoured between sub-goals, between attempts and during an attempt: the running
   ExecuteGrasp goal is canceled too (the arm stops before its next phase), and a wait on
   perception, retrieval or the scene graph is abandoned at once;
 - every peer call has a timeout (``timeouts.*``); a peer that does not answer ends the goal
   with ERROR_DEPENDENCY_TIMEOUT and a message naming the node that did not answer. An
   executor whose arm is unavailable ends it the same way (see ExecutorArmBackend);
-- every peer call is one backends.peer_call.PeerCall, watched by liveness (``PEERS``;
-  agentic_grasp.ros.liveness reports a death about 1.2 s after it): a peer that is restarting
-  (dead and not back, or back and not discovered yet) is waited for, out of the goal's
-  restart budget ``timeouts.restart_wait_s``; a query whose peer dies while it waits for
-  the answer is sent again once the peer is back; an executor or sim that dies during an
-  attempt ends the goal at once with ERROR_PEER_LOST naming the peer (the running
-  ExecuteGrasp goal canceled), as does a peer not back within the budget;
+- every peer call is one backends.peer_call.PeerCall, watched by liveness (``PEERS``): a
+  restarting peer is waited for, out of the budget ``timeouts.restart_wait_s``, a query
+  whose peer died is sent again once it is back; an executor or sim that dies during an
+  attempt, or a peer not back in time, ends the goal with ERROR_PEER_LOST naming it;
 - the result lists every attempt (AttemptRecord) and the ids grasped; a failed grasp is
   aborted with ERROR_GRASP_FAILED, perception errors with ERROR_PERCEPTION_FAILED, an
   instruction naming nothing perceived with ERROR_TARGET_NOT_FOUND, a cancel ends CANCELED
   with ERROR_CANCELED.
 
-Feedback: one message per step with ``stage`` perceive | retrieve | reason | plan | execute
-| reflect | done, the sub-goal (0-based index and count; the count grows when a support
-dependency inserts a prerequisite), target, attempt index r, retry level, and for
-``reflect`` the failure type and correction. ``thought`` is the step's text: the Thought of
-Algorithm 1 at ``plan``, the motion phase at ``execute``, the evidence at ``reflect``.
+Feedback: one message per step (``stage`` perceive | retrieve | reason | plan | execute |
+reflect | done; goal_session.GoalSession): the sub-goal, target, attempt, retry level, and
+``thought``: the Thought at ``plan``, the phase at ``execute``, the evidence at ``reflect``.
 
 Topics: ``planner/attempts`` (AttemptRecord, every attempt as it ends, with the GraspOutcome
 exactly as the executor returned it; the last 50 kept for late subscribers, qos.EVENT_HISTORY),
-``planner/goal_log`` (GoalLog, one per goal when it ends; latched with a history, goal_log)
-and ``planner/markers`` (MarkerArray, latched: the grasp about to be executed, markers.grasp).
+``planner/goal_log`` (GoalLog, one per goal when it ends; latched with a history, goal_log),
+``planner/decision_inputs`` (every answer that decides, for replay: recording/inputs.py) and
+``planner/markers`` (MarkerArray, latched: the grasp about to be executed, markers.grasp).
 
-Episodic memory (Sec. IV-C) lives for the node's session, one per Table II configuration,
-kept across goals; ``memory_lifetime: goal`` empties it at every goal instead (benchmark
-trials); core.planner.memory.MemoryLifetime decides. The level-3 perturbation generator is
-reseeded at every goal, from the goal's ``seed`` as the in-process benchmark seeds a trial
-([seed, 7919]), or with the ``seed`` parameter when the goal has none (-1), so a goal's
-outcome does not depend on the goals before it, except through episodic memory.
+Episodic memory (Sec. IV-C): one per Table II configuration, kept across goals
+(``memory_lifetime: goal`` empties it per goal; memory.MemoryLifetime). The level-3
+generator is reseeded per goal from its ``seed`` ([seed, 7919], as in process), or the
+``seed`` parameter when the goal has none (-1).
 
-Parameters (at start-up; planner_settings): both sections of config/planner.yaml, the core's
-PlannerConfig by dotted names (``corrections.slip_force_scale``) and ``timeouts.*`` etc.
-
-The node only wires: goal_session maps events to feedback, records and result; goal_peers
-binds the peers to a goal.
+Parameters (planner_settings): config/planner.yaml, PlannerConfig by dotted names and
+``timeouts.*``. The node only wires: goal_session maps events to feedback, records and
+result; goal_peers binds the peers to a goal.
 """
 from __future__ import annotations
 
@@ -79,7 +69,7 @@ from typing import Any, Callable, Mapping, Optional
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from std_msgs.msg import Header
+from std_msgs.msg import Header, String
 from visualization_msgs.msg import MarkerArray
 
 from agentic_grasp.ros import goal_log, qos
@@ -98,6 +88,7 @@ from agentic_grasp.ros.goal_session import (GoalSession, end_goal, exception_err
                                             task_error)
 from agentic_grasp.ros.liveness import PeerMonitor
 from agentic_grasp.ros.markers.grasp import grasp_markers
+from agentic_grasp.ros.recording import inputs
 from agentic_grasp.ros.nodes.runner import spin_node
 from agentic_grasp.ros.planner_settings import (FATAL_AT_START, declare_acquisition,
                                                 declare_node_settings, declare_planner_config,
@@ -138,6 +129,9 @@ class PlannerNode(Node):
                                                   qos.EVENT_HISTORY)
         self.pub_markers = self.create_publisher(MarkerArray, MARKERS_TOPIC, qos.LATCHED)
         self.pub_goal_log = self.create_publisher(GoalLog, goal_log.TOPIC, goal_log.QOS)
+        self.pub_inputs = self.create_publisher(String, inputs.TOPIC, inputs.qos())
+        self.inputs = inputs.DecisionTap(self._guarded(
+            lambda text: self.pub_inputs.publish(String(data=text))), self._acquirer)
         self.crops = TargetCrops()              # from each Perceive response
         self._memories = MemoryLifetime()
         self._lock = threading.Lock()
@@ -146,6 +140,8 @@ class PlannerNode(Node):
         self.peers = PeerMonitor(self, PEERS, on_lost=self._on_peer_lost)
         for port in (self.perception, self.retrieval, self.scene_graph, self.arm):
             port.caller.watch = self.peers    # PeerCall: lost and restarting peers
+        for service in (self.perception, self.retrieval, self.scene_graph):
+            service.tap = self.inputs         # decision inputs (recording/inputs.py)
         self._server = ActionServer(
             self, GraspObject, ACTION, execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=self._on_cancel,
@@ -244,7 +240,8 @@ class PlannerNode(Node):
         constraints = BoundSceneGraph(self.scene_graph, signal, session)
         planner = ReflectivePlanner(config, retriever, constraints, visual_query=visual)
         seed = int(goal_handle.request.seed)    # a trial seed, as in process; -1: the node's
-        planner.reseed(trial_rng_seed(seed) if seed >= 0 else config.seed)
+        rng_seed = trial_rng_seed(seed) if seed >= 0 else config.seed
+        planner.reseed(rng_seed)
         if self._acquirer is not None:          # one goal at a time: the context is this goal's
             self._acquirer.context = replace(self._acquirer.context, goal_id=goal_id,
                                              configuration=configuration)
@@ -262,8 +259,12 @@ class PlannerNode(Node):
             return canceled_by_client() or signal.lost is not None
 
         task: Optional[TaskOutcome] = None
+        self.inputs.begin(goal_id, inputs.goal_header(
+            instruction, goal_handle.request.configuration, configuration, seed, rng_seed,
+            memory, self))
         try:
-            task = planner.run_task(instruction, perceive, BoundArm(self.arm, signal, world),
+            task = planner.run_task(instruction, perceive,
+                                    BoundArm(self.arm, signal, world, self.inputs),
                                     memory, cancel=canceled, on_event=session.on_event)
             code, message = task_error(task)
         except Exception as exc:  # noqa: BLE001 - a planner bug must not take the node down
@@ -272,6 +273,7 @@ class PlannerNode(Node):
                 self.get_logger().error(f"goal {goal_id[:8]} failed: {exc!r}")
                 error = Result.ERROR_INTERNAL, f"internal error: {type(exc).__name__}: {exc}"
             code, message = error
+        self.inputs.end()
         return session.result(task, code, message, signal, canceled_by_client, started)
 
     def _guarded(self, publish: Callable[..., None]) -> Callable[..., None]:

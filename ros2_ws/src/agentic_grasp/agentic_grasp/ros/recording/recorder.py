@@ -51,6 +51,7 @@ TOPIC_TYPES: Dict[str, Tuple[str, bool]] = {
     "/planner/attempts": ("agentic_grasp_interfaces/msg/AttemptRecord", True),
     "/planner/markers": ("visualization_msgs/msg/MarkerArray", True),
     "/planner/goal_log": ("agentic_grasp_interfaces/msg/GoalLog", True),
+    "/planner/decision_inputs": ("std_msgs/msg/String", True),
     "/wrist_camera/color/image_raw": ("sensor_msgs/msg/Image", True),
     "/wrist_camera/depth/image_raw": ("sensor_msgs/msg/Image", True),
     "/wrist_camera/color/camera_info": ("sensor_msgs/msg/CameraInfo", True),
