@@ -95,3 +95,26 @@ def test_scoring_separates_feasible_targets_from_refusals():
     assert full["overall"]["mean"] == 100.0 and full["refusals"] == {
         **full["refusals"], "correct": 1, "wrong": 0}
     assert out["scene_graph"]["lh_clear"]["gain"] == 100.0
+
+
+def test_bench_procedural_prints_the_json_the_issue_names(tmp_path, capsys):
+    from agentic_grasp import cli
+
+    rc = cli.main(["bench", "procedural", "--scenes", "8", "--scene-seed", "4", "--workers",
+                   "1", "--out", str(tmp_path), "--json", "--no-figures"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scene_seed"] == 4 and out["scenes"] == 8
+    full = out["configurations"]["full"]
+    assert set(full["overall"]) >= {"mean", "ci95"} and len(full["overall"]["ci95"]) == 2
+    assert set(full["families"]) <= set(FAMILIES)
+    assert all({"mean", "n"} <= set(f) for f in full["families"].values())
+    assert set(full["refusals"]) >= {"correct", "wrong"}
+    assert "no_scene_graph" in out["configurations"] and "scene_graph" in out
+    assert (tmp_path / "records.jsonl").is_file() and (tmp_path / "summary.json").is_file()
+    # one scene again, by its seed and index
+    rc = cli.main(["bench", "procedural", "--scene-seed", "4", "--only-scene", "3",
+                   "--configurations", "full", "--workers", "1", "--out",
+                   str(tmp_path / "one"), "--json", "--no-figures"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["only_scene"] == 3
+    assert cli.main(["bench", "procedural", "--only-scene", "3"]) == 2   # needs its seed
