@@ -47,6 +47,7 @@ import numpy as np
 
 from agentic_grasp.core.camera import fixed_camera_spec
 from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.grasping.config import HandConfig, HandLimitsConfig
 from agentic_grasp.core.sim.objects import Catalogue, ObjectModel
 from agentic_grasp.core.sim.params import PhysicsParams
 from agentic_grasp.core.sim.scenes import GENERATED, SceneObjectSpec, TaskSpec, layout_problem
@@ -58,10 +59,10 @@ FAMILIES = ("sg", "it_near", "it_between", "it_hidden", "it_handle", "it_lying",
             "lh_sort")
 FAMILY_CATEGORY = {"sg": "SG", "lh_clear": "LH", "lh_sort": "LH"}
 
-#: The Franka Hand's stroke (franka_description: 80 mm between the fingers, fully open).
-HAND_MAX_OPENING_M = 0.08
-#: Panda payload at the flange (3 kg) less the Franka Hand's own 0.73 kg.
-PAYLOAD_LEFT_KG = 3.0 - 0.73
+#: The Franka Hand's stroke and the payload left with it: the hand's one home
+#: (core/grasping/config.py: 80 mm; 3 kg at the flange less the hand's 0.73 kg).
+HAND_MAX_OPENING_M = HandConfig().max_opening_m
+PAYLOAD_LEFT_KG = HandLimitsConfig().payload_kg - HandLimitsConfig().hand_mass_kg
 #: Where objects are drawn (m, world = panda_link0). x: from 0.36 m (closer, the hand's
 #: 0.2 m body sweeps the base's links) to 0.64 m; y: +-0.22 m. Both are well inside the
 #: Panda's 0.855 m reach for a top grasp (checked by :func:`_reachable`) and inside the
