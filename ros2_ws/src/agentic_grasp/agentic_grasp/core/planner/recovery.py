@@ -505,11 +505,6 @@ def get_correction(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
     return correction
 
 
-#: The opening of a rim pinch chosen in recovery: the pad width (20 mm) plus the perceived
-#: extent's 8 mm p90 error on either side, so the wall, at a perceived radius that may be
-#: off by that much, still falls between the fingers.
-RIM_PINCH_OPENING_M = 0.020 + 2 * 0.008
-
 #: Failures of the approach that the next-best clearance candidate addresses.
 NEXT_CANDIDATE_FAILURES = (FailureType.COLLISION, FailureType.APPROACH_ANGLE)
 
@@ -637,8 +632,11 @@ def _correction_at(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
         # the grip force stays the one planned for this object: the pivot rule's bound
         # (a volume of water) would crush a thin wall, and a slip raises it by the
         # paper's rule on the next attempt
-        new_base = rim_grasp(ctx.target, base, float(ops["rim_pinch"]),
-                             config.grasp_synthesis, RIM_PINCH_OPENING_M)
+        # the part opening plus the perceived width's error bound on either side, so the
+        # wall, at a perceived radius that may be off by that much, falls between the pads
+        synth = config.grasp_synthesis
+        new_base = rim_grasp(ctx.target, base, float(ops["rim_pinch"]), synth,
+                             synth.min_part_opening_m + 2.0 * synth.hand_limits.width_margin_m)
         new_grasp = new_base.copy(force=grasp.force)
     elif ops.get("replan"):
         if ctx.alternatives:
