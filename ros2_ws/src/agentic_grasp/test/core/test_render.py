@@ -193,7 +193,7 @@ def test_render_object_crop_matches_a_full_scene_crop(scene, camera):
         placed = obj.copy()
         placed.position = np.array([CANONICAL_XY[0], CANONICAL_XY[1], obj.size[2] / 2])
         full = render_scene([placed], camera)
-        np.testing.assert_array_equal(crop, crop_object(full, 0))
+        np.testing.assert_array_equal(crop, crop_object(full, 0, camera=camera))
 
 
 def test_damaged_objects_are_darker(camera):
