@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import cv2
@@ -612,6 +612,22 @@ def _facing_crop(rgb: np.ndarray, box: Tuple[int, int, int, int], size: int, pad
 CANONICAL_XY = (0.5, 0.0)
 
 
+def open_table(table: TableSpec) -> TableSpec:
+    """``table`` with its top extended ``MAX_RANGE_M`` past every edge: what the knowledge
+    base's renders stand on.
+
+    Why: the crop of an object is square and padded, and over a tall object it shows what lies
+    behind it. On the 0.6 m deep table, the camera's ray over the top of a 22 cm bottle at the
+    table's centre meets the table plane 3 cm before its far edge, so the padded crop of an
+    entry showed the floor beyond that edge in a band above the object, a band that depends on
+    where an arbitrary table ends, not on the object. A crop-level descriptor takes a band of
+    another colour for part of the object (its silhouette and colours). An entry has no scene:
+    it is drawn with table top behind it, as a query object on the table mostly is.
+    """
+    return replace(table, x_min=table.x_min - MAX_RANGE_M, x_max=table.x_max + MAX_RANGE_M,
+                   y_min=table.y_min - MAX_RANGE_M, y_max=table.y_max + MAX_RANGE_M)
+
+
 def render_object_crop(obj: ObjectInstance, camera: Optional[Camera] = None,
                        size: int = 64) -> np.ndarray:
     """Crop of the object alone on the table, for knowledge-base visual embeddings.
@@ -621,9 +637,11 @@ def render_object_crop(obj: ObjectInstance, camera: Optional[Camera] = None,
     its description happened to place it; the crop is made exactly as :func:`crop_object`
     makes it from a full scene render, in the object-facing view (``crop_object(...,
     camera=camera)``), the view a query crop is compared in wherever its object stands.
-    Only the pixels around the object are ray cast.
+    The table is :func:`open_table`: table top all round the object. Only the pixels around
+    the object are ray cast.
     """
     camera, table = _check_camera_table(camera, None)
+    table = open_table(table)
     placed = obj.copy()
     placed.position = np.array([CANONICAL_XY[0], CANONICAL_XY[1],
                                 table.z + float(obj.size[2]) / 2.0])
