@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import cv2
@@ -494,34 +494,43 @@ def object_bbox(result: RenderResult, index: int) -> Optional[Tuple[int, int, in
 
 
 def crop_object(result: RenderResult, index: int, size: int = 64,
-                pad: float = 0.15) -> Optional[np.ndarray]:
+                pad: float = 0.15, camera: Optional[Camera] = None) -> Optional[np.ndarray]:
     """Square RGB crop (size x size, uint8) around object ``index``, or None if not visible.
 
     The square's side is the larger side of the visible bounding box grown by ``pad`` of it
     on each side, centred on the box; parts outside the image repeat the border pixels.
     Resized with area interpolation, as a visual-embedding backend expects a fixed size.
+    With ``camera`` (the camera that rendered ``result``) the crop is cut in the object-facing
+    view of :func:`crop_box`.
     """
     if size < 1 or not math.isfinite(pad) or pad < 0.0:
         raise ValidationError(f"crop size must be >= 1 and pad >= 0, got {size}, {pad}")
     box = object_bbox(result, index)
     if box is None:
         return None
-    return crop_box(result.rgb, box, size=size, pad=pad)
+    return crop_box(result.rgb, box, size=size, pad=pad, camera=camera)
 
 
 def crop_box(rgb: np.ndarray, box: Tuple[int, int, int, int], size: int = 64,
-             pad: float = 0.15) -> np.ndarray:
+             pad: float = 0.15, camera: Optional[Camera] = None) -> np.ndarray:
     """Square crop (size x size) of ``rgb`` around the inclusive pixel box ``box``.
 
     The crop :func:`crop_object` makes from a render, made from any box: the planner crops
     the camera image at the perceived box with it, so a camera query and a knowledge-base
     entry are cut and scaled the same way.
+
+    ``camera`` (the camera that took ``rgb``): cut the crop in the object-facing view, the
+    image the same camera would take turned about the vertical through its optical centre
+    until the box centre lies on its middle column (:func:`_facing_homography`). Without it,
+    the crop is cut from ``rgb`` as it is.
     """
     if size < 1 or not math.isfinite(pad) or pad < 0.0:
         raise ValidationError(f"crop size must be >= 1 and pad >= 0, got {size}, {pad}")
     u_min, v_min, u_max, v_max = (int(b) for b in box)
     if u_max < u_min or v_max < v_min:
         raise ValidationError(f"empty crop box {box}")
+    if camera is not None:
+        return _facing_crop(rgb, (u_min, v_min, u_max, v_max), size, pad, camera)
     side = max(u_max - u_min + 1, v_max - v_min + 1) * (1.0 + 2.0 * pad)
     half = max(1, int(round(side / 2.0)))
     cu, cv = (u_min + u_max + 1) // 2, (v_min + v_max + 1) // 2
@@ -536,8 +545,87 @@ def crop_box(rgb: np.ndarray, box: Tuple[int, int, int, int], size: int = 64,
     return np.ascontiguousarray(cv2.resize(patch, (size, size), interpolation=interp))
 
 
+def _facing_homography(camera: Camera, u: float, v: float) -> np.ndarray:
+    """3x3 map from pixels of the object-facing view to pixels of ``camera``'s image.
+
+    Why: an object's vertical edges converge towards the vertical vanishing point, which for
+    this downward-looking camera lies below the image on its middle column; an object off that
+    column is therefore drawn leaning (about 9 deg at the Table IV query's place, 7.6 cm of
+    image off centre), and a crop-level descriptor reads the lean as another silhouette and
+    other edge orientations. Turning the camera about the world vertical through its optical
+    centre (a pan) changes no ray, only which image pixel a ray lands on: the new image is an
+    exact homography of the old one, K R^T Rz(theta) R K^-1, for any scene. Panned until the
+    pixel (u, v) lies on the middle column, the object is seen as one standing on that column
+    is: upright. What a pan cannot undo is physical: the object is still seen from its own
+    side (azimuth) and height (elevation). A camera looking straight down has no pan to make
+    (every ray's lean is radial): the identity then.
+    """
+    K = np.array([[camera.fx, 0.0, camera.cx], [0.0, camera.fy, camera.cy], [0.0, 0.0, 1.0]])
+    R = np.asarray(camera.T_world_cam, dtype=float)[:3, :3]          # camera -> world
+    ray = R @ np.array([(u - camera.cx) / camera.fx, (v - camera.cy) / camera.fy, 1.0])
+    axis = R[:, 2]
+    if math.hypot(axis[0], axis[1]) < 1e-6 or math.hypot(ray[0], ray[1]) < 1e-6:
+        return np.eye(3)
+    theta = math.atan2(ray[1], ray[0]) - math.atan2(axis[1], axis[0])
+    c, s = math.cos(theta), math.sin(theta)
+    Rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    return K @ R.T @ Rz @ R @ np.linalg.inv(K)
+
+
+def _facing_crop(rgb: np.ndarray, box: Tuple[int, int, int, int], size: int, pad: float,
+                 camera: Camera) -> np.ndarray:
+    """crop_box in the object-facing view (see :func:`crop_box`): the square of the same
+    side (the box's larger side grown by ``pad``, scaled by the view change's local
+    magnification), centred on the box centre's image in the facing view, sampled through
+    the homography at no less than the camera's resolution and area-resized to ``size``.
+    The square's side comes from the camera's box, not from the box's corners mapped into
+    the facing view: those outline the leaning silhouette, which is wider than the upright
+    one by its height times the lean."""
+    u_min, v_min, u_max, v_max = box
+    cu, cv = (u_min + u_max) / 2.0, (v_min + v_max) / 2.0       # pixel centres are integers
+    to_camera = _facing_homography(camera, cu, cv)
+    to_facing = np.linalg.inv(to_camera)
+
+    def facing(u: float, v: float) -> np.ndarray:
+        p = to_facing @ np.array([u, v, 1.0])
+        return p[:2] / p[2]
+
+    centre = facing(cu, cv)
+    jac = np.column_stack([(facing(cu + 0.5, cv) - facing(cu - 0.5, cv)),
+                           (facing(cu, cv + 0.5) - facing(cu, cv - 0.5))])
+    magnification = math.sqrt(abs(float(np.linalg.det(jac))))
+    side = max(u_max - u_min + 1, v_max - v_min + 1) * (1.0 + 2.0 * pad) * magnification
+    n = max(int(size), int(math.ceil(side)))
+    step = side / n
+    # output pixel j (centre j) covers facing-view [left + j step, left + (j + 1) step]
+    corner = centre - side / 2.0 + 0.5 * step
+    to_patch = np.array([[step, 0.0, corner[0]], [0.0, step, corner[1]], [0.0, 0.0, 1.0]])
+    patch = cv2.warpPerspective(rgb, to_camera @ to_patch, (n, n),
+                                flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                                borderMode=cv2.BORDER_REPLICATE)
+    if n != size:
+        patch = cv2.resize(patch, (size, size), interpolation=cv2.INTER_AREA)
+    return np.ascontiguousarray(patch)
+
+
 #: Where :func:`render_object_crop` puts an object (table centre line, in front of the camera).
 CANONICAL_XY = (0.5, 0.0)
+
+
+def open_table(table: TableSpec) -> TableSpec:
+    """``table`` with its top extended ``MAX_RANGE_M`` past every edge: what the knowledge
+    base's renders stand on.
+
+    Why: the crop of an object is square and padded, and over a tall object it shows what lies
+    behind it. On the 0.6 m deep table, the camera's ray over the top of a 22 cm bottle at the
+    table's centre meets the table plane 3 cm before its far edge, so the padded crop of an
+    entry showed the floor beyond that edge in a band above the object, a band that depends on
+    where an arbitrary table ends, not on the object. A crop-level descriptor takes a band of
+    another colour for part of the object (its silhouette and colours). An entry has no scene:
+    it is drawn with table top behind it, as a query object on the table mostly is.
+    """
+    return replace(table, x_min=table.x_min - MAX_RANGE_M, x_max=table.x_max + MAX_RANGE_M,
+                   y_min=table.y_min - MAX_RANGE_M, y_max=table.y_max + MAX_RANGE_M)
 
 
 def render_object_crop(obj: ObjectInstance, camera: Optional[Camera] = None,
@@ -547,9 +635,13 @@ def render_object_crop(obj: ObjectInstance, camera: Optional[Camera] = None,
     The object keeps its shape, size, yaw, colour, upright and damaged flags but is moved to
     ``CANONICAL_XY`` standing on the table, so an entry's embedding does not depend on where
     its description happened to place it; the crop is made exactly as :func:`crop_object`
-    makes it from a full scene render. Only the pixels around the object are ray cast.
+    makes it from a full scene render, in the object-facing view (``crop_object(...,
+    camera=camera)``), the view a query crop is compared in wherever its object stands.
+    The table is :func:`open_table`: table top all round the object. Only the pixels around
+    the object are ray cast.
     """
     camera, table = _check_camera_table(camera, None)
+    table = open_table(table)
     placed = obj.copy()
     placed.position = np.array([CANONICAL_XY[0], CANONICAL_XY[1],
                                 table.z + float(obj.size[2]) / 2.0])
@@ -562,11 +654,19 @@ def render_object_crop(obj: ObjectInstance, camera: Optional[Camera] = None,
     grow = max(a1 - a0, b1 - b0)
     roi = (max(0, a0 - grow), max(0, b0 - grow), min(camera.width, a1 + grow),
            min(camera.height, b1 + grow))
-    # The result covers the ROI only; the ROI holds the whole padded crop square unless it
-    # meets the image border, where both crops replicate the same edge pixels.
+    # The ROI holds the whole padded crop square (and the few pixels the object-facing view
+    # moves it by) unless it meets the image border, where both crops replicate the same
+    # edge pixels.
     frame, z_per_t = _render([placed], camera, table, roi)
-    result = _finish(frame, z_per_t, [placed], table, 0.0, None)
-    crop = crop_object(result, 0, size=size)
+    part = _finish(frame, z_per_t, [placed], table, 0.0, None)
+    # Pasted into a full frame at the ROI's place, so the crop's view change works in the
+    # camera's own pixel coordinates, as it does on a full scene render.
+    result = RenderResult(*(a.copy() for a in _empty_frame(camera.width, camera.height)))
+    u0, v0, u1, v1 = roi
+    result.rgb[v0:v1, u0:u1] = part.rgb
+    result.depth[v0:v1, u0:u1] = part.depth
+    result.instance[v0:v1, u0:u1] = part.instance
+    crop = crop_object(result, 0, size=size, camera=camera)
     if crop is None:
         raise ValidationError(f"object {obj.id} is not visible from the camera")
     return crop

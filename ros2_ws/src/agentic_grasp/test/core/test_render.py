@@ -7,7 +7,7 @@ import pytest
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ValidationError
 from agentic_grasp.core.render import (
-    BACKGROUND_ID, CANONICAL_XY, TABLE_ID, TableSpec, crop_object, object_bbox,
+    BACKGROUND_ID, CANONICAL_XY, TABLE_ID, TableSpec, crop_object, object_bbox, open_table,
     render_object_crop, render_scene)
 from agentic_grasp.core.types import ObjectInstance, Shape
 
@@ -192,8 +192,8 @@ def test_render_object_crop_matches_a_full_scene_crop(scene, camera):
         assert crop.shape == (64, 64, 3) and crop.dtype == np.uint8
         placed = obj.copy()
         placed.position = np.array([CANONICAL_XY[0], CANONICAL_XY[1], obj.size[2] / 2])
-        full = render_scene([placed], camera)
-        np.testing.assert_array_equal(crop, crop_object(full, 0))
+        full = render_scene([placed], camera, open_table(TableSpec()))
+        np.testing.assert_array_equal(crop, crop_object(full, 0, camera=camera))
 
 
 def test_damaged_objects_are_darker(camera):

@@ -12,8 +12,10 @@ Every vector records the model that made it (``model_id``); the retriever refuse
 vectors of different models instead of returning meaningless cosines.
 
 Knowledge-base vectors are computed from each entry's ``render_spec`` by rendering the object
-alone on the table (:func:`agentic_grasp.core.render.render_object_crop`) and cached on disk
-(:class:`EmbeddingCache`) keyed by model id and a hash of everything the vector depends on.
+alone on the table (:func:`agentic_grasp.core.render.render_object_crop`), drawn with the parts
+of the catalogue model it is an instance of (:func:`visual_spec`) and cut in the object-facing
+view a query crop is cut in, and cached on disk (:class:`EmbeddingCache`) keyed by model id and
+a hash of everything the vector depends on.
 """
 from __future__ import annotations
 
@@ -365,8 +367,12 @@ def default_cache_dir() -> Path:
 # --------------------------------------------------------------------------- KB renders
 def render_spec_key(render_spec: Mapping[str, Any], embedder: VisualEmbedder,
                     crop_size: int) -> str:
-    """Content hash of what a knowledge-base vector depends on."""
+    """Content hash of what a knowledge-base vector depends on: the spec (with the catalogue
+    model it is drawn as, see :func:`visual_spec`), the solid parts actually drawn (an edited
+    catalogue redraws the entry), the crop size, the embedder, the renderer's code and the
+    camera it renders from."""
     payload = json.dumps({"render_spec": render_spec, "crop_size": int(crop_size),
+                          "parts": _parts_digest(render_spec),
                           "embedder": embedder.fingerprint(), "renderer": _renderer_digest()},
                          sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
@@ -376,13 +382,114 @@ _RENDERER_DIGEST: Optional[str] = None
 
 
 def _renderer_digest() -> str:
-    """Hash of core/render.py: a changed renderer must not reuse cached vectors."""
+    """Hash of the renderer's modules (render.py, what it draws of an object in
+    render_parts.py, its ray hits in render_hits.py) and of the default camera it renders
+    from: a changed renderer or camera must not reuse cached vectors."""
     global _RENDERER_DIGEST
     if _RENDERER_DIGEST is None:
-        from agentic_grasp.core import render
+        from agentic_grasp.core import render, render_hits, render_parts
+        from agentic_grasp.core.camera import Camera
 
-        _RENDERER_DIGEST = hashlib.sha256(Path(render.__file__).read_bytes()).hexdigest()[:16]
+        h = hashlib.sha256()
+        for module in (render, render_parts, render_hits):
+            h.update(Path(module.__file__).read_bytes())
+        cam = Camera()
+        h.update(np.asarray([cam.width, cam.height, cam.fx, cam.fy, cam.cx, cam.cy],
+                            dtype=float).tobytes())
+        h.update(np.asarray(cam.T_world_cam, dtype=float).tobytes())
+        _RENDERER_DIGEST = h.hexdigest()[:16]
     return _RENDERER_DIGEST
+
+
+def _parts_digest(render_spec: Mapping[str, Any]) -> str:
+    """Hash of the solid parts the renderer draws for ``render_spec``."""
+    from agentic_grasp.core.render_parts import drawn_parts
+
+    h = hashlib.sha256()
+    for part in drawn_parts(object_from_render_spec(render_spec)):
+        h.update(f"{part.name}:{part.shape}".encode())
+        for arr in (part.R, part.c, part.half, (part.wall, part.floor)):
+            h.update(np.round(np.asarray(arr, dtype=float), 9).tobytes())
+    return h.hexdigest()[:16]
+
+
+#: The largest anisotropy (largest over smallest per-axis scale factor) with which a
+#: catalogue model is stretched to an entry's size. Scaling a model's parts per axis, as the
+#: simulator scales a catalogue instance of another size (Catalogue.model_for), keeps their
+#: arrangement when the object keeps the model's proportions; a bounding box in other
+#: proportions (a phone standing in a stand is 1 cm deep and 15 cm tall, its model lies
+#: 15 cm long and 1 cm high: factors 1/15 and 15) is the object in a pose the model does not
+#: describe, whose parts a per-axis stretch would put in the wrong place. 2 admits every
+#: object of a kind at another size and proportion within 2:1 (a squat camping mug drawn as
+#: the catalogue's mug: 1.43) and refuses posed ones (factors of 10 and more).
+MAX_MODEL_STRETCH = 2.0
+
+
+def visual_spec(render_spec: Mapping[str, Any], category: Optional[str] = None,
+                object_name: Optional[str] = None, catalogue: Any = None) -> Dict[str, Any]:
+    """What an entry's visual embedding is rendered from: its ``render_spec`` plus, under
+    ``"model"``, the key of the catalogue model (config/objects.yaml) whose solid parts it is
+    drawn with; without a model the renderer draws the spec's bounding primitive.
+
+    Why: a render spec records the bounding primitive (shape, size) of the object the grasp
+    was made on, but the camera sees that object's parts: a bottle's neck above its body, a
+    screwdriver's thin shaft above its grip, a cup's handle. The scene renderer draws every
+    catalogue object with its parts, so a query crop showed them while the entries' renders
+    showed plain cylinders, and s_vis compared a bottle with a neck to a neckless cylinder
+    (a box-shaped shampoo bottle looked closer). The model is the catalogue object the entry
+    names (its ``object_name``, as acquired entries record the perceived object's name), else
+    the catalogue's model of the entry's category with the spec's shape and the nearest size
+    (the largest per-axis log ratio), stretched to the spec's size no more than
+    ``MAX_MODEL_STRETCH``. The spec's colour and material are kept. An object of a kind the
+    catalogue does not model, or of another shape (a screwdriver recorded lying, as a box),
+    keeps its bounding primitive.
+    """
+    spec = {k: v for k, v in render_spec.items() if k != "model"}
+    model = _catalogue_model(spec, category, object_name, catalogue)
+    if model is not None:
+        spec["model"] = model
+    return spec
+
+
+def _catalogue_model(spec: Mapping[str, Any], category: Optional[str],
+                     object_name: Optional[str], catalogue: Any) -> Optional[str]:
+    try:
+        shape = str(spec["shape"])
+        size = np.asarray([float(v) for v in spec["size"]], dtype=float)
+    except (KeyError, TypeError, ValueError):
+        return None
+    if size.shape != (3,) or not np.all(np.isfinite(size)) or np.any(size <= 0.0):
+        return None
+    if catalogue is None:
+        from agentic_grasp.core.sim.objects import load_catalogue
+
+        try:
+            catalogue = load_catalogue()
+        except ConfigError as exc:
+            _LOG.warning("no object catalogue: knowledge-base entries are drawn as their "
+                         "bounding primitives (%s)", exc)
+            return None
+
+    def stretch(model: Any) -> float:
+        factor = size / np.asarray(model.size, dtype=float)
+        return float(factor.max() / factor.min())
+
+    candidates = []
+    if object_name:
+        try:
+            named = catalogue.get(str(object_name))
+        except ConfigError:
+            named = None
+        if named is not None and str(named.shape.value) == shape:
+            candidates = [named]
+    if not candidates and category:
+        candidates = sorted(
+            (m for m in catalogue.models.values()
+             if m.category == category and str(m.shape.value) == shape),
+            key=lambda m: (float(np.max(np.abs(np.log(size / np.asarray(m.size))))), m.key))[:1]
+    if candidates and stretch(candidates[0]) <= MAX_MODEL_STRETCH:
+        return str(candidates[0].key)
+    return None
 
 
 def render_crop(render_spec: Mapping[str, Any], crop_size: int = 64,
@@ -394,14 +501,23 @@ def render_crop(render_spec: Mapping[str, Any], crop_size: int = 64,
 
 
 def object_from_render_spec(render_spec: Mapping[str, Any], name: str = "kb_entry"):
-    """An ObjectInstance with the spec's shape, size, colour and material, on the table."""
+    """An ObjectInstance with the spec's shape, size, colour and material, on the table,
+    drawn as the catalogue model named by the spec's ``"model"`` (see :func:`visual_spec`;
+    its parts scaled to the spec's size) or, without one, as its bounding primitive."""
     from agentic_grasp.core.types import ObjectInstance
 
     size = [float(v) for v in render_spec["size"]]
+    model_name = None
+    if render_spec.get("model"):
+        from agentic_grasp.core.sim.objects import load_catalogue
+
+        # The renderer finds an object's parts by its name (Catalogue.model_for).
+        model_name = load_catalogue().get(str(render_spec["model"])).name
     return ObjectInstance(id=name, category="kb", shape=render_spec["shape"],
                           position=[0.5, 0.0, size[2] / 2.0], size=size,
                           color=tuple(int(c) for c in render_spec["color"]),
-                          material=str(render_spec.get("material", "plastic")))
+                          material=str(render_spec.get("material", "plastic")),
+                          name=model_name or "")
 
 
 def embed_render_specs(specs: Sequence[Mapping[str, Any]], embedder: VisualEmbedder,

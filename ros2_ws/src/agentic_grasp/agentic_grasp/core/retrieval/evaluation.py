@@ -43,10 +43,18 @@ _FULL_RANKING = 10_000
 
 
 def query_crop(query: TableIVQuery, pose: Mapping[str, float], size: int = 64) -> np.ndarray:
-    """The query object's crop from a render of it alone on the table, default camera."""
+    """The query object's crop from a render of it alone on the table, default camera.
+
+    Cut in the object-facing view (:func:`agentic_grasp.core.render.crop_box` with the
+    camera), the view the knowledge-base renders are cut in: the query stands off the
+    camera's middle column, where the camera sees it leaning; the entries stand on it.
+    """
+    from agentic_grasp.core.camera import Camera
     from agentic_grasp.core.render import crop_object, render_scene
 
-    crop = crop_object(render_scene([query.instance(pose)]), 0, size=size)
+    camera = Camera()
+    crop = crop_object(render_scene([query.instance(pose)], camera), 0, size=size,
+                       camera=camera)
     if crop is None:
         raise ConfigError(f"query object {query.object} is not visible at {dict(pose)}")
     return crop

@@ -13,8 +13,9 @@ yaw about z) -- because world positions of a past scene mean nothing in a new on
 :mod:`agentic_grasp.core.geometry`).
 
 v_i is not stored in the files: it is computed from the entry's ``render_spec`` (shape, size,
-colour, material) by whatever embedding model is configured, so the same knowledge base works
-with the built-in descriptor and with CLIP (see :mod:`.embedding`).
+colour, material), drawn with the solid parts of the catalogue model the entry is an instance
+of (:meth:`Experience.visual_spec`), by whatever embedding model is configured, so the same
+knowledge base works with the built-in descriptor and with CLIP (see :mod:`.embedding`).
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from agentic_grasp.core import geometry, paths
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.geometry import grasp_to_object_frame  # noqa: F401 (re-export)
 from agentic_grasp.core.retrieval.embedding import (EmbeddingCache, VisualEmbedder,
-                                                    embed_render_specs)
+                                                    embed_render_specs, visual_spec)
 from agentic_grasp.core.retrieval.jsonl import read_jsonl
 from agentic_grasp.core.retrieval.relevance import relevance_problems
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
@@ -82,6 +83,12 @@ class Experience:
             if n > 0:
                 return int(self.outcomes.get("failures", 0)) / n
         return 0.0 if self.success else 1.0
+
+    def visual_spec(self) -> Dict[str, Any]:
+        """What v_i is rendered from: the render spec and the catalogue model whose parts it
+        is drawn with (:func:`.embedding.visual_spec`), so the render shows what a camera sees
+        of the object, as a query crop does."""
+        return visual_spec(self.render_spec, self.category, self.object_name)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], source: str = "") -> "Experience":
@@ -422,10 +429,11 @@ class KnowledgeBase:
 
     def embed(self, embedder: VisualEmbedder,
               cache: Union[EmbeddingCache, None, bool] = None, crop_size: int = 64) -> None:
-        """Compute v_i for every entry from its render spec (cached on disk by content)."""
+        """Compute v_i for every entry from its render spec, drawn as the catalogue model it
+        is an instance of (:meth:`Experience.visual_spec`; cached on disk by content)."""
         if cache is None:
             cache = EmbeddingCache()
-        vectors = embed_render_specs([e.render_spec for e in self._experiences], embedder,
+        vectors = embed_render_specs([e.visual_spec() for e in self._experiences], embedder,
                                      cache or None, crop_size)
         self.set_vectors(vectors, embedder.model_id)
 

@@ -183,7 +183,7 @@ class LiveRetriever:
         if kb is None or kb.vectors is None or embedder is None or not len(kb):
             return
         try:
-            embed_render_specs([kb.experiences[0].render_spec], embedder, None, self.crop_size)
+            embed_render_specs([kb.experiences[0].visual_spec()], embedder, None, self.crop_size)
         except Exception as exc:  # noqa: BLE001 - only a warm-up: the pick-up reports errors
             _LOG.debug("render warm-up failed: %r", exc)
 
@@ -356,7 +356,7 @@ class LiveRetriever:
         if base_kb.vectors is not None and embedder is not None:
             missing = [e for e in acquired if e.id not in self._vectors]
             if missing:
-                vecs = embed_render_specs([e.render_spec for e in missing], embedder,
+                vecs = embed_render_specs([e.visual_spec() for e in missing], embedder,
                                           self.cache, self.crop_size)
                 for e, v in zip(missing, vecs):
                     self._vectors[e.id] = v
