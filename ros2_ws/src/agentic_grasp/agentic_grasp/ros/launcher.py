@@ -85,6 +85,7 @@ class Launcher:
         self._specs: Dict[str, NodeSpec] = {}
         self._history: Dict[str, CrashHistory] = {}
         self._pending: Dict[str, float] = {}        # node -> monotonic time of its restart
+        self._started: Dict[str, float] = {}        # node -> monotonic time of its start
         self._procs_lock = threading.RLock()
         self._stopping = threading.Event()
         self._supervisor: Optional[threading.Thread] = None
@@ -108,6 +109,7 @@ class Launcher:
         with self._procs_lock:
             self.procs[spec.name] = proc
             self._specs[spec.name] = spec
+            self._started[spec.name] = time.monotonic()
         thread = threading.Thread(target=self._pump, args=(spec.name, proc), daemon=True)
         thread.start()
         self._threads.append(thread)
@@ -170,7 +172,8 @@ class Launcher:
                         continue
                     if history.gave_up:
                         continue
-                    decision = history.on_exit(proc.returncode, now)
+                    decision = history.on_exit(proc.returncode, now,
+                                               up_s=now - self._started.get(name, now))
                     self._say(decision.reason)
                     if decision.restart:
                         self._pending[name] = now + decision.delay_s
