@@ -269,6 +269,24 @@ if [ -n "$ROS2_TOOLS" ]; then
       # --no-build-isolation: setuptools from the venv, no index needed for the build itself
       pip_install --no-deps --no-build-isolation "${args[@]}" \
         || die "pip install of the ROS 2 tools from $TOOLS failed."
+      # launch_testing, launch_pytest and launch_testing_ros register pytest plugins whose
+      # hooks (pytest_pycollect_makemodule(path, ...)) this venv's pytest 9 refuses: every
+      # pytest run in the venv would fail to start. launch_test does not need them: their
+      # [pytest11] entry points are taken out (test/launch/conftest.py says what runs where).
+      "$VPY" - <<'PY' || die "could not take the launch pytest plugins out of the venv"
+import importlib.metadata as md
+import re
+for name in ("launch_testing", "launch_pytest", "launch_testing_ros"):
+    dist = md.distribution(name)
+    for entry in dist.files or ():
+        if entry.name != "entry_points.txt":
+            continue
+        path = dist.locate_file(entry)
+        text = path.read_text()
+        stripped = re.sub(r"\[pytest11\]\n[^\[]*", "", text)
+        if stripped != text:
+            path.write_text(stripped)
+PY
       echo "$want_tools" > "$STAMPS/ros2-tools"
     else
       say "ROS 2 tools up to date"
