@@ -105,3 +105,22 @@ def test_a_damaged_world_is_refused(sim, tmp_path):
         with pytest.raises(WorldStateError, match=None) as err:
             world_state.read(path)
         assert words in str(err.value), str(err.value)
+
+
+def test_the_world_file_moves_a_bad_file_aside_and_says_a_failed_write_once(sim, tmp_path):
+    path = tmp_path / "world.json"
+    path.write_text("{half a world")
+    kept, problem = world_state.WorldFile(path).load()
+    assert kept is None and "not JSON" in problem and "moved to" in problem
+    assert (tmp_path / "world.json.unreadable").read_text() == "{half a world"  # nothing lost
+    assert world_state.WorldFile(path).load() == (None, "")                   # no file now
+
+    sim.load_task("sg_cube", trial_seed=0)
+    blocked = tmp_path / "a_file"
+    blocked.write_text("")
+    keeper = world_state.WorldFile(blocked / "world.json")     # its folder cannot be made
+    state = world_state.capture(sim, "sg_cube", 0)
+    assert "cannot keep the world in" in keeper.save(state)
+    assert keeper.save(state) == ""                                 # said once
+    keeper.path = path
+    assert keeper.save(state) == "" and world_state.read(path).task == "sg_cube"

@@ -30,7 +30,7 @@ import tempfile
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -41,8 +41,8 @@ from agentic_grasp.core.types import AffordanceDescriptor, ObjectInstance
 FORMAT = "agentic_grasp.sim_world"
 VERSION = 1
 
-__all__ = ["FORMAT", "VERSION", "WorldState", "WorldStateError", "capture", "read", "restore",
-           "write"]
+__all__ = ["FORMAT", "VERSION", "WorldFile", "WorldState", "WorldStateError", "capture", "read",
+           "restore", "write"]
 
 
 class WorldStateError(ValidationError):
@@ -152,6 +152,42 @@ def read(path: Union[str, Path]) -> Optional[WorldState]:
         raise WorldStateError(f"{path}: not JSON ({exc})") from None
     except ValidationError as exc:
         raise WorldStateError(f"{path}: {exc}") from None
+
+
+class WorldFile:
+    """The file one simulator keeps its world in: read once at start, written on each change.
+
+    Neither a bad file nor a failed write stops the simulator: a file that is not a world is
+    moved aside (``<name>.unreadable``, nothing lost) and the simulator starts its configured
+    scene; a write that fails (disk full, folder removed) is reported once, and the next
+    change tries again."""
+
+    def __init__(self, path: Union[str, Path]) -> None:
+        self.path = Path(path)
+        self._failing = False
+
+    def load(self) -> Tuple[Optional[WorldState], str]:
+        """The kept world (None when there is none or it is unusable) and what went wrong."""
+        try:
+            return read(self.path), ""
+        except WorldStateError as exc:
+            aside = self.path.with_name(self.path.name + ".unreadable")
+            try:
+                os.replace(self.path, aside)
+                where = f"moved to {aside}"
+            except OSError as move_error:
+                where = f"left in place ({move_error})"
+            return None, f"{exc}; {where}"
+
+    def save(self, state: WorldState) -> str:
+        """Write ``state``; a message the first time writing fails ("" otherwise)."""
+        try:
+            write(self.path, state)
+        except OSError as exc:
+            first, self._failing = not self._failing, True
+            return f"cannot keep the world in {self.path}: {exc}" if first else ""
+        self._failing = False
+        return ""
 
 
 # ---- objects ------------------------------------------------------------------------------------
