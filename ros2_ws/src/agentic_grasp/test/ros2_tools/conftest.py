@@ -1,0 +1,56 @@
+"""The ROS 2 tools tier: the upstream ``ros2`` command, ``ros2 launch`` and ``launch_test``
+driving the real graph, as a user types them (docs/ros2-tools.md).
+
+These tools are not on PyPI. They are there on a ROS 2 Jazzy install, or here after
+``scripts/setup.sh --ros2-tools DIR`` (their jazzy sources, installed beside the venv). Where
+they are missing, every test of this folder is reported as NOT RUN (a skip with that word,
+and a banner at the end of the run), never as passed. ``scripts/test.sh`` sets
+``AGENTIC_GRASP_REQUIRE_ROS2_TOOLS=1`` when it found them (or was given ``--ros2-tools``):
+missing tools then fail these tests instead.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+
+import pytest
+
+REQUIRE_ENV = "AGENTIC_GRASP_REQUIRE_ROS2_TOOLS"
+NOT_RUN = "ROS 2 TOOLS TEST NOT RUN (not a pass)"
+_MODULES = ("ros2cli", "ros2launch", "ros2action", "ros2param", "launch", "launch_ros",
+            "launch_testing", "composition_interfaces")
+_SKIPPED = []
+
+
+def tools_problem() -> str:
+    """Why the tools cannot run here ("" when they can)."""
+    missing = [cmd for cmd in ("ros2", "launch_test") if shutil.which(cmd) is None]
+    missing += [name for name in _MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        return (f"the upstream ROS 2 tools are not installed ({', '.join(missing)} missing): "
+                "scripts/setup.sh --ros2-tools DIR, or a ROS 2 Jazzy install")
+    return ""
+
+
+@pytest.fixture(autouse=True)
+def _ros2_tools_here(request):
+    problem = tools_problem()
+    if not problem:
+        return
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"the ROS 2 tools are required here ({REQUIRE_ENV}=1) but {problem}")
+    _SKIPPED.append(problem)
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and len(_SKIPPED) == 1:
+        reporter.write_line(f"\n*** ROS 2 TOOLS TESTS NOT RUN: {problem} ***", red=True,
+                            bold=True)
+    pytest.skip(f"{NOT_RUN}: {problem}")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _SKIPPED:
+        terminalreporter.write_sep("!", "ROS 2 TOOLS TESTS NOT RUN - NOT A PASS", red=True,
+                                   bold=True)
+        terminalreporter.write_line(f"{len(_SKIPPED)} test(s) of test/ros2_tools did not run: "
+                                    f"{_SKIPPED[0]}", red=True, bold=True)
