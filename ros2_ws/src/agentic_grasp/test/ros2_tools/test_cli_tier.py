@@ -82,7 +82,7 @@ def _wait_for(path: Path, pattern: str, timeout_s: float, proc=None) -> str:
 
 
 @pytest.fixture(scope="module")
-def busy_loop():
+def busy_loop(ros2_tools):
     proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     yield proc
     proc.kill()
