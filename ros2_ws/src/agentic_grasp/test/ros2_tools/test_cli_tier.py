@@ -5,7 +5,7 @@ terminal does, with a busy loop beside it (a loaded machine), then:
 
 - loads a scene with ``ros2 service call /sim/load_scene``;
 - sends a goal with ``ros2 action send_goal --feedback`` and checks the streamed feedback and
-  the SUCCEEDED result, while ``ros2 topic echo --once /perception/result`` reads perception;
+  the SUCCEEDED result, while ``ros2 topic echo --once /perception/result <type>`` reads perception;
 - sets a planner parameter with ``ros2 param set`` and reads it back with ``ros2 param get``;
 - cancels the goal of a second ``ros2 action send_goal`` while it runs, with ``ros2 service
   call /grasp_object/_action/cancel_goal``, and checks that send_goal reports CANCELED;
@@ -144,7 +144,10 @@ def test_the_ros2_command_drives_the_graph_and_ctrl_c_stops_it_cleanly(run, tmp_
 
         echo_log = tmp_path / "echo.log"
         with open(echo_log, "w") as echo_out:
-            echo = subprocess.Popen(["ros2", "topic", "echo", "--once", "/perception/result"],
+            # the type named: a fresh CLI may not have discovered the topic yet ("Could not
+            # determine the type for the passed topic", seen here once)
+            echo = subprocess.Popen(["ros2", "topic", "echo", "--once", "/perception/result",
+                                     "agentic_grasp_interfaces/msg/PerceptionResult"],
                                     stdout=echo_out, stderr=subprocess.STDOUT,
                                     preexec_fn=_restored_sigint)
         try:
