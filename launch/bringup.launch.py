@@ -18,23 +18,31 @@ Examples:
   ros2 launch agentic_grasp bringup.launch.py arm:=moveit use_mock_hardware:=true
 """
 import os
+import shutil
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
+from launch.actions import (DeclareLaunchArgument, ExecuteProcess, OpaqueFunction,
+                            RegisterEventHandler)
+from launch.event_handlers import OnShutdown
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 
 from agentic_grasp.core.supervision import DEFAULT_POLICY
 from agentic_grasp.ros.graph import (DEFAULT_ARGS, RECORD_ACTION_TOPICS, RECORD_TOPICS,
-                                     RECORD_VIEW_TOPICS, selected_nodes)
+                                     RECORD_VIEW_TOPICS, new_run_dir, selected_nodes)
 
 
 def _nodes(context, *_args, **_kwargs):
     share = get_package_share_directory("agentic_grasp")
     args = {name: LaunchConfiguration(name).perform(context) for name in DEFAULT_ARGS}
-    actions = []
+    # This launch's own folder: the sim keeps its world there, so a respawned sim comes back in
+    # it (ros/graph.py); removed when the launch shuts down.
+    run_dir = str(new_run_dir())
+    args["run_dir"] = run_dir
+    actions = [RegisterEventHandler(OnShutdown(
+        on_shutdown=lambda *_: shutil.rmtree(run_dir, ignore_errors=True)))]
     for spec in selected_nodes(args):
         parameters = []
         params_file = os.path.join(share, "config", spec.params_file)

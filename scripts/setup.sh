@@ -8,6 +8,7 @@
 # rclpy, the message packages and colcon come from that install.
 #
 # Usage: scripts/setup.sh [--quiet] [--with-clip] [--with-ray] [--with-vllm] [--with-postgres]
+#                         [--ros2-tools DIR]
 #   --with-clip  also install torch (CPU) and open_clip_torch for the open_clip embedder
 #                (requirements-clip.txt; scripts/test.sh uses it, the demo does not)
 #   --with-ray   also install Ray (requirements-ray.txt) for `bench --executor ray`
@@ -16,6 +17,12 @@
 #   --with-postgres  make sure PostgreSQL 15's server binaries (initdb, pg_ctl) are there: the
 #                fleet-store tests start their own server (apt-get install postgresql-15 as
 #                root on Debian when missing; anything else is an error, never a skip)
+#   --ros2-tools DIR  also install the upstream `ros2` command, `ros2 launch` and `launch_test`
+#                from their jazzy sources in DIR (one folder each: launch/, launch_ros/, ros2cli/,
+#                rcl_interfaces/, rosidl_runtime_py/; docs/ros2-tools.md says how to get them):
+#                the pure-Python packages go into the venv, composition_interfaces is
+#                colcon-built into ros2_ws. Nothing from DIR is copied into the repository.
+#                Not needed on a ROS 2 Jazzy install, where the sourced tools are used.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,14 +34,22 @@ WITH_CLIP=0
 WITH_VLLM=0
 WITH_RAY=0
 WITH_POSTGRES=0
-for arg in "$@"; do
+ROS2_TOOLS=""
+USAGE="usage: scripts/setup.sh [--quiet] [--with-clip] [--with-ray] [--with-vllm] [--with-postgres] [--ros2-tools DIR]"
+while [ $# -gt 0 ]; do
+  arg="$1"
+  shift
   case "$arg" in
     --quiet) QUIET=1 ;;
     --with-clip) WITH_CLIP=1 ;;
     --with-vllm) WITH_VLLM=1 ;;
     --with-ray) WITH_RAY=1 ;;
     --with-postgres) WITH_POSTGRES=1 ;;
-    *) echo "usage: scripts/setup.sh [--quiet] [--with-clip] [--with-ray] [--with-vllm] [--with-postgres]" >&2; exit 2 ;;
+    --ros2-tools)
+      [ $# -gt 0 ] || { echo "$USAGE" >&2; exit 2; }
+      ROS2_TOOLS="$1"; shift ;;
+    --ros2-tools=*) ROS2_TOOLS="${arg#--ros2-tools=}" ;;
+    *) echo "$USAGE" >&2; exit 2 ;;
   esac
 done
 
@@ -204,6 +219,92 @@ if [ ! -f "$WS/install/setup.sh" ] || [ "$(cat "$STAMPS/build" 2>/dev/null)" != 
   echo "$src_hash" > "$STAMPS/build"
 else
   say "workspace build up to date"
+fi
+
+# ---- the upstream ROS 2 tools (ros2, ros2 launch, launch_test), from their sources ------------
+# The packages of each repository that go into the venv (pip install --no-deps, in this order:
+# each after what it imports at install time, none of them does much).
+ROS2_TOOL_PACKAGES=(
+  rosidl_runtime_py/.
+  launch/launch launch/launch_xml launch/launch_yaml launch/launch_testing launch/launch_pytest
+  ros2cli/ros2cli ros2cli/ros2action ros2cli/ros2topic ros2cli/ros2node ros2cli/ros2service
+  ros2cli/ros2param ros2cli/ros2pkg ros2cli/ros2run ros2cli/ros2interface
+  launch_ros/launch_ros launch_ros/launch_testing_ros launch_ros/ros2launch
+)
+if [ -n "$ROS2_TOOLS" ]; then
+  if [ "$SYSTEM_ROS" = 1 ]; then
+    say "--ros2-tools ignored: the sourced ROS 2 Jazzy install has its own ros2 and launch_test"
+  else
+    [ -d "$ROS2_TOOLS" ] || die "--ros2-tools $ROS2_TOOLS: no such folder"
+    TOOLS="$(cd "$ROS2_TOOLS" && pwd)"
+    case "$TOOLS/" in
+      "$ROOT"/*) git -C "$ROOT" check-ignore -q "$TOOLS" \
+        || die "--ros2-tools $TOOLS is inside the repository and not ignored by git: keep" \
+               "the upstream sources outside it (they are never committed)" ;;
+    esac
+    missing=()
+    for pkg in "${ROS2_TOOL_PACKAGES[@]}" rcl_interfaces/composition_interfaces; do
+      [ -f "$TOOLS/$pkg/package.xml" ] || missing+=("${pkg%/.}")
+    done
+    if [ "${#missing[@]}" != 0 ]; then
+      die "--ros2-tools $TOOLS lacks ${missing[*]}: it must hold the jazzy branches of" \
+          "ros2/launch, ros2/launch_ros, ros2/ros2cli, ros2/rcl_interfaces and" \
+          "ros2/rosidl_runtime_py, one folder each (docs/ros2-tools.md)"
+    fi
+    # The package versions and sources: a change (a newer jazzy checkout) reinstalls. (pip
+    # leaves build/ and *.egg-info/ in each package folder: not sources.)
+    want_tools="$(hash_of "$ROOT/requirements-ros2-tools.txt")-$(cd "$TOOLS" && \
+      find "${ROS2_TOOL_PACKAGES[@]}" rcl_interfaces/composition_interfaces \
+        \( -path '*/test' -o -name build -o -name '*.egg-info' \) -prune -o -type f \( -name '*.py' -o -name '*.xml' -o -name '*.srv' \
+        -o -name '*.msg' -o -name '*.cfg' -o -name 'CMakeLists.txt' \) -printf '%p %s\n' \
+      | sort | sha256sum | cut -c1-16)"
+    if [ "$(cat "$STAMPS/ros2-tools" 2>/dev/null)" != "$want_tools" ] \
+        || ! "$VPY" -c 'import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None
+             for m in ("launch_testing", "ros2cli", "ros2launch", "launch_ros")))'; then
+      say "installing launch, launch_ros, ros2cli and rosidl_runtime_py from $TOOLS"
+      pip_install -r "$ROOT/requirements-ros2-tools.txt" \
+        || die "pip install of requirements-ros2-tools.txt failed."
+      args=()
+      for pkg in "${ROS2_TOOL_PACKAGES[@]}"; do args+=("$TOOLS/$pkg"); done
+      # --no-build-isolation: setuptools from the venv, no index needed for the build itself
+      pip_install --no-deps --no-build-isolation "${args[@]}" \
+        || die "pip install of the ROS 2 tools from $TOOLS failed."
+      # launch_testing, launch_pytest and launch_testing_ros register pytest plugins whose
+      # hooks (pytest_pycollect_makemodule(path, ...)) this venv's pytest 9 refuses: every
+      # pytest run in the venv would fail to start. launch_test does not need them: their
+      # [pytest11] entry points are taken out (test/launch/conftest.py says what runs where).
+      "$VPY" - <<'PY' || die "could not take the launch pytest plugins out of the venv"
+import importlib.metadata as md
+import re
+for name in ("launch_testing", "launch_pytest", "launch_testing_ros"):
+    dist = md.distribution(name)
+    for entry in dist.files or ():
+        if entry.name != "entry_points.txt":
+            continue
+        path = dist.locate_file(entry)
+        text = path.read_text()
+        stripped = re.sub(r"\[pytest11\]\n[^\[]*", "", text)
+        if stripped != text:
+            path.write_text(stripped)
+PY
+      echo "$want_tools" > "$STAMPS/ros2-tools"
+    else
+      say "ROS 2 tools up to date"
+    fi
+    # launch_ros imports composition_interfaces: built into this workspace, like ours.
+    if [ ! -f "$WS/install/composition_interfaces/share/composition_interfaces/package.xml" ] \
+        || [ "$(cat "$WS/build/.composition_interfaces-stamp" 2>/dev/null)" != "$want_tools" ]; then
+      say "colcon build of composition_interfaces into ros2_ws (about 30 s)"
+      (cd "$WS" && colcon --log-level error build --symlink-install \
+          --base-paths "$TOOLS/rcl_interfaces/composition_interfaces" \
+          --event-handlers console_cohesion- summary- \
+          --cmake-args -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$VPY" \
+          > "$STAMPS/colcon-composition.log" 2>&1) \
+        || { tail -40 "$STAMPS/colcon-composition.log" >&2
+             die "colcon build of composition_interfaces failed (log: $STAMPS/colcon-composition.log)"; }
+      echo "$want_tools" > "$WS/build/.composition_interfaces-stamp"
+    fi
+  fi
 fi
 
 # ---- the agentic-grasp command ---------------------------------------------------------------

@@ -7,15 +7,44 @@ pixels | vlm | oracle: ground truth, only when asked), vlm_url, params_file, acq
 (experience acquisition: the acquired-experiences file the planner appends to and the
 retrieval node follows; 'default' = the per-user file, 'none' = off), store (file | postgres:
 the fleet store of core/retrieval/store.py), robot (the name in the records' provenance).
+The launcher and the launch file add run_dir, the run's own folder (:func:`new_run_dir`).
 """
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Dict, List
 
 #: What the graph perceives with when nobody says: the simulated VLM, from pixels, as the
 #: benchmark's default (config/evaluation.yaml). The oracle (ground truth) only when asked.
 DEFAULT_PERCEPTION = "vlm_sim"
+
+#: The file, in a run's own folder (:func:`new_run_dir`), where the sim keeps its world, so a
+#: respawned sim comes back in it (ros/nodes/sim_node.py). A new bringup starts a new folder,
+#: hence its configured scene.
+WORLD_STATE_FILE = "sim_world.json"
+#: Where the run folders go (else $XDG_RUNTIME_DIR/agentic_grasp, else <tmp>/agentic_grasp-<uid>).
+RUN_DIR_ENV = "AGENTIC_GRASP_RUN_DIR"
+
+
+def new_run_dir() -> Path:
+    """A fresh folder for one bringup's runtime state (the sim's kept world); the launcher and
+    the launch file remove it when the graph stops."""
+    base = os.environ.get(RUN_DIR_ENV)
+    if not base:
+        runtime = os.environ.get("XDG_RUNTIME_DIR")
+        base = (os.path.join(runtime, "agentic_grasp") if runtime
+                else os.path.join(tempfile.gettempdir(), f"agentic_grasp-{os.getuid()}"))
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="run-", dir=base))
+
+
+def _sim_overrides(args: Dict[str, str]) -> Dict[str, object]:
+    run_dir = args.get("run_dir")
+    return {"world_state_file": os.path.join(run_dir, WORLD_STATE_FILE)} if run_dir else {}
+
 
 @dataclass(frozen=True)
 class NodeSpec:
@@ -29,7 +58,7 @@ class NodeSpec:
 
 NODES: List[NodeSpec] = [
     NodeSpec("sim", "sim_node", "agentic_grasp.ros.nodes.sim_node", "sim.yaml",
-             when=lambda a: a.get("arm", "sim") == "sim"),
+             when=lambda a: a.get("arm", "sim") == "sim", overrides=_sim_overrides),
     NodeSpec("executor", "executor_node", "agentic_grasp.ros.nodes.executor_node", "executor.yaml",
              overrides=lambda a: {"arm_backend": a.get("arm", "sim")}),
     NodeSpec("perception", "perception_node", "agentic_grasp.ros.nodes.perception_node",

@@ -5,6 +5,10 @@ SIGINT/SIGTERM to the launcher forwards SIGINT to every child (rclpy's clean shu
 then escalates to SIGTERM and SIGKILL, so no node outlives the launcher. Before it escalates,
 it names each node still running and has it write its threads' stacks (ros/nodes/runner.py).
 
+Each bringup has its own run folder (graph.new_run_dir, removed at its stop): the sim keeps its
+world there, so a sim restarted within the run comes back in it, and the next bringup starts
+its configured scene.
+
 With supervision on (``agentic-grasp bringup``; :meth:`Launcher.supervise`), a node that dies
 is restarted after a delay with backoff and given up on after repeated crashes, following
 core.supervision; the other nodes are not touched. The recorder is never restarted (its bag
@@ -19,6 +23,7 @@ and before it restarts such a node.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,7 +36,8 @@ from agentic_grasp.core import paths
 from agentic_grasp.core.supervision import (DEFAULT_POLICY, STACKS_SIGNAL, TEARDOWN_SIGNAL,
                                             CrashHistory, RestartPolicy)
 from agentic_grasp.ros import fastdds_shm
-from agentic_grasp.ros.graph import DEFAULT_ARGS, RECORDER, NodeSpec, selected_nodes
+from agentic_grasp.ros.graph import (DEFAULT_ARGS, RECORDER, NodeSpec, new_run_dir,
+                                     selected_nodes)
 
 
 #: How long a node still running after SIGINT is given to write its stacks (s): faulthandler
@@ -85,6 +91,7 @@ class Launcher:
         self._specs: Dict[str, NodeSpec] = {}
         self._history: Dict[str, CrashHistory] = {}
         self._pending: Dict[str, float] = {}        # node -> monotonic time of its restart
+        self._started: Dict[str, float] = {}        # node -> monotonic time of its start
         self._procs_lock = threading.RLock()
         self._stopping = threading.Event()
         self._supervisor: Optional[threading.Thread] = None
@@ -93,6 +100,8 @@ class Launcher:
         """Start the selected nodes, and the recorder first when ``record`` names a folder
         (so the latched topics and the first messages land in the bag)."""
         fastdds_shm.remove_stale()
+        # the run's own folder: the sim keeps its world there, and a respawned sim restores it
+        self.args.setdefault("run_dir", str(new_run_dir()))
         if self.args.get("record"):
             self.args["record"] = str(Path(self.args["record"]).resolve())
             self.start_node(RECORDER)
@@ -108,6 +117,7 @@ class Launcher:
         with self._procs_lock:
             self.procs[spec.name] = proc
             self._specs[spec.name] = spec
+            self._started[spec.name] = time.monotonic()
         thread = threading.Thread(target=self._pump, args=(spec.name, proc), daemon=True)
         thread.start()
         self._threads.append(thread)
@@ -170,7 +180,8 @@ class Launcher:
                         continue
                     if history.gave_up:
                         continue
-                    decision = history.on_exit(proc.returncode, now)
+                    decision = history.on_exit(proc.returncode, now,
+                                               up_s=now - self._started.get(name, now))
                     self._say(decision.reason)
                     if decision.restart:
                         self._pending[name] = now + decision.delay_s
@@ -215,6 +226,8 @@ class Launcher:
                           "it (Fast DDS deadlock: ros/nodes/runner.py)")
         if any(killed_by_signal(code) for code in codes.values()):
             fastdds_shm.remove_stale()
+        if self.args.get("run_dir"):
+            shutil.rmtree(self.args["run_dir"], ignore_errors=True)
         return codes
 
     def _ask_for_stacks(self, after_s: float) -> None:

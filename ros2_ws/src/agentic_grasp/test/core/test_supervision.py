@@ -25,6 +25,25 @@ def test_crashes_older_than_the_window_are_forgotten():
     assert again.restart and again.delay_s == 1.0
 
 
+def test_a_node_that_was_up_a_while_restarts_after_the_first_delay_again():
+    """Backoff is for a node crashing as it starts; one killed after serving for a while (a
+    fault probe's SIGKILL) is back after the first delay each time, and still counted."""
+    history = CrashHistory("sim", RestartPolicy(delay_s=0.5, backoff=2.0, max_delay_s=8.0,
+                                                max_crashes=5, window_s=60.0, stable_s=5.0))
+    delays = [history.on_exit(-9, t, up_s=6.0).delay_s for t in (0.0, 7.0, 14.0, 21.0, 28.0)]
+    assert delays == [0.5] * 5
+    assert not history.on_exit(-9, 35.0, up_s=6.0).restart      # the sixth in 60 s: gives up
+
+
+def test_quick_crashes_in_a_row_back_off_and_a_stable_run_resets_them():
+    history = CrashHistory("planner", RestartPolicy(delay_s=0.5, backoff=2.0, max_delay_s=8.0,
+                                                    max_crashes=10, stable_s=5.0))
+    quick = [history.on_exit(-11, t, up_s=1.0).delay_s for t in (0.0, 2.0, 4.0)]
+    assert quick == [0.5, 1.0, 2.0]
+    assert history.on_exit(-11, 20.0, up_s=10.0).delay_s == 0.5   # it had been up: reset
+    assert history.on_exit(-11, 22.0, up_s=1.0).delay_s == 1.0
+
+
 def test_a_configuration_error_is_never_restarted():
     history = CrashHistory("retrieval")
     decision = history.on_exit(EXIT_CONFIG, 0.0)

@@ -1,8 +1,9 @@
 """Bringup with the simulator: ros2 launch agentic_grasp bringup.launch.py arm:=sim
 perception:=oracle, then the executor is called over DDS like the planner does.
 
-Runs with ``colcon test --packages-select agentic_grasp`` or
-``launch_test test/launch/test_bringup_sim_launch.py`` in the ROS image (docker/ros/).
+Runs with ``launch_test test/launch/test_bringup_sim_launch.py`` (scripts/test.sh does, where the
+ROS 2 tools are installed: test/ros2_tools/test_launch_tier.py) or ``colcon test
+--packages-select agentic_grasp`` in the ROS image (docker/ros/).
 """
 import os
 import time
@@ -97,7 +98,7 @@ class TestBringupSim(unittest.TestCase):
 class TestBringupSimShutdown(unittest.TestCase):
 
     def test_nodes_exit_cleanly(self, proc_info):
-        # SIGINT from launch: rclpy nodes end with 0 (or -2 / 130 when interrupted hard, or -14
-        # when their teardown watchdog ended a Fast DDS deadlock: ros/nodes/runner.py).
-        launch_testing.asserts.assertExitCodes(proc_info,
-                                               allowable_exit_codes=[0, -2, 130, -14])
+        # SIGINT from launch: every node ends with 0, also when a second signal lands during
+        # its stop; -14 only when its teardown watchdog, the last resort, ended a Fast DDS
+        # deadlock (ros/nodes/runner.py).
+        launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0, -14])

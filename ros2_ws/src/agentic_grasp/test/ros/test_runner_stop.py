@@ -187,3 +187,32 @@ def test_a_callbacks_exception_is_said_and_ends_the_node_as_a_crash():
     assert proc.returncode == 1, (proc.returncode, proc.stderr)
     assert "stopped by an exception" in proc.stderr, proc.stderr
     assert "RuntimeError: boom from a callback" in proc.stderr, proc.stderr
+
+
+#: A node whose stop takes a while (one callback blocked: the stop path waits STOP_GRACE_S for
+#: it), so a second signal lands in the stop path, as launch's own SIGINT does after a
+#: terminal's Ctrl-C, or launch's SIGTERM after its grace.
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+@pytest.mark.parametrize("block", [True, False], ids=["blocked", "idle"])
+def test_a_second_signal_during_the_stop_ends_the_node_quietly(second, block):
+    """Ctrl-C to launch's process group: each node gets the terminal's SIGINT, then launch's
+    (and SIGTERM after launch's grace). The one that lands while the node stops must neither
+    raise a KeyboardInterrupt out of the stop path (a traceback, status -2) nor kill it."""
+    process = subprocess.Popen([sys.executable, "-c", NODE_SCRIPT.format(block=block)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _first_line(process) == "callback running", process.stderr.read()
+        time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        # inside the stop: the blocked case waits 2 s for its callback; the idle one is in
+        # its teardown within milliseconds, so the second signal comes at once, twice
+        time.sleep(0.5 if block else 0.0)
+        for _ in range(1 if block else 3):
+            if process.poll() is None:
+                process.send_signal(second)
+            time.sleep(0.005)
+        out, err = process.communicate(timeout=30.0)
+    finally:
+        process.kill()
+    assert process.returncode == 0, (process.returncode, err)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err

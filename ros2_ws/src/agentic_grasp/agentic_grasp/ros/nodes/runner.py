@@ -57,6 +57,17 @@ destroyed guard condition or read a freed list. Core dumps of it show the crash 
 loop). The executor's guard condition is therefore taken out of it before it shuts down and
 kept, registered and alive, until the process ends.
 
+A stop is asked for once. A terminal's Ctrl-C reaches every process of launch's group, and
+launch then sends each node its own SIGINT (and SIGTERM after its grace), so a node sees two or
+three signals, the later ones while it stops. rclpy's SIGINT handler chains to Python's, which
+raises KeyboardInterrupt each time: a second one landing in the stop path (destroying a
+publisher, joining a worker) left it half done and ended the process with a traceback and status
+-2 (seen on every node after goals). :class:`_StopSignals` is Python's handler under rclpy's (it
+is installed before ``rclpy.init``, which chains to it): the first SIGINT raises
+KeyboardInterrupt as before (it also interrupts a node still being built), later ones and any
+SIGINT or SIGTERM once the stop has begun are ignored (rclpy's handler has shut the context
+down on the first). The teardown watchdog stays the last resort for a stop that hangs.
+
 Every node can say where it is stuck: SIGUSR1 writes every thread's Python stack to stderr
 (core.supervision.STACKS_SIGNAL, ``faulthandler``), and a crash (SIGSEGV, SIGABRT, ...) writes them
 before the process dies. The launcher sends SIGUSR1 to a node still running after SIGINT
@@ -66,7 +77,9 @@ SIGKILLed (CI saw a node SIGKILLed at a test's teardown with nothing to say why)
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -100,6 +113,37 @@ EXECUTOR_ENV = "AGENTIC_GRASP_EXECUTOR"
 EXECUTORS = ("multi", "events")
 
 
+class _StopSignals:
+    """Python's SIGINT handler under rclpy's, and the signals ignored once the node stops
+    (module docstring): a stop is asked for once."""
+
+    def __init__(self) -> None:
+        self.stopping = False
+        # Python sets handlers in the main thread only; elsewhere Python's own stay.
+        self._main = threading.current_thread() is threading.main_thread()
+
+    def install(self) -> None:
+        """Before ``rclpy.init``, so rclpy's SIGINT handler chains to this one."""
+        if self._main:
+            signal.signal(signal.SIGINT, self._on_sigint)
+
+    def begin_stop(self) -> None:
+        """From here on SIGINT and SIGTERM are ignored, in the process itself (not only in
+        Python, whose exit sets its handled signals back to their default action, which would
+        kill a node that is ending anyway with -2 or -15). rclpy's handlers are then out of
+        the chain; the context is already shut down, or is by rclpy.try_shutdown below."""
+        self.stopping = True
+        if self._main:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, signal.SIG_IGN)
+
+    def _on_sigint(self, _signum, _frame) -> None:
+        if self.stopping:
+            return
+        self.stopping = True
+        raise KeyboardInterrupt
+
+
 def make_executor(kind: str, num_threads: int) -> Executor:
     """The executor named ``kind`` (after the EXECUTOR_ENV override)."""
     kind = os.environ.get(EXECUTOR_ENV, "").strip().lower() or kind
@@ -121,6 +165,8 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
     do not restart a node whose configuration cannot work. ``executor_kind``: "multi" (a
     MultiThreadedExecutor of ``num_threads``) or "events" (module docstring)."""
     enable_stack_dumps()
+    signals = _StopSignals()
+    signals.install()
     rclpy.init(args=args)
     logger = rclpy.logging.get_logger(getattr(factory, "NODE_NAME", "agentic_grasp"))
     node = None
@@ -157,6 +203,7 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
         if node is None:
             logger.info("stopped while starting")
     finally:
+        signals.begin_stop()          # a later SIGINT or SIGTERM is ignored (docstring)
         if executor is not None:
             _keep_sigint_guard(executor)
             executor.shutdown(timeout_sec=2.0)

@@ -24,6 +24,12 @@ earlier perceive; the frames would be identical anyway (the noise below).
 seed and the number of world changes since the load, so the same scene, seed and attempts
 give the same frames however many captures are taken.
 
+The world outlives the process: with ``world_state_file`` set (bringup and the launch file set it
+to a file of their run's own folder), every change of the world is written there
+(core/sim/world_state.py), and a sim started on an existing file (a respawn) restores that world
+instead of loading ``task``: the objects where they were, the bin, the noise generator, the world
+version. An attempt open at the death is not restored (the restarted arm has none).
+
 The executor's liveliness is watched (agentic_grasp.ros.liveness): when its process dies with an
 attempt open, that attempt is aborted as if ABORT had come (nothing more moves, the gripper
 opens), like a robot whose controller stops on losing its commanding node.
@@ -44,6 +50,7 @@ from std_msgs.msg import Header
 
 from agentic_grasp.ros import qos
 from agentic_grasp.ros.backends.sim_arm_service import SimArmServices
+from agentic_grasp.ros.backends.sim_world import SimWorldKeeping
 from agentic_grasp.ros.backends.sim_wrist import WristCameraStation, capture_messages
 from agentic_grasp.core.arm_session import SimArmSession
 from agentic_grasp.core.camera import Camera, fixed_camera_spec
@@ -64,7 +71,7 @@ CAPTURE_CURRENT_TOPIC = "camera/capture_current"
 JOINT_NAMES = [f"fer_joint{i}" for i in range(1, 8)] + ["fer_finger_joint1", "fer_finger_joint2"]
 
 
-class SimNode(SimArmServices, Node):
+class SimNode(SimArmServices, SimWorldKeeping, Node):
     """Owns one Simulator; every state change is followed by a fresh render and ground truth."""
 
     def __init__(self) -> None:
@@ -81,6 +88,9 @@ class SimNode(SimArmServices, Node):
                                    "Wall-clock time each arm phase takes (s); 0 = as fast as "
                                    "possible. Emulates motion time so cancel can land mid-attempt")
         self.world_frame = declare(self, "world_frame", "world", "Frame of poses (panda_link0)")
+        kept = declare(self, "world_state_file", "",
+                       "File the world is kept in on every change and restored from at start "
+                       "(a respawn); '' = not kept (bringup and the launch file set one per run)")
         physics = declare_config(self, "physics", PhysicsParams, build=PhysicsParams.from_mapping)
         quality = declare_config(self, "quality", QualityParams, build=QualityParams.from_mapping)
         catalogue_file = declare(self, "catalogue_file", "objects.yaml",
@@ -103,6 +113,8 @@ class SimNode(SimArmServices, Node):
         self._version = 0                    # world version (module docstring)
         self._loaded_version = 0             # world version of the last scene load
         self._trial_seed = int(seed)
+        self._task_loaded = self.task        # what the world was loaded from (kept with it)
+        self._world_file = self._world_file_at(kept)
         self._arm_quiet_at = 0.0
         self._rendered_version = -1
         self._captured_ns = -1               # stamp of the last capture (ns)
@@ -140,11 +152,14 @@ class SimNode(SimArmServices, Node):
             self._version, self._version - self._loaded_version, self._trial_seed),
             self.world_frame, self.depth_noise, self.phase_delay)
 
-        with self._lock:
-            self.sim.load_task(self.task, trial_seed=seed)
-        self._world_changed(loaded=True)
+        restored = self._restore_world()
+        if restored is None:
+            with self._lock:
+                self.sim.load_task(self.task, trial_seed=seed)
+            self._world_changed(loaded=True)
         self._capture()
-        self.get_logger().info(f"simulator ready: task {self.task}, seed {seed}")
+        self.get_logger().info(f"simulator ready: task {self._task_loaded}, seed "
+                               f"{self._trial_seed}{restored or ''}")
 
     # ---- publishing ---------------------------------------------------------------------------
     def _world_changed(self, loaded: bool = False, locked: bool = False) -> None:
@@ -156,6 +171,7 @@ class SimNode(SimArmServices, Node):
         self._version += 1
         if loaded:
             self._loaded_version = self._version
+        self._keep_world()
 
     def _capture(self) -> None:
         """Render the world now and publish the capture (images, camera_info, ground truth).
@@ -239,6 +255,7 @@ class SimNode(SimArmServices, Node):
                 spec = self.sim.load_task(request.task or self.task, trial_seed=request.seed)
                 ids = [o.id for o in self.sim.objects()]
                 self._trial_seed = int(request.seed)
+                self._task_loaded = request.task or self.task
                 self._world_changed(loaded=True, locked=True)
             self.arm.reset_arm()
         except Exception as exc:  # noqa: BLE001 - report, keep serving
