@@ -3,12 +3,16 @@ model's solid parts as primitives in the object frame, or its bounding primitive
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.types import ObjectInstance, Shape
+
+_LOG = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentic_grasp.core.sim.objects import Catalogue
@@ -99,4 +103,52 @@ def half_extents(obj: ObjectInstance) -> np.ndarray:
     return np.asarray(obj.size, dtype=float) / 2.0
 
 
-__all__ = ["DrawnPart", "drawn_parts", "half_extents"]
+def model_key_for(spec: Mapping[str, Any], category: Optional[str],
+                  object_name: Optional[str], catalogue: Any = None,
+                  max_stretch: float = 2.0) -> Optional[str]:
+    """The key of the catalogue model an object described by ``spec`` (shape, size) is drawn
+    as: the model ``object_name`` names, else the model of ``category`` with the spec's shape
+    and the nearest size, when stretching it to the spec's size takes no more than
+    ``max_stretch`` (largest over smallest per-axis factor); None: its bounding primitive.
+    The renderer's model library is the one it draws every object with (drawn_parts)."""
+    try:
+        shape = str(spec["shape"])
+        size = np.asarray([float(v) for v in spec["size"]], dtype=float)
+    except (KeyError, TypeError, ValueError):
+        return None
+    if size.shape != (3,) or not np.all(np.isfinite(size)) or np.any(size <= 0.0):
+        return None
+    if catalogue is None:
+        from agentic_grasp.core.sim.objects import load_catalogue
+
+        try:
+            catalogue = load_catalogue()
+        except ConfigError as exc:
+            _LOG.warning("no object catalogue: objects are drawn as their bounding "
+                         "primitives (%s)", exc)
+            return None
+
+    def stretch(model: Any) -> float:
+        factor = size / np.asarray(model.size, dtype=float)
+        return float(factor.max() / factor.min())
+
+    candidates = []
+    if object_name:
+        try:
+            named = catalogue.get(str(object_name))
+        except ConfigError:
+            named = None
+        if named is not None and str(named.shape.value) == shape:
+            candidates = [named]
+    if not candidates and category:
+        candidates = sorted(
+            (m for m in catalogue.models.values()
+             if m.category == category and str(m.shape.value) == shape),
+            key=lambda m: (float(np.max(np.abs(np.log(size / np.asarray(m.size))))), m.key))[:1]
+    if candidates and stretch(candidates[0]) <= max_stretch:
+        return str(candidates[0].key)
+    return None
+
+
+
+__all__ = ["model_key_for", "DrawnPart", "drawn_parts", "half_extents"]

@@ -445,51 +445,12 @@ def visual_spec(render_spec: Mapping[str, Any], category: Optional[str] = None,
     keeps its bounding primitive.
     """
     spec = {k: v for k, v in render_spec.items() if k != "model"}
-    model = _catalogue_model(spec, category, object_name, catalogue)
+    from agentic_grasp.core.render_parts import model_key_for
+
+    model = model_key_for(spec, category, object_name, catalogue, MAX_MODEL_STRETCH)
     if model is not None:
         spec["model"] = model
     return spec
-
-
-def _catalogue_model(spec: Mapping[str, Any], category: Optional[str],
-                     object_name: Optional[str], catalogue: Any) -> Optional[str]:
-    try:
-        shape = str(spec["shape"])
-        size = np.asarray([float(v) for v in spec["size"]], dtype=float)
-    except (KeyError, TypeError, ValueError):
-        return None
-    if size.shape != (3,) or not np.all(np.isfinite(size)) or np.any(size <= 0.0):
-        return None
-    if catalogue is None:
-        from agentic_grasp.core.sim.objects import load_catalogue
-
-        try:
-            catalogue = load_catalogue()
-        except ConfigError as exc:
-            _LOG.warning("no object catalogue: knowledge-base entries are drawn as their "
-                         "bounding primitives (%s)", exc)
-            return None
-
-    def stretch(model: Any) -> float:
-        factor = size / np.asarray(model.size, dtype=float)
-        return float(factor.max() / factor.min())
-
-    candidates = []
-    if object_name:
-        try:
-            named = catalogue.get(str(object_name))
-        except ConfigError:
-            named = None
-        if named is not None and str(named.shape.value) == shape:
-            candidates = [named]
-    if not candidates and category:
-        candidates = sorted(
-            (m for m in catalogue.models.values()
-             if m.category == category and str(m.shape.value) == shape),
-            key=lambda m: (float(np.max(np.abs(np.log(size / np.asarray(m.size))))), m.key))[:1]
-    if candidates and stretch(candidates[0]) <= MAX_MODEL_STRETCH:
-        return str(candidates[0].key)
-    return None
 
 
 def render_crop(render_spec: Mapping[str, Any], crop_size: int = 64,
@@ -507,12 +468,9 @@ def object_from_render_spec(render_spec: Mapping[str, Any], name: str = "kb_entr
     from agentic_grasp.core.types import ObjectInstance
 
     size = [float(v) for v in render_spec["size"]]
-    model_name = None
-    if render_spec.get("model"):
-        from agentic_grasp.core.sim.objects import load_catalogue
-
-        # The renderer finds an object's parts by its name (Catalogue.model_for).
-        model_name = load_catalogue().get(str(render_spec["model"])).name
+    # The renderer finds an object's parts by its name, a model's key included
+    # (render_parts.drawn_parts).
+    model_name = str(render_spec["model"]) if render_spec.get("model") else None
     return ObjectInstance(id=name, category="kb", shape=render_spec["shape"],
                           position=[0.5, 0.0, size[2] / 2.0], size=size,
                           color=tuple(int(c) for c in render_spec["color"]),
