@@ -102,10 +102,6 @@ def run(args: argparse.Namespace) -> int:
         if why:
             print(f"error: {why}", flush=True)
             return ERROR_EXIT
-    if not args.instruction.strip():
-        print("error: an instruction is needed (or --procedural S:K, which has its own)",
-              flush=True)
-        return ERROR_EXIT
     if args.seed is None:
         args.seed = 0
 
