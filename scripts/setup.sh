@@ -258,7 +258,9 @@ if [ -n "$ROS2_TOOLS" ]; then
         \( -path '*/test' -o -name build -o -name '*.egg-info' \) -prune -o -type f \( -name '*.py' -o -name '*.xml' -o -name '*.srv' \
         -o -name '*.msg' -o -name '*.cfg' -o -name 'CMakeLists.txt' \) -printf '%p %s\n' \
       | sort | sha256sum | cut -c1-16)"
+    # also when the commands name another interpreter (a venv that was moved or copied)
     if [ "$(cat "$STAMPS/ros2-tools" 2>/dev/null)" != "$want_tools" ] \
+        || [ "$(head -n 1 "$VENV/bin/ros2" 2>/dev/null)" != "#!$VPY" ] \
         || ! "$VPY" -c 'import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None
              for m in ("launch_testing", "ros2cli", "ros2launch", "launch_ros")))'; then
       say "installing launch, launch_ros, ros2cli and rosidl_runtime_py from $TOOLS"
@@ -267,7 +269,7 @@ if [ -n "$ROS2_TOOLS" ]; then
       args=()
       for pkg in "${ROS2_TOOL_PACKAGES[@]}"; do args+=("$TOOLS/$pkg"); done
       # --no-build-isolation: setuptools from the venv, no index needed for the build itself
-      pip_install --no-deps --no-build-isolation "${args[@]}" \
+      pip_install --no-deps --no-build-isolation --force-reinstall "${args[@]}" \
         || die "pip install of the ROS 2 tools from $TOOLS failed."
       # launch_testing, launch_pytest and launch_testing_ros register pytest plugins whose
       # hooks (pytest_pycollect_makemodule(path, ...)) this venv's pytest 9 refuses: every
