@@ -56,7 +56,7 @@ def score(record: TrialRecord, scene: ProceduralScene) -> SceneScore:
     grasped = list(record.grasped)
     done = [t for t in feasible if t in grasped]
     success = bool(feasible) and len(done) == len(feasible)
-    if success and scene.task.instruction and _order_matters(scene):
+    if success and _order_matters(scene):
         positions = [grasped.index(t) for t in feasible]
         success = positions == sorted(positions)
     refused = set(record.refused)
@@ -108,7 +108,7 @@ def summarise(records: Sequence[TrialRecord], scene_seed: int, scenes: int,
         n_inf = sum(s.n_infeasible for s in rows)
         n_feas = sum(s.n_feasible for s in rows)
         out["configurations"][conf] = {
-            "overall": {k: v for k, v in _pct([float(s.success) for s in counted]).items()},
+            "overall": _pct([float(s.success) for s in counted]),
             "categories": categories,
             "families": families,
             "cleared": round(100.0 * sum(s.cleared for s in counted) / len(counted), 2)

@@ -48,7 +48,8 @@ import numpy as np
 from agentic_grasp.core.camera import fixed_camera_spec
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.grasping.config import HandConfig, HandLimitsConfig
-from agentic_grasp.core.sim.objects import Catalogue, ObjectModel
+from agentic_grasp.core.instructions import SYNONYMS
+from agentic_grasp.core.sim.objects import Catalogue, ObjectModel, load_catalogue
 from agentic_grasp.core.sim.params import PhysicsParams
 from agentic_grasp.core.sim.scenes import GENERATED, SceneObjectSpec, TaskSpec, layout_problem
 from agentic_grasp.core.types import (GRIPPER_MAX_FORCE_N, AffordanceType, ObjectState,
@@ -295,15 +296,7 @@ class _Draw:
 
     def category_taken(self, key: str) -> bool:
         """Two objects of one category (or of synonym categories) make "the cup" ambiguous."""
-        from agentic_grasp.core.instructions import SYNONYMS
-
-        cat = self.models[key].category.lower()
-        related = {cat} | set(SYNONYMS.get(cat, ()))
-        for o in self.objects:
-            other = self.models[o.catalogue].category.lower()
-            if other in related or cat in SYNONYMS.get(other, ()):
-                return True
-        return False
+        return _taken_among(self, key, [o.catalogue for o in self.objects])
 
     def pick(self, keys: Sequence[str]) -> str:
         free = [k for k in keys if not self.category_taken(k)]
@@ -516,8 +509,7 @@ def _distinct(d: _Draw, n: int, pool: Sequence[str]) -> List[str]:
 
 
 def _taken_among(d: _Draw, key: str, keys: Sequence[str]) -> bool:
-    from agentic_grasp.core.instructions import SYNONYMS
-
+    """Whether ``key``'s category is that of one of ``keys``, or a synonym of it."""
     cat = d.models[key].category.lower()
     for k in keys:
         other = d.models[k].category.lower()
@@ -584,8 +576,6 @@ def generate(scene_seed: int, index: int, catalogue: Optional[Catalogue] = None
 
 
 def _generate(scene_seed: int, index: int, catalogue: Optional[Catalogue]) -> ProceduralScene:
-    from agentic_grasp.core.sim.objects import load_catalogue
-
     cat = catalogue if catalogue is not None else load_catalogue()
     family = FAMILIES[index % len(FAMILIES)]
     rng = scene_rng(scene_seed, index)
@@ -608,7 +598,9 @@ def _generate(scene_seed: int, index: int, catalogue: Optional[Catalogue]) -> Pr
                       f"after {TRIES} draws")
 
 
-@lru_cache(maxsize=256)
+#: Scenes kept: a 1,000-scene run builds each in the parent's check, in its worker and in the
+#: summary (a few kB each; forked workers inherit the parent's).
+@lru_cache(maxsize=4096)
 def _cached(scene_seed: int, index: int, catalogue_id: int, catalogue: Catalogue
             ) -> ProceduralScene:
     return _generate(scene_seed, index, catalogue)
@@ -616,8 +608,6 @@ def _cached(scene_seed: int, index: int, catalogue_id: int, catalogue: Catalogue
 
 def load_procedural(task: str, catalogue: Optional[Catalogue] = None) -> ProceduralScene:
     """The scene named ``procedural:S:K`` (cached: a sweep loads it once per configuration)."""
-    from agentic_grasp.core.sim.objects import load_catalogue
-
     seed, index = parse_procedural_id(task)
     cat = catalogue if catalogue is not None else load_catalogue()
     return _cached(seed, index, id(cat), cat)
