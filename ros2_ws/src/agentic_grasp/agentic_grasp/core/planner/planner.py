@@ -530,12 +530,12 @@ class ReflectivePlanner(InitialGrasp):
         # that hid it). Only when something was taken since; never one refused as beyond
         # the hand (its size does not change).
         revisit: List[str] = []
-        changed: dict = {}
+        progressed: set = set()         # failed ones with a success after them
         revisited: set = set()
-        last_goal: dict = {}
+        last_goal: dict = {}            # target id -> its last GoalOutcome
         while queue or revisit:
             if not queue:
-                queue = [t for t in revisit if changed.get(t)]
+                queue = [t for t in revisit if t in progressed]
                 revisited.update(queue)
                 revisit = []
                 if not queue:
@@ -572,15 +572,13 @@ class ReflectivePlanner(InitialGrasp):
             if goal.success:
                 if after_success is not None:
                     after_success(target_id)
-                for t in revisit:
-                    changed[t] = True
+                progressed.update(revisit)
             else:
                 if not self.config.continue_after_subgoal_failure:
                     break
                 if goal.status != STATUS_BEYOND_HAND and target_id not in revisited \
                         and len(plan.target_ids) > 1:
                     revisit.append(target_id)
-                    changed[target_id] = False
         if task.status != STATUS_CANCELED:
             done = set(task.grasped)
             all_done = all(t in done for t in plan.target_ids)
