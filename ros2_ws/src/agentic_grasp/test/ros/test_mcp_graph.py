@@ -185,7 +185,10 @@ def test_tools_scene_grasp_and_picture_over_stdio(graph):
             values = [p[0] for p in progress]
             assert len(progress) >= 3 and values == sorted(values), progress
             stages = {p[2].split()[0].rstrip(":") for p in progress}
-            assert {"perceive", "execute", "done"} <= stages, progress
+            # "done" is the feedback sent just before the result: rclpy's ActionClient drops
+            # feedback of a goal whose result it has already taken (the phase-feedback tests
+            # check the same way), so the stages before it must arrive, in order
+            assert {"perceive", "execute"} <= stages, progress
 
             picture = await client.call_tool("show_last_attempt", {})
             assert not picture.is_error, text_of(picture)
