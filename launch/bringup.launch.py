@@ -1,6 +1,6 @@
 """Bring up the agentic_grasp node graph: ros2 launch agentic_grasp bringup.launch.py.
 
-The node list, parameter files and per-argument overrides come from agentic_grasp.ros.graph, the
+The node list, parameter files and per-argument overrides come from agentic_grasp.ros.graph.description, the
 same table ``agentic-grasp bringup`` uses on machines without ros2 launch, so both start the
 same graph from the same configuration.
 
@@ -30,15 +30,15 @@ from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 
 from agentic_grasp.core.supervision import DEFAULT_POLICY
-from agentic_grasp.ros.graph import (DEFAULT_ARGS, RECORD_ACTION_TOPICS, RECORD_TOPICS,
-                                     RECORD_VIEW_TOPICS, new_run_dir, selected_nodes)
+from agentic_grasp.ros.graph.description import (DEFAULT_ARGS, RECORD_ACTION_TOPICS, RECORD_TOPICS,
+                                                 RECORD_VIEW_TOPICS, new_run_dir, selected_nodes)
 
 
 def _nodes(context, *_args, **_kwargs):
     share = get_package_share_directory("agentic_grasp")
     args = {name: LaunchConfiguration(name).perform(context) for name in DEFAULT_ARGS}
     # This launch's own folder: the sim keeps its world there, so a respawned sim comes back in
-    # it (ros/graph.py); removed when the launch shuts down.
+    # it (ros/graph/description.py); removed when the launch shuts down.
     run_dir = str(new_run_dir())
     args["run_dir"] = run_dir
     actions = [RegisterEventHandler(OnShutdown(

@@ -43,9 +43,9 @@ def main() -> int:
     import anyio
     from mcp import Client, StdioServerParameters
 
-    from agentic_grasp.ros.client import GraphClient
-    from agentic_grasp.ros.launcher import Launcher
-    from agentic_grasp.ros.planner_client import PlannerClient, _wait_for_oracle, load_scene
+    from agentic_grasp.ros.client.graph_client import GraphClient
+    from agentic_grasp.ros.graph.launcher import Launcher
+    from agentic_grasp.ros.client.planner import PlannerClient, _wait_for_oracle, load_scene
 
     launcher = Launcher({"perception": "oracle", "acquired": "none"})
     launcher.start()

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Time one `agentic-grasp bench` command in this checkout and in a baseline commit, in the
-same session, and print the ratio (issue 26: a sweep's speed is a ratio against a baseline
+"""Time one `agentic-grasp bench paper` command in this checkout and in a baseline commit, in the
+same session, and print the ratio (a sweep's speed is a ratio against a baseline
 measured beside it, since these machines differ by 1.5-2 x from one session to the next).
 
 Usage (from a shell with `source scripts/env.sh`):
@@ -39,6 +39,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path("ros2_ws/src/agentic_grasp")
+#: the lab (bench, eval) beside the runtime; absent from trees older than the package split
+LAB = Path("ros2_ws/src/agentic_grasp_lab")
 CONFIGURATIONS = ("full,no_recovery,no_episodic_memory,no_scene_graph,heuristic_box,"
                   "no_haa_rag,vlm_only")
 BASE_CONFIGURATIONS = ("full,no_recovery,no_episodic_memory,no_scene_graph,heuristic,"
@@ -49,7 +51,8 @@ COMMAND = ["paper", "--only", "table2", "--no-oracle-comparison", "--no-figures"
 
 def _tree_env(tree: Path) -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(tree / PACKAGE)] +
+    env["PYTHONPATH"] = os.pathsep.join([str(tree / p) for p in (PACKAGE, LAB)
+                                         if (tree / p).is_dir()] +
                                         [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
                                          if p])
     env["AGENTIC_GRASP_DATA"] = str(tree)
@@ -80,7 +83,7 @@ def main(argv=None) -> int:
     parser.add_argument("--configurations", default=CONFIGURATIONS)
     parser.add_argument("--base-configurations", default=BASE_CONFIGURATIONS)
     parser.add_argument("--target", type=float, default=None,
-                        help="largest acceptable ratio (issue 26: 120 / 271 = 0.443)")
+                        help="largest acceptable ratio (120 / 271 = 0.443)")
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep every run's output folder and log here")
     args = parser.parse_args(argv)
@@ -103,7 +106,7 @@ def main(argv=None) -> int:
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                               check=True, capture_output=True, text=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--",
-                                str(PACKAGE), "config"], capture_output=True,
+                                str(PACKAGE), str(LAB), "config"], capture_output=True,
                                text=True).stdout.strip()
         label = head + (" + uncommitted changes" if dirty else "")
         rows = []

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run scripts/demo.sh N times in a row (default 10) and check that every run made the same
-# attempt sequence (issue 22, "repeatable"): the result line and each attempt line of the
+# attempt sequence ("repeatable"): the result line and each attempt line of the
 # grasp report (target, attempt, retry level, grasp type, force, width, outcome, quality,
 # failure type, correction) must match the first run's. Prints one line per run and a summary;
 # exit 0 when all runs agree, 1 otherwise. Each run's full output is kept in OUT (default a

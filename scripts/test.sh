@@ -59,12 +59,16 @@ else
 fi
 # Our own DDS domain so parallel runs and other sessions on this host never see our nodes.
 export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( (RANDOM % 90) + 5 ))}"
+# Lint first, each package with its own ruff.toml (the runtime and the lab): a finding fails
+# the run before the long tests start.
+for pkg in agentic_grasp agentic_grasp_lab; do
+  if ! (cd "$ROOT/ros2_ws/src/$pkg" && ruff check .); then
+    echo "error: ruff check failed (see above; config in ros2_ws/src/$pkg/ruff.toml)" >&2
+    exit 1
+  fi
+done
+# The tests of both packages live in the runtime's test/.
 cd "$ROOT/ros2_ws/src/agentic_grasp"
-# Lint first (ruff.toml here): a finding fails the run before the long tests start.
-if ! ruff check .; then
-  echo "error: ruff check failed (see above; config in ros2_ws/src/agentic_grasp/ruff.toml)" >&2
-  exit 1
-fi
 set +e
 python -m pytest test -q -p no:cacheprovider "$@"
 rc=$?

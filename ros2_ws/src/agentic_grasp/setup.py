@@ -42,13 +42,13 @@ setup(
     entry_points={
         "console_scripts": [
             "agentic-grasp = agentic_grasp.cli:main",
-            "sim_node = agentic_grasp.ros.nodes.sim_node:main",
-            "executor_node = agentic_grasp.ros.nodes.executor_node:main",
-            "scene_graph_node = agentic_grasp.ros.nodes.scene_graph_node:main",
-            "perception_node = agentic_grasp.ros.nodes.perception_node:main",
-            "retrieval_node = agentic_grasp.ros.nodes.retrieval_node:main",
-            "planner_node = agentic_grasp.ros.nodes.planner_node:main",
-            "front_node = agentic_grasp.ros.nodes.front_node:main",
+            "sim_node = agentic_grasp.ros.sim.node:main",
+            "executor_node = agentic_grasp.ros.executor.node:main",
+            "scene_graph_node = agentic_grasp.ros.scene_graph.node:main",
+            "perception_node = agentic_grasp.ros.perception.node:main",
+            "retrieval_node = agentic_grasp.ros.retrieval.node:main",
+            "planner_node = agentic_grasp.ros.planner.node:main",
+            "front_node = agentic_grasp.ros.front.node:main",
         ],
     },
 )

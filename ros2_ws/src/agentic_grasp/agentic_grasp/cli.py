@@ -2,6 +2,11 @@
 
 Subcommand modules are imported only when used, so ``agentic-grasp kb validate`` does not
 load rclpy and ``agentic-grasp --help`` is instant.
+
+Other installed packages add subcommands through the ``agentic_grasp.commands`` entry-point
+group (name = module with ``add_arguments(parser)``, ``run(args)`` and a one-line ``HELP``):
+the lab package, agentic_grasp_lab, adds ``bench`` and ``eval``. A robot install (this
+package and agentic_grasp_interfaces) has no such package and so no such commands.
 """
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import argparse
 import importlib
 import logging
 import sys
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 #: subcommand -> (module under agentic_grasp.commands, one-line help)
 COMMANDS = {
@@ -17,7 +22,6 @@ COMMANDS = {
     "execute": ("execute", "load a task scene and execute one grasp through ExecuteGrasp"),
     "grasp": ("grasp", "grasp what an instruction names through the planner (GraspObject), "
               "streaming its feedback"),
-    "bench": ("bench", "benchmarks that print numbers (sim, retrieval, scene-graph, perception)"),
     "retrieve": ("retrieve", "ask HAA-RAG for grasp strategies (the retrieval node, or --local) "
                  "as JSON"),
     "kb": ("kb", "knowledge-base tools: validate"),
@@ -28,19 +32,46 @@ COMMANDS = {
              "contact sheet per goal, from a bag or the live graph"),
     "mcp": ("mcp", "serve the graph as tools for LLM agents (Model Context Protocol: grasp, "
             "describe_scene, load_scene, retrieve_strategies, show_last_attempt)"),
-    "eval": ("evaluate", "evaluations against the paper's tables: retrieval (Table IV)"),
 }
+
+#: The entry-point group through which other packages add subcommands (agentic_grasp_lab:
+#: bench, eval); each entry point names a module, like the values of COMMANDS.
+COMMAND_GROUP = "agentic_grasp.commands"
+
+EPILOG = ("bench (benchmarks) and eval (evaluations against the paper's tables) come from the "
+          "lab package, agentic_grasp_lab, when it is installed (entry-point group "
+          f"{COMMAND_GROUP}); without it they are absent (a robot install).")
+
+
+def extra_commands() -> Dict[str, Tuple[str, str]]:
+    """subcommand -> (module, one-line help) of every installed package's entry points in
+    COMMAND_GROUP; a name the runtime already has, or a second time, is left out."""
+    from importlib.metadata import entry_points
+
+    found: Dict[str, Tuple[str, str]] = {}
+    for entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
+        if entry.name in COMMANDS or entry.name in found:
+            continue
+        module = importlib.import_module(entry.value)
+        found[entry.name] = (entry.value, getattr(module, "HELP", ""))
+    return found
+
+
+def _module_path(module: str) -> str:
+    """A COMMANDS module name, or an entry point's dotted module path, as an import path."""
+    return module if "." in module else f"agentic_grasp.commands.{module}"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agentic-grasp", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="agentic-grasp", description=__doc__.splitlines()[0],
+                                     epilog=EPILOG)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, (module, text) in COMMANDS.items():
+    for name, (module, text) in {**COMMANDS, **extra_commands()}.items():
         p = sub.add_parser(name, help=text, description=text)
         p.set_defaults(_module=module)
-        importlib.import_module(f"agentic_grasp.commands.{module}").add_arguments(p)
+        importlib.import_module(_module_path(module)).add_arguments(p)
     return parser
 
 
@@ -49,7 +80,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
-    module = importlib.import_module(f"agentic_grasp.commands.{args._module}")
+    module = importlib.import_module(_module_path(args._module))
     try:
         return int(module.run(args) or 0)
     except KeyboardInterrupt:

@@ -48,7 +48,7 @@ def vllm_python(request):
     """The vLLM venv's interpreter, or a loud skip (a failure under REQUIRE_ENV)."""
     if os.environ.get(SKIP_ENV) == "1":
         _unavailable(request, f"{SKIP_ENV}=1")
-    from agentic_grasp.core.testing.vllm_server import VllmUnavailableHere, vllm_python as find
+    from agentic_grasp_lab.testing.vllm_server import VllmUnavailableHere, vllm_python as find
 
     try:
         return find()
@@ -59,8 +59,8 @@ def vllm_python(request):
 @pytest.fixture(scope="session")
 def vllm_server(request, vllm_python):
     """The tiny random Qwen3-VL served by real vLLM with serve.sh's flags (see
-    agentic_grasp/core/testing/vllm_server.py: --kv-cache-dtype and --quantization dropped)."""
-    from agentic_grasp.core.testing.vllm_server import VllmServer
+    agentic_grasp_lab/testing/vllm_server.py: --kv-cache-dtype and --quantization dropped)."""
+    from agentic_grasp_lab.testing.vllm_server import VllmServer
 
     with VllmServer(startup_timeout_s=STARTUP_TIMEOUT_S) as server:
         reporter = request.config.pluginmanager.get_plugin("terminalreporter")
@@ -74,11 +74,11 @@ def vllm_server(request, vllm_python):
 # ---- PostgreSQL (the fleet store's tests: test/core/test_fleet_store.py, test/ros/...) -------
 @pytest.fixture(scope="session")
 def pg_server():
-    """One throw-away PostgreSQL 15 for the session (agentic_grasp/core/testing/pg_server.py).
+    """One throw-away PostgreSQL 15 for the session (agentic_grasp_lab/testing/pg_server.py).
 
     Never a skip: missing binaries fail the test with the fix (scripts/setup.sh
     --with-postgres installs them; scripts/test.sh does)."""
-    from agentic_grasp.core.testing.pg_server import PgServer
+    from agentic_grasp_lab.testing.pg_server import PgServer
 
     try:
         server = PgServer()

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _record(args: argparse.Namespace) -> int:
-    from agentic_grasp.core.evaluation.learning import BENCHMARK_TASKS
+    from agentic_grasp.core.sim.scenes import BENCHMARK_TASKS
     from agentic_grasp.ros.recording.session import parse_seeds, record_session, task_goals
 
     goals = task_goals(args.tasks.split(","), parse_seeds(args.seeds), BENCHMARK_TASKS)
@@ -58,7 +58,7 @@ def _record(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.bag_command == "record":
         return _record(args)
-    from agentic_grasp.ros.recording.reader import BagError, bag_info
+    from agentic_grasp.ros.recording.bag.reader import BagError, bag_info
 
     try:
         info = bag_info(args.bag)

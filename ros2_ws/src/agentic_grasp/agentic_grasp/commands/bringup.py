@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from agentic_grasp.ros.graph import DEFAULT_PERCEPTION
+from agentic_grasp.ros.graph.description import DEFAULT_PERCEPTION
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentic_grasp.ros.launcher import Launcher
+    from agentic_grasp.ros.graph.launcher import Launcher
 
     launcher = Launcher({"arm": args.arm, "perception": args.perception,
                          "vlm_url": args.vlm_url, "params_file": args.params_file,

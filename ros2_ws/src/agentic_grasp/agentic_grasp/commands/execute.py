@@ -18,9 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentic_grasp.ros.client import GraphClient, GraphError
-    from agentic_grasp.core.arm import ArmError
-    from agentic_grasp.core.heuristic import heuristic_grasp
+    from agentic_grasp.ros.client.graph_client import GraphClient, GraphError
+    from agentic_grasp.core.arm.backend import ArmError
+    from agentic_grasp.core.grasping.heuristic import heuristic_grasp
 
     with GraphClient("agentic_grasp_execute") as client:
         try:

@@ -14,10 +14,10 @@ import json
 import threading
 from typing import Any, Dict, List
 
-# The planner's client lives in ros/ so that ros/benchmarks can use it too
+# The planner's client lives in ros/client/ so that the lab's benchmarks can use it too
 # (wait_until_perceived: re-exported for the tests that use it from here).
-from agentic_grasp.ros.grasp_report import ERROR_EXIT, exit_code, result_report
-from agentic_grasp.ros.planner_client import (PlannerClient, _wait_for_oracle, load_scene,
+from agentic_grasp.ros.client.grasp_report import ERROR_EXIT, exit_code, result_report
+from agentic_grasp.ros.client.planner import (PlannerClient, _wait_for_oracle, load_scene,
                                               wait_until_perceived)  # noqa: F401
 
 #: Pause after a scene load before the goal, for the perception node to take the new
@@ -76,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _procedural(args: argparse.Namespace) -> str:
     """Resolve --procedural S:K into --task, --seed and the instruction; "" or an error."""
     from agentic_grasp.core.errors import ConfigError
-    from agentic_grasp.core.evaluation.sweep import trial_seed
+    from agentic_grasp.core.sim.scenes import trial_seed
     from agentic_grasp.core.sim.procedural import load_procedural
 
     if args.task:
@@ -95,7 +95,7 @@ def _procedural(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentic_grasp.ros.client import GraphClient, GraphError
+    from agentic_grasp.ros.client.graph_client import GraphClient, GraphError
 
     if args.procedural:
         why = _procedural(args)

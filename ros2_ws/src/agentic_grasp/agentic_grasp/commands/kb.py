@@ -94,13 +94,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _path(args: argparse.Namespace) -> Path:
-    from agentic_grasp.core.retrieval.acquisition import default_acquired_path
+    from agentic_grasp.core.retrieval.acquired.acquisition import default_acquired_path
 
     return Path(args.acquired) if args.acquired else default_acquired_path()
 
 
 def _filter(args: argparse.Namespace):
-    from agentic_grasp.core.retrieval.pg_store import Filter
+    from agentic_grasp.core.retrieval.acquired.pg_store import Filter
 
     return Filter(robots=tuple(getattr(args, "robot", []) or ()),
                   goal_ids=tuple(getattr(args, "goal", []) or ()),
@@ -109,9 +109,9 @@ def _filter(args: argparse.Namespace):
 
 def _import(args: argparse.Namespace) -> int:
     from agentic_grasp.core.retrieval.jsonl import read_jsonl
-    from agentic_grasp.core.retrieval.store import FleetStore, default_robot
+    from agentic_grasp.core.retrieval.acquired.store import FleetStore, default_robot
     from agentic_grasp.core.retrieval.taxonomy import Taxonomy
-    from agentic_grasp.core.retrieval.acquisition import extend_taxonomy
+    from agentic_grasp.core.retrieval.acquired.acquisition import extend_taxonomy
 
     path = Path(args.file)
     if not path.is_file():
@@ -142,7 +142,7 @@ def _import(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from agentic_grasp.core.errors import ConfigError
-    from agentic_grasp.core.retrieval.pg_store import StoreUnavailable
+    from agentic_grasp.core.retrieval.acquired.pg_store import StoreUnavailable
 
     try:
         return _run(args)
@@ -152,8 +152,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agentic_grasp.core.retrieval import acquired_file, validate_kb
-    from agentic_grasp.core.retrieval.store import FileStore, FleetStore
+    from agentic_grasp.core.retrieval import validate_kb
+    from agentic_grasp.core.retrieval.acquired import file as acquired_file
+    from agentic_grasp.core.retrieval.acquired.store import FileStore, FleetStore
 
     if args.kb_command == "validate":
         problems = validate_kb(args.path)

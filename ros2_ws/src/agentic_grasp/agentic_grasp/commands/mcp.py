@@ -2,7 +2,7 @@
 
 An MCP server on the official MCP Python SDK (``mcp``, MCPServer). It is a ROS client of a
 running graph (``agentic-grasp bringup``), through the same client code as
-``agentic-grasp grasp`` (ros/mcp_bridge.py); its inputs, descriptions and result text are
+``agentic-grasp grasp`` (ros/client/mcp_bridge.py); its inputs, descriptions and result text are
 ROS-free (core/mcp_tools.py). Tools: ``grasp``, ``describe_scene``, ``load_scene``,
 ``retrieve_strategies``, ``show_last_attempt`` (docs/mcp.md).
 
@@ -101,7 +101,7 @@ def build_server(bridge: Any, allow_motion: bool, confirm: bool,
 
     async def blocking(what: str, fn: Any, *args: Any) -> Any:
         """A bridge call in a worker thread; a graph failure becomes the tool error."""
-        from agentic_grasp.ros.client import GraphError
+        from agentic_grasp.ros.client.graph_client import GraphError
 
         try:
             return await anyio.to_thread.run_sync(fn, *args)
@@ -338,7 +338,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
 
     def make_bridge() -> Any:
-        from agentic_grasp.ros.mcp_bridge import GraphBridge
+        from agentic_grasp.ros.client.mcp_bridge import GraphBridge
 
         return GraphBridge(server_timeout_s=args.server_timeout,
                            goal_timeout_s=args.goal_timeout, call_timeout_s=args.call_timeout)

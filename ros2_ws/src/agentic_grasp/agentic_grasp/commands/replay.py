@@ -86,7 +86,7 @@ def print_report(report: Dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agentic_grasp.core.errors import ConfigError
-    from agentic_grasp.ros.recording.reader import BagError
+    from agentic_grasp.ros.recording.bag.reader import BagError
     from agentic_grasp.ros.recording.replay import ReplayRefused, replay_bag
 
     try:

@@ -84,7 +84,7 @@ def build_query(args: argparse.Namespace) -> Tuple[Dict[str, Any], Optional[np.n
     crop = None
     if args.crop_from_object:
         from agentic_grasp.core.config import node_params
-        from agentic_grasp.core.render import render_object_crop
+        from agentic_grasp.core.render.views import render_object_crop
         from agentic_grasp.core.sim.objects import load_catalogue
 
         model = load_catalogue().get(args.crop_from_object)       # ConfigError if unknown
@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         if args.local:
             report = retrieve_local(args, query, crop)
         else:
-            from agentic_grasp.ros.retrieval_client import retrieve_service
+            from agentic_grasp.ros.client.retrieval import retrieve_service
 
             report = retrieve_service(args.service, args.timeout, query, crop, args.k, args.mode)
     except ImportError as exc:

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentic_grasp.ros.recording.reader import BagError
+    from agentic_grasp.ros.recording.bag.reader import BagError
     from agentic_grasp.ros.recording.show import write_pictures
 
     if args.live == bool(args.bag):

@@ -38,7 +38,7 @@ def _fixed_camera_items() -> Tuple[Tuple[str, Any], ...]:
 
 def fixed_camera_spec() -> Dict[str, Any]:
     """The fixed camera of the cell as config/camera.yaml defines it (a fresh dict; eye and
-    target as lists): the one place its intrinsics and pose are written down (issue 27).
+    target as lists): the one place its intrinsics and pose are written down.
     The file is read once per process."""
     return {k: list(v) if isinstance(v, tuple) else v for k, v in _fixed_camera_items()}
 

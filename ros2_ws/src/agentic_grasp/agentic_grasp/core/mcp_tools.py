@@ -1,7 +1,7 @@
 """The graph's tools for LLM agents, ROS-free: bounded inputs, descriptions, result text.
 
 ``agentic-grasp mcp`` (commands/mcp.py) serves five tools over the Model Context Protocol;
-the rclpy side (ros/mcp_bridge.py) talks to the graph. What an agent may send and what it
+the rclpy side (ros/client/mcp_bridge.py) talks to the graph. What an agent may send and what it
 reads back lives here, so it is tested without ROS:
 
 - every input is checked before anything reaches the graph (:func:`check_instruction`,

@@ -4,7 +4,7 @@ floating-point operations in the same order, so every result is numpy's bit for 
 
 Why: the benchmark's trial runs these on scalars and 3-vectors tens of thousands of times,
 and for such small inputs numpy's Python-level set-up (argument conversion, broadcasting,
-axis moves, temporary copies) costs several times the arithmetic (issue 26: the sweep's
+axis moves, temporary copies) costs several times the arithmetic (the sweep's
 profile). Callers whose inputs are large keep calling numpy.
 
 Pure Python and numpy; imports nothing from the project.

@@ -38,7 +38,7 @@ from agentic_grasp.core.errors import ConfigError
 #: (:func:`enable_stack_dumps`); the launcher sends it to a node still running after SIGINT,
 #: before it escalates.
 STACKS_SIGNAL = signal.SIGUSR1
-#: The signal that ends a node whose DDS teardown hangs (ros/nodes/runner.py: a Fast DDS 2.14
+#: The signal that ends a node whose DDS teardown hangs (ros/common/runner.py: a Fast DDS 2.14
 #: deadlock between its event thread and a receiving thread), after its stacks are written;
 #: its process then ends with status -SIGALRM (-14).
 TEARDOWN_SIGNAL = signal.SIGALRM
@@ -138,7 +138,7 @@ def arm_teardown_watchdog(seconds: float) -> None:
     """End this process by :data:`TEARDOWN_SIGNAL` (stacks written first, when
     :func:`enable_stack_dumps` ran) if it is still running ``seconds`` from now. Armed once a
     node has stopped serving, before its DDS entities are destroyed: a deadlock there holds
-    the GIL, so only a signal's default action can end the process (ros/nodes/runner.py)."""
+    the GIL, so only a signal's default action can end the process (ros/common/runner.py)."""
     signal.setitimer(signal.ITIMER_REAL, seconds)
 
 

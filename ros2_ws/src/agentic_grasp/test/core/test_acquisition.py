@@ -9,14 +9,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from agentic_grasp.core.retrieval import acquired_file
-from agentic_grasp.core.retrieval.acquisition import (Acquirer, AcquisitionContext,
-                                                      experience_record, extend_taxonomy,
-                                                      resolve_acquired_path)
-from agentic_grasp.core.retrieval.consolidation import ConsolidationConfig, consolidate
+from agentic_grasp.core.retrieval.acquired import file as acquired_file
+from agentic_grasp.core.retrieval.acquired.acquisition import (Acquirer, AcquisitionContext,
+                                                               experience_record, extend_taxonomy,
+                                                               resolve_acquired_path)
+from agentic_grasp.core.retrieval.config import ConsolidationConfig
+from agentic_grasp.core.retrieval.acquired.consolidation import consolidate
 from agentic_grasp.core.retrieval.config import RetrievalConfig
 from agentic_grasp.core.retrieval.knowledge_base import (Experience, record_problems)
-from agentic_grasp.core.retrieval.live import LiveRetriever
+from agentic_grasp.core.retrieval.acquired.live import LiveRetriever
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
 from agentic_grasp.core.types import (AffordanceDescriptor, AttemptOutcome, FailureType,
                                       GraspParameters, ObjectInstance, Shape)

@@ -1,12 +1,12 @@
-"""The simulated arm's phase protocol (core/arm_session.py), without ROS: a fake simulator
+"""The simulated arm's phase protocol (core/arm/session.py), without ROS: a fake simulator
 records what the session asks of it."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from agentic_grasp.core.arm import ArmError
-from agentic_grasp.core.arm_session import GRIPPER_OPEN, SimArmSession
+from agentic_grasp.core.arm.backend import ArmError
+from agentic_grasp.core.arm.session import GRIPPER_OPEN, SimArmSession
 from agentic_grasp.core.errors import UnknownTargetError
 from agentic_grasp.core.types import AttemptOutcome, GraspParameters, Phase
 

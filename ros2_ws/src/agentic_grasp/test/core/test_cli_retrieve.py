@@ -15,7 +15,7 @@ import pytest
 
 from agentic_grasp.commands import retrieve
 from agentic_grasp.core import retrieval
-from agentic_grasp.core.render import render_object_crop
+from agentic_grasp.core.render.views import render_object_crop
 from agentic_grasp.core.retrieval import RetrievalConfig
 from agentic_grasp.core.sim.objects import load_catalogue
 

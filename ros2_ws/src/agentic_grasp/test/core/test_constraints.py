@@ -5,10 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from agentic_grasp.core.constraints import (
-    COMPOSITION_ORDER, ConstraintType, apply_constraints, infer_constraints)
+from agentic_grasp.core.scene_graph.constraints import (COMPOSITION_ORDER, ConstraintType,
+                                                        apply_constraints, infer_constraints)
 from agentic_grasp.core.errors import UnknownTargetError
-from agentic_grasp.core.scene_graph import SceneGraphConfig, build_scene_graph
+from agentic_grasp.core.scene_graph.config import SceneGraphConfig
+from agentic_grasp.core.scene_graph.graph import build_scene_graph
 from agentic_grasp.core.types import GraspParameters, GraspType, ObjectInstance
 
 CT = ConstraintType

@@ -1,4 +1,4 @@
-"""agentic_grasp.core never imports ROS (issue 15: the core is tested with plain pytest).
+"""agentic_grasp.core never imports ROS (the core is tested with plain pytest).
 
 Every module under agentic_grasp.core is imported in a fresh interpreter (this process may
 already hold rclpy from other tests); afterwards no ROS client library may be loaded.

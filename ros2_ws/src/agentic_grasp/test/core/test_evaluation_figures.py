@@ -1,8 +1,8 @@
 """The evaluation's PNG figures are written from tables."""
-from agentic_grasp.core.evaluation.figures import write_figures
-from agentic_grasp.core.evaluation.records import TrialRecord
-from agentic_grasp.core.evaluation.tables import (RecordIndex, failure_histogram,
-                                                  level_histogram, ood_table, per_task)
+from agentic_grasp_lab.evaluation.figures import write_figures
+from agentic_grasp_lab.evaluation.records import TrialRecord
+from agentic_grasp_lab.evaluation.tables import (RecordIndex, failure_histogram, level_histogram,
+                                                 ood_table, per_task)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

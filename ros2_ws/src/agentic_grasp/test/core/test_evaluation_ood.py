@@ -6,7 +6,7 @@ import yaml
 
 from agentic_grasp.core import paths
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.evaluation.ood import load_splits, run_ood, validate_splits
+from agentic_grasp_lab.evaluation.studies.ood import load_splits, run_ood, validate_splits
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
 from agentic_grasp.core.sim import load_catalogue, load_task
 from agentic_grasp.core.sim.scenes import layout_problem
@@ -55,7 +55,7 @@ def test_far_ood_categories_are_unknown_and_retrieval_falls_back(rows):
     for r in far:
         assert taxonomy.canonical(r["category"]) is None
         assert taxonomy.superclass(r["category"]) is None
-        # level 1 is empty: the affordance fallback (issue 12) ranks the whole KB
+        # level 1 is empty: the affordance fallback ranks the whole KB
         assert r["retrieved"] and "unknown category" in r["retrieval_reason"]
         assert "fallback" in r["retrieval_reason"]
     for r in rows:

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.evaluation import (SweepConfig, make_units, read_records, run_sweep,
-                                           trial_seed, write_records)
-from agentic_grasp.core.evaluation.sweep import TrialRunner, task_key
+from agentic_grasp_lab.evaluation import (SweepConfig, make_units, read_records, run_sweep,
+                                          trial_seed, write_records)
+from agentic_grasp_lab.evaluation.sweep import TrialRunner, task_key
 
 CONFS = ["full", "no_recovery"]
 TASKS = ["sg_cup", "it_cup_near_vase"]
@@ -134,7 +134,7 @@ def test_scene_cache_reparses_an_edited_file(tmp_path):
 
 
 def test_bench_command_runs_and_retabulates(tmp_path, capsys):
-    from agentic_grasp.commands.bench_paper import main
+    from agentic_grasp_lab.commands.bench_paper import main
 
     out = tmp_path / "bench"
     code = main(["--configurations", "full", "--tasks", "sg_cube,it_ball_behind_box",
@@ -145,7 +145,7 @@ def test_bench_command_runs_and_retabulates(tmp_path, capsys):
     assert data["totals"]["table_ii_sweep"]["trials"] == 4
     assert data["totals"]["table_v_sweep"]["trials"] == 2 * 2     # 2 extra rows x 2 trials
     assert set(data["tables"]) >= {"table_ii", "table_iii", "table_v", "per_task"}
-    # Table V again under constraint_mode paper (issue 12): all 3 rows, the same seeds
+    # Table V again under constraint_mode paper: all 3 rows, the same seeds
     assert data["totals"]["table_v_paper_sweep"]["trials"] == 3 * 2
     assert set(data["tables"]["table_v_paper"]["rows"]) == set(data["tables"]["table_v"]["rows"])
     assert data["tables"]["table_v_paper"]["rows"]["no_scene_graph"] == \

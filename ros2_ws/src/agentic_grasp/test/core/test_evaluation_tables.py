@@ -3,11 +3,11 @@ import math
 
 import pytest
 
-from agentic_grasp.core.evaluation.records import TrialRecord
-from agentic_grasp.core.evaluation.tables import (RecordIndex, failure_histogram, format_table_ii,
-                                                  format_table_iii, format_table_v, level_histogram,
-                                                  ood_table, per_task, table_ii, table_iii, table_v)
-from agentic_grasp.core.evaluation.confidence import mean_ci, student_t_cdf, t_quantile
+from agentic_grasp_lab.evaluation.records import TrialRecord
+from agentic_grasp_lab.evaluation.tables import (RecordIndex, failure_histogram, format_table_ii,
+                                                 format_table_iii, format_table_v, level_histogram,
+                                                 ood_table, per_task, table_ii, table_iii, table_v)
+from agentic_grasp_lab.evaluation.confidence import mean_ci, student_t_cdf, t_quantile
 
 
 def rec(conf, seed, task, trial, success, category=None, **kw):

@@ -1,9 +1,10 @@
-"""The fleet benchmark's set-up and bookkeeping (core/evaluation/fleet.py), no server needed:
-the 'category' deal and the first-attempt provenance counts."""
+"""The fleet benchmark's set-up and bookkeeping (agentic_grasp_lab's
+evaluation/studies/fleet.py), no server needed: the 'category' deal and the first-attempt
+provenance counts."""
 from pathlib import Path
 
-from agentic_grasp.core.evaluation.fleet import (deal, first_sources, fleet_objects,
-                                                 target_superclass)
+from agentic_grasp_lab.evaluation.studies.fleet import (deal, first_sources, fleet_objects,
+                                                        target_superclass)
 
 
 def test_category_deal_puts_siblings_on_different_robots_and_drops_loners():

@@ -8,14 +8,14 @@ import time
 import pytest
 
 from agentic_grasp.commands import kb as kb_command
-from agentic_grasp.core.retrieval import acquired_file
-from agentic_grasp.core.retrieval.acquisition import Acquirer, AcquisitionContext
-from agentic_grasp.core.retrieval.live import LiveRetriever
-from agentic_grasp.core.retrieval.pg_store import (Filter, PostgresStore, StoreConfigError,
-                                                   connect)
-from agentic_grasp.core.retrieval.store import FileStore, FleetSource, FleetStore
+from agentic_grasp.core.retrieval.acquired import file as acquired_file
+from agentic_grasp.core.retrieval.acquired.acquisition import Acquirer, AcquisitionContext
+from agentic_grasp.core.retrieval.acquired.live import LiveRetriever
+from agentic_grasp.core.retrieval.acquired.pg_store import (Filter, PostgresStore, StoreConfigError,
+                                                            connect)
+from agentic_grasp.core.retrieval.acquired.store import FileStore, FleetSource, FleetStore
 from agentic_grasp.core.types import AffordanceDescriptor
-from agentic_grasp.core.testing.pg_server import PgServer
+from agentic_grasp_lab.testing.pg_server import PgServer
 
 from test_acquisition import _authored, attempt, goal, thermos  # noqa: E402
 
@@ -274,7 +274,7 @@ def test_database_gone_mid_run_spools_and_replays_without_duplicates(tmp_path):
 def _half_transaction(dsn, records, fd):
     """Child: inserts records inside one transaction, says so, and waits to be killed."""
     try:
-        from agentic_grasp.core.retrieval.pg_store import _INSERT, row_of
+        from agentic_grasp.core.retrieval.acquired.pg_store import _INSERT, row_of
 
         conn = PostgresStore(dsn).connection()
         with conn.transaction():

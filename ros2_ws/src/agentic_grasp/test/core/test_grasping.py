@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 
 from agentic_grasp.core.grasping import GraspSynthesisConfig, HandModel, fit_record
+from agentic_grasp.core.arm.closing_axis import closing_axis
 from agentic_grasp.core.grasping.candidates import generate_candidates
 from agentic_grasp.core.grasping.fit import fit_strategy
 from agentic_grasp.core.geometry import yaw_matrix
 from agentic_grasp.core.grasping.hand import Box, gap_matrix, obb_gap, object_box
 from agentic_grasp.core.planner.configurations import PlannerConfig
-from agentic_grasp.core.planner.failure import Diagnosis
+from agentic_grasp.core.planner.recovery.failure import Diagnosis
 from agentic_grasp.core.planner.recovery import CorrectionContext, NextCandidates, get_correction
 from agentic_grasp.core.types import (FailureType, GraspParameters, ObjectInstance, ObjectState,
                                       Shape)
@@ -116,6 +117,44 @@ def test_candidates_turn_the_palm_away_from_a_close_neighbour():
     assert HAND.clearance(cs.best.grasp, [vase])[0] == pytest.approx(cs.best.clearance_m)
 
 
+def test_a_tilted_candidate_opens_to_its_tilted_section():
+    """A tilt not about the closing axis takes that axis off the horizontal, and a box's
+    section along it grows by its height x sin(tilt): the opening follows, so a tilted hand
+    keeps the margin beside the body that the untilted one had."""
+    from agentic_grasp.core.grasping.fit import extent_at
+
+    bar = obj(shape=Shape.BOX, size=(0.16, 0.04, 0.06), category="stapler")
+    base = fit(dict(BALL_GRASP, width=0.06, wrist_yaw=math.pi / 2),
+               {"shape": "box", "size": [0.16, 0.04, 0.06]}, bar).grasp
+    tall = object_box(obj("bottle", xy=(0.5, 0.1), size=(0.075, 0.075, 0.25)))
+    cs = generate_candidates(base, bar, [tall], CFG, HAND, opening="extent",
+                             away_dirs=[np.array([0.0, -1.0, 0.0])])
+    tilted = [c.grasp for c in cs.ranked if float(c.grasp.approach[2]) > -0.999]
+    assert tilted, "no tilted candidate generated"
+    for g in tilted:
+        section = extent_at(bar, g, CFG.hand.pad_depth_m)
+        assert g.width == pytest.approx(min(CFG.hand.max_opening_m,
+                                            section + CFG.opening_margin_m))
+    across = [g for g in tilted
+              if abs(float(closing_axis(g.approach, g.wrist_yaw)[2])) > 0.05]
+    assert across and all(g.width > 0.04 + CFG.opening_margin_m + 1e-3 for g in across)
+
+
+def test_a_part_grasp_of_a_sphere_narrower_than_its_chord_there_is_skipped():
+    """A sphere has no part: a banana-end pinch (30 mm) fitted to a 90 mm ball closes
+    where tens of mm of the ball lie between the pads, so it is skipped with the reason;
+    the same pinch over a ball narrower than its opening there is kept."""
+    pinch = {"position": [0.06, 0.0, 0.0], "approach": [0.0, 0.0, -1.0], "width": 0.03,
+             "force": 8.0, "grasp_type": "pinch", "approach_height": 0.1, "speed": 0.1,
+             "wrist_yaw": 0.0}
+    spec = {"shape": "box", "size": [0.2, 0.035, 0.035]}       # a banana lying along x
+    ball = obj(shape=Shape.SPHERE, size=(0.09, 0.09, 0.09), category="apple")
+    skipped = fit(pinch, spec, ball)
+    assert skipped.grasp is None and "a sphere has no part" in skipped.breakdown["skipped"]
+    small = obj(shape=Shape.SPHERE, size=(0.02, 0.02, 0.02), category="marble")
+    assert fit(dict(pinch, position=[0.0, 0.0, 0.0]), spec, small).grasp is not None
+
+
 def test_no_finger_inside_the_rim_of_a_filled_container():
     cup = obj(state=ObjectState.FILLED)
     rim = GraspParameters(position=np.array([0.5375, 0.0, 0.08]), approach=np.array([0, 0, -1.0]),
@@ -176,7 +215,7 @@ def test_handle_strategies_are_skipped_when_the_handle_side_is_unknown():
 
 
 def test_each_attempt_records_its_candidate_and_clearance():
-    """Issue 12: the attempt record names the executed candidate and its swept clearance to
+    """The attempt record names the executed candidate and its swept clearance to
     the perceived neighbours; constraint_mode paper runs no clearance search and records none."""
     from dataclasses import replace
 
@@ -209,7 +248,7 @@ def test_each_attempt_records_its_candidate_and_clearance():
 
 
 def test_swept_arrays_are_the_per_grasp_boxes_bit_for_bit():
-    """The candidate search's batched hand (issue 26) must not move a record by one bit."""
+    """The candidate search's batched hand must not move a record by one bit."""
     hand = HandModel(GraspSynthesisConfig().hand)
     rng = np.random.default_rng(7)
     grasps = []
@@ -230,7 +269,7 @@ def test_swept_arrays_are_the_per_grasp_boxes_bit_for_bit():
 
 
 def test_round_body_gaps_are_the_per_grasp_finger_tests_bit_for_bit():
-    """The batched finger-vs-round-body test (issue 26) equals the per-grasp one: the
+    """The batched finger-vs-round-body test equals the per-grasp one: the
     finger boxes' face points and the region between the pads, each through
     along.finger_body_gap, the smaller of the two."""
     from agentic_grasp.core.grasping.along import finger_body_gap

@@ -1,4 +1,4 @@
-"""Issue 23: the hand's limits, grasp points along the object and its parts, round
+"""The hand's limits, grasp points along the object and its parts, round
 neighbours, and the handle side on the benchmark's own frames."""
 
 import numpy as np
@@ -11,8 +11,8 @@ from agentic_grasp.core.grasping.clearance import SceneGeometry, choose, rank_ke
 from agentic_grasp.core.grasping.hand import object_box
 from agentic_grasp.core.grasping.limits import (STATUS_BEYOND_HAND, check_hand_limits,
                                                 narrowest_width)
-from agentic_grasp.core.constraints import ConstraintSet
-from agentic_grasp.core.planner.configurations import Limits
+from agentic_grasp.core.scene_graph.constraints import ConstraintSet
+from agentic_grasp.core.planner.sections import Limits
 from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, GraspParameters,
                                       ObjectInstance, ObjectState, Shape)
 
@@ -98,7 +98,7 @@ def test_planner_refuses_with_zero_attempts_and_its_own_status():
                           confidence=1.0, shape=Shape.SPHERE)
     perception = PerceptionResult("vlm_sim", True, big, [big])
 
-    from agentic_grasp.core.arm import ArmBackend
+    from agentic_grasp.core.arm.backend import ArmBackend
 
     class NoArm(ArmBackend):
         def execute(self, *a, **k):
@@ -166,7 +166,7 @@ def _palm_leaves_the_rim(g, body):
 
 def test_part_pitches_keep_the_pads_flat_and_lean_the_hand_out():
     from agentic_grasp.core.grasping.along import part_pitches
-    from agentic_grasp.core.closing_axis import closing_axis
+    from agentic_grasp.core.arm.closing_axis import closing_axis
 
     cup = obj("cup", size=(0.08, 0.08, 0.09))
     base = grasp([0.5525, 0.0, 0.051], width=0.03)
@@ -239,7 +239,7 @@ def test_no_neighbour_but_the_palm_over_the_body_searches_candidates():
 
 # ------------------------------------------------------------------ handle side, bench frames
 def test_handle_side_on_the_benchmark_frames():
-    from agentic_grasp.core.perception.geometry_bench import scene_handle_sides
+    from agentic_grasp_lab.benchmarks.geometry import scene_handle_sides
 
     report = scene_handle_sides(trials=6)
     assert report["visible"] >= 10
@@ -250,7 +250,7 @@ def test_part_pitches_also_lean_out_with_the_closing_axis_turned():
     """A handle turned towards a neighbour: the pitch is also taken about the closing axis
     turned by each wrist offset a part allows, leaning away from the body normal to it."""
     from agentic_grasp.core.grasping.along import part_pitches
-    from agentic_grasp.core.closing_axis import closing_axis
+    from agentic_grasp.core.arm.closing_axis import closing_axis
 
     cup = obj("cup", size=(0.08, 0.08, 0.09))
     base = grasp([0.5525, 0.0, 0.051], width=0.03)
@@ -273,3 +273,39 @@ def test_part_pitches_also_lean_out_with_the_closing_axis_turned():
         tilt = float(np.arccos(-g.approach[2]))
         assert dev == pytest.approx(tilt + np.radians(turn), abs=1e-6)
     assert seen == {abs(t) for t in turns}
+
+
+def test_a_lying_cylinder_is_body_along_its_length():
+    from agentic_grasp.core.grasping.along import on_part, principal_axis
+
+    lying = ObjectInstance(id="b", category="bottle", shape=Shape.CYLINDER,
+                           position=np.array([0.5, 0.0, 0.02]), size=np.array([0.04, 0.04, 0.18]),
+                           yaw=0.3, upright=False)
+    axis, length = principal_axis(lying)
+    assert length == pytest.approx(0.18)
+    base = GraspParameters(position=np.array([0.5, 0.0, 0.02]) + 0.07 * axis,
+                           approach=np.array([0.0, 0.0, -1.0]), wrist_yaw=0.0, width=0.06)
+    assert not on_part(base, lying)                      # 70 mm along its 180 mm length
+    beyond = base.copy(position=np.array([0.5, 0.0, 0.02]) + 0.1 * axis)
+    assert on_part(beyond, lying)
+
+
+def test_the_occlusion_lateral_approach_is_not_taken_where_a_fingertip_would_reach_the_table():
+    from agentic_grasp.core.scene_graph.constraints import Constraint, ConstraintType
+
+    def chosen_for(size):
+        target = obj("t", shape=Shape.BOX, xy=(0.45, 0.0), size=size)
+        glass = obj("g", xy=(0.6, 0.0), size=(0.07, 0.07, 0.2), fragility=0.9)
+        base = grasp([0.45, 0.0, max(size[2] / 2.0, 0.005) + 0.002], width=0.06)
+        cs = ConstraintSet("t", [Constraint(ConstraintType.OCCLUSION, "g", "hidden",
+                                           direction_bias=np.array([0.7, 0.0, 0.0]))])
+        scene = SceneGeometry.build(None, target, [target, glass], CFG, cs)
+        chosen, _, summary, _ = choose(base, scene, CFG, HAND, cs, Limits())
+        return chosen, summary
+
+    flat, summary = chosen_for((0.15, 0.07, 0.01))          # a phone lying flat
+    assert float(flat.approach[2]) == pytest.approx(-1.0)
+    assert any("below the table" in n for n in summary["notes"])
+    tall, summary = chosen_for((0.05, 0.05, 0.1))           # a block: the lateral approach
+    assert float(tall.approach[2]) > -0.99
+    assert any("lateral approach kept" in n for n in summary["notes"])

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from agentic_grasp.core.errors import ValidationError
-from agentic_grasp.core.panda_model import Q_MAX, Q_MIN, Q_READY, analytic_solutions
-from agentic_grasp.core.kinematics import PandaKinematics
-from agentic_grasp.core.closing_axis import (closing_axis, default_closing_axis,
-                                             wrist_yaw_for_closing_axis)
+from agentic_grasp.core.arm.panda_model import Q_MAX, Q_MIN, Q_READY, analytic_solutions
+from agentic_grasp.core.arm.kinematics import PandaKinematics
+from agentic_grasp.core.arm.closing_axis import (closing_axis, default_closing_axis,
+                                                 wrist_yaw_for_closing_axis)
 
 # Franka's modified DH table, written out again so the reference FK shares no code.
 _A = [0.0, 0.0, 0.0, 0.0825, -0.0825, 0.0, 0.088, 0.0]
@@ -276,7 +276,7 @@ def test_invalid_inputs_raise_validation_error(kin):
 
 
 def test_tcp_rotation_is_the_tcp_pose_rotation_bit_for_bit():
-    from agentic_grasp.core.kinematics import PandaKinematics, tcp_rotation
+    from agentic_grasp.core.arm.kinematics import PandaKinematics, tcp_rotation
 
     rng = np.random.default_rng(5)
     for _ in range(500):
@@ -285,9 +285,9 @@ def test_tcp_rotation_is_the_tcp_pose_rotation_bit_for_bit():
 
 
 def test_ik_solves_are_memoised_on_exact_inputs_and_handed_out_as_copies():
-    """Issue 26: a sweep's configurations solve the same grasps; a kept solve must be the
+    """A sweep's configurations solve the same grasps; a kept solve must be the
     computed one, and a caller editing its joints must not change the next caller's."""
-    from agentic_grasp.core.kinematics import PandaKinematics
+    from agentic_grasp.core.arm.kinematics import PandaKinematics
 
     kin = PandaKinematics()
     p, a = [0.5, 0.05, 0.12], [0.0, 0.0, -1.0]

@@ -3,8 +3,8 @@ import argparse
 import ast
 
 from agentic_grasp.core import paths
-from agentic_grasp.ros.graph import (DEFAULT_ARGS, NODES, RECORD_ACTION_TOPICS, RECORD_TOPICS,
-                                     RECORD_VIEW_TOPICS)
+from agentic_grasp.ros.graph.description import (DEFAULT_ARGS, NODES, RECORD_ACTION_TOPICS,
+                                                 RECORD_TOPICS, RECORD_VIEW_TOPICS)
 
 
 def _launch_tree():
@@ -26,7 +26,7 @@ def test_every_bringup_flag_is_a_described_launch_argument():
 
 def test_launch_file_reads_the_shared_node_table():
     imports = [n for n in ast.walk(_launch_tree()) if isinstance(n, ast.ImportFrom)]
-    assert any(n.module == "agentic_grasp.ros.graph" for n in imports)
+    assert any(n.module == "agentic_grasp.ros.graph.description" for n in imports)
 
 
 def test_every_node_has_a_params_file_and_console_script():

@@ -1,6 +1,6 @@
-"""Episodic memory on a held-out long-horizon scene (issue 24): not among the 12 benchmark
+"""Episodic memory on a held-out long-horizon scene: not among the 12 benchmark
 tasks, written before it was run (test/data/memory_scenes/). The gain is measured by
-``agentic-grasp bench`` (docs/evaluation.md); this checks the mechanism trial by trial on
+``agentic-grasp bench paper`` (docs/evaluation.md); this checks the mechanism trial by trial on
 the simulated VLM's perception: a recall happens only after a success (level 1 only after
 one of the same perceived category), the memory's text reaches the attempt record, and the
 run without memory plans every sub-goal from retrieval."""
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentic_grasp.core.evaluation.sweep import TrialRunner, trial_seed
+from agentic_grasp_lab.evaluation.sweep import TrialRunner, trial_seed
 from agentic_grasp.core.planner.episode import run_trial
 from agentic_grasp.core.planner.memory import category_key
 

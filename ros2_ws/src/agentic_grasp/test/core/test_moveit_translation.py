@@ -1,7 +1,7 @@
 """MoveIt backend translation: poses, gripper goals, planning scene, outcomes, cancel, config.
 
 moveit_py cannot be installed here; everything the backend computes lives in
-agentic_grasp.ros.backends.moveit_translation and is checked against the project's own kinematics
+agentic_grasp.ros.executor.moveit.translation and is checked against the project's own kinematics
 (independent FK) and failure taxonomy (the planner's ClassifyFailure).
 """
 import dataclasses
@@ -15,17 +15,17 @@ import numpy as np
 import pytest
 import yaml
 
-from agentic_grasp.ros.backends import moveit_translation as mt
-from agentic_grasp.ros.backends import moveit_config as mc
-from agentic_grasp.ros.backends import moveit_outcome as mo
+from agentic_grasp.ros.executor.moveit import translation as mt
+from agentic_grasp.ros.executor.moveit import config as mc
+from agentic_grasp.ros.executor.moveit import outcome as mo
 from agentic_grasp.core import paths
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.config import node_params
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.panda_model import Q_READY
-from agentic_grasp.core.kinematics import PandaKinematics
-from agentic_grasp.core.closing_axis import closing_axis
-from agentic_grasp.core.planner.failure import classify_failure
+from agentic_grasp.core.arm.panda_model import Q_READY
+from agentic_grasp.core.arm.kinematics import PandaKinematics
+from agentic_grasp.core.arm.closing_axis import closing_axis
+from agentic_grasp.core.planner.recovery.failure import classify_failure
 from agentic_grasp.core.types import (
     FailureType, GraspParameters, GraspType, ObjectInstance, Phase, Shape)
 
@@ -493,14 +493,14 @@ def test_camera_extrinsics_file_matches_the_simulated_camera():
 @pytest.mark.skipif(importlib.util.find_spec("moveit") is not None,
                     reason="moveit_py is installed: the import succeeds")
 def test_moveit_backend_import_names_moveit_py_when_missing():
-    proc = subprocess.run([sys.executable, "-c", "import agentic_grasp.ros.backends.moveit_arm"],
+    proc = subprocess.run([sys.executable, "-c", "import agentic_grasp.ros.executor.moveit.arm"],
                           capture_output=True, text=True, timeout=60,
                           cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert proc.returncode != 0
     assert "ImportError" in proc.stderr and "moveit_py" in proc.stderr
     # The package itself and the translation module import without MoveIt.
-    proc = subprocess.run([sys.executable, "-c", "import agentic_grasp.ros.backends, "
-                           "agentic_grasp.ros.backends.moveit_translation"],
+    proc = subprocess.run([sys.executable, "-c", "import agentic_grasp.ros.executor.moveit, "
+                           "agentic_grasp.ros.executor.moveit.translation"],
                           capture_output=True, text=True, timeout=60,
                           cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert proc.returncode == 0, proc.stderr

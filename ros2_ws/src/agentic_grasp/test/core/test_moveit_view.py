@@ -1,4 +1,4 @@
-"""The MoveIt wrist-camera view (ros/backends/moveit_view.py) without MoveIt: the camera-frame
+"""The MoveIt wrist-camera view (ros/executor/moveit/view.py) without MoveIt: the camera-frame
 pose goal, the camera reached, the error mapping, and the view motion against stand-ins of
 the backend's planning calls."""
 import math
@@ -8,19 +8,20 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from agentic_grasp.ros.backends import moveit_config as mc
-from agentic_grasp.ros.backends import moveit_outcome as mo
-from agentic_grasp.ros.backends.moveit_view import (MoveItViewMixin, MoveItWristCamera,
+from agentic_grasp.ros.executor.moveit import config as mc
+from agentic_grasp.ros.executor.moveit import outcome as mo
+from agentic_grasp.ros.executor.moveit.view import (MoveItViewMixin, MoveItWristCamera,
                                                     reached_camera, view_error, view_link_pose)
-from agentic_grasp.core.arm import ArmError
+from agentic_grasp.core.arm.backend import ArmError
 from agentic_grasp.core.camera import look_at
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.kinematics import PandaKinematics
-from agentic_grasp.core.sim.view import WristCameraMount
+from agentic_grasp.core.arm.kinematics import PandaKinematics
+from agentic_grasp.core.sim.params import WristCameraMount
 
 CFG = mc.MoveItBackendConfig()
 MOUNT = WristCameraMount()
-#: A view from above the region behind the benchmark's box (core/planner/uncover.py's first).
+#: A view from above the region behind the benchmark's box (the first of
+#: core/planner/instruction/uncover.py).
 VIEW = look_at([0.62, 0.0, 0.45], [0.62, 0.0, 0.02], [-1.0, 0.0, 0.0])
 
 

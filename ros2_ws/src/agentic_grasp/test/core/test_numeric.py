@@ -1,5 +1,5 @@
 """core/numeric.py gives numpy's results bit for bit (the benchmark's records must not move
-by a bit when a hot path stops calling numpy: issue 26)."""
+by a bit when a hot path stops calling numpy)."""
 from __future__ import annotations
 
 import math

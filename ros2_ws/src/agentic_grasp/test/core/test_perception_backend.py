@@ -3,9 +3,11 @@ import json
 
 import numpy as np
 
-from agentic_grasp.core.perception import PerceivedObject, PerceptionResult, schema
+from agentic_grasp.core.perception import PerceivedObject, PerceptionResult
+
+from agentic_grasp.core.perception.vlm import schema
 from agentic_grasp.core.perception.backend import DEFAULT_SIZE_M, shape_hint
-from agentic_grasp.core.benchmarks.perception_client import run_client_bench
+from agentic_grasp_lab.benchmarks.perception_client import run_client_bench
 from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, ObjectState,
                                       Shape)
 

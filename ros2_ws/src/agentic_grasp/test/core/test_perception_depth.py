@@ -4,10 +4,10 @@ import math
 import numpy as np
 import pytest
 
-from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.camera import Camera, backproject_many
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.perception.depth import (DepthConfig, backproject_many,
-                                                 estimate_geometry, robust_depth)
+from agentic_grasp.core.perception.config import DepthConfig
+from agentic_grasp.core.perception.depth import estimate_geometry, robust_depth
 
 CFG = DepthConfig()
 

@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.perception.depth import DepthConfig, estimate_geometry
+from agentic_grasp.core.perception.config import DepthConfig
+from agentic_grasp.core.perception.depth import estimate_geometry
 from agentic_grasp.core.perception.geometry import object_frame
-from agentic_grasp.core.perception.geometry_bench import (BOUNDS, perfect_vlm,
-                                                          run_geometry_bench, truth_of)
-from agentic_grasp.core.perception.vlm_answer import EncodedImage, interpret_answer
-from agentic_grasp.core.perception.vlm_client import VlmBackend
-from agentic_grasp.core.render import TableSpec, render_scene
+from agentic_grasp_lab.benchmarks.geometry import (BOUNDS, perfect_vlm, run_geometry_bench,
+                                                   truth_of)
+from agentic_grasp.core.perception.vlm.answer import EncodedImage, interpret_answer
+from agentic_grasp.core.perception.vlm.client import VlmBackend
+from agentic_grasp.core.render.raycast import TableSpec, render_scene
 from agentic_grasp.core.sim.objects import load_catalogue
 from agentic_grasp.core.types import ObjectInstance, Shape
 
@@ -310,3 +311,33 @@ def test_locate_warns_per_object_and_still_perceives_the_others():
     assert cube_p.shape == Shape.BOX and cube_p.upright and cube_p.warnings == []
     inst = cube_p.to_object_instance()
     assert inst.shape == Shape.BOX and inst.size[2] == pytest.approx(0.05, abs=0.003)
+
+
+def _slab(outline, top_z, step=0.0028):
+    """Points of a flat-topped body with the given top outline (a predicate on x, y), the
+    top face and a floor band, sampled on a grid as a stride-2 depth image would."""
+    xs = np.arange(-0.1, 0.1, step)
+    pts = [(x, y, z) for x in xs for y in xs if outline(x, y)
+           for z in (top_z, top_z - 0.02)]
+    return np.array(pts, dtype=float)
+
+
+def test_a_bar_whose_sampled_top_fills_less_than_its_rectangle_is_not_a_disc():
+    from agentic_grasp.core.perception.geometry import describe
+
+    cfg = DepthConfig()
+    # a 160 x 40 mm bar with rounded (20 mm chamfered) ends: its top fills ~0.87 of its
+    # minimum rectangle, below the 0.9 hull ratio that separates a disc from a rectangle
+    def bar(x, y):
+        return abs(x) <= 0.08 and abs(y) <= 0.02 and abs(x) - 0.06 <= 0.02 - abs(y)
+    geom = describe(_slab(bar, 0.06), cfg)
+    assert geom.shape == Shape.BOX
+    assert geom.size[0] == pytest.approx(0.16, abs=0.006)
+    # the visible arc of a cup's rim (a third of an 80 mm ring, as the camera sees a paper
+    # cup's far rim) stays round
+    def arc(x, y):
+        r = math.hypot(x, y)
+        return 0.037 <= r <= 0.04 and math.atan2(y, x) >= math.radians(30.0) \
+            and math.atan2(y, x) <= math.radians(150.0)
+    ring = describe(_slab(arc, 0.095, step=0.001), cfg)
+    assert ring.shape == Shape.CYLINDER

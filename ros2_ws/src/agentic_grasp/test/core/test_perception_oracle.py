@@ -195,7 +195,7 @@ def test_oracle_config_validation():
 
 def test_create_backend_from_the_shipped_config():
     params = load_params()
-    assert params["backend"] == "vlm_sim"          # honest default: from pixels (issue 22)
+    assert params["backend"] == "vlm_sim"          # honest default: from pixels
     params = {**params, "backend": "oracle"}       # ground truth only when asked
     oracle = create_backend(params, ground_truth_provider=scene)
     assert isinstance(oracle, OracleBackend) and oracle.seed == 0

@@ -4,8 +4,8 @@ import re
 import pytest
 
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.perception import schema
-from agentic_grasp.core.perception.vlm_config import VlmConfig
+from agentic_grasp.core.perception.vlm import schema
+from agentic_grasp.core.perception.vlm.config import VlmConfig
 
 
 def _walk(node, path="$"):

@@ -11,13 +11,13 @@ import pytest
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.perception import schema
-from agentic_grasp.core.benchmarks.perception_client import BENCH_SCENE, synthetic_frame
-from agentic_grasp.core.perception.vlm_client import ChatTransport, VlmBackend
-from agentic_grasp.core.perception.vlm_config import VlmConfig
-from agentic_grasp.core.perception.vlm_answer import encode_image
+from agentic_grasp.core.perception.vlm import schema
+from agentic_grasp_lab.benchmarks.perception_client import BENCH_SCENE, synthetic_frame
+from agentic_grasp.core.perception.vlm.client import ChatTransport, VlmBackend
+from agentic_grasp.core.perception.vlm.config import VlmConfig
+from agentic_grasp.core.perception.vlm.answer import encode_image
 from agentic_grasp.core.types import AffordanceType
-from agentic_grasp.core.testing.fake_vlm_server import FakeVlmServer, ScriptedReply
+from agentic_grasp_lab.testing.fake_vlm_server import FakeVlmServer, ScriptedReply
 
 INSTRUCTION = "pick up the ceramic cup"
 CUP_CENTRE = np.array(BENCH_SCENE[0][0])

@@ -1,4 +1,4 @@
-"""The simulated VLM (core/perception/vlm_sim.py) and the re-perception policy.
+"""The simulated VLM (core/perception/vlm/sim.py) and the re-perception policy.
 
 Scenes are rendered with the real renderer; the simulated VLM gets only the object-id mask
 and the labels, and its answer goes through the real client's checks and depth geometry.
@@ -12,13 +12,15 @@ import numpy as np
 import pytest
 
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.perception import create_backend, load_params, schema
-from agentic_grasp.core.perception.reperception import (ReperceivingPerception,
-                                                        ReperceptionConfig, depth_change)
-from agentic_grasp.core.perception.vlm_sim import (VlmLatencyModel, VlmSimBackend,
-                                                   VlmSimConfig, count_tokens,
-                                                   visible_objects)
-from agentic_grasp.core.render import object_bbox, render_scene, render_view
+from agentic_grasp.core.perception import create_backend, load_params
+from agentic_grasp.core.perception.vlm import schema
+from agentic_grasp.core.perception.reperception import ReperceivingPerception, depth_change
+from agentic_grasp.core.perception.config import ReperceptionConfig
+from agentic_grasp.core.perception.vlm.config import VlmLatencyModel, VlmSimConfig
+from agentic_grasp.core.perception.vlm.sim import VlmSimBackend, count_tokens, visible_objects
+from agentic_grasp.core.render.crops import object_bbox
+from agentic_grasp.core.render.raycast import render_scene
+from agentic_grasp.core.render.views import render_view
 from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, ObjectInstance,
                                       Shape)
 
@@ -253,7 +255,7 @@ def test_a_benchmark_trial_perceives_through_the_camera_and_counts_vlm_calls():
 
 def _uncached(backend, eyes, instruction):
     """perceive() with the memo of vlm_sim emptied first: a fresh computation."""
-    from agentic_grasp.core.perception import vlm_sim
+    from agentic_grasp.core.perception.vlm import sim as vlm_sim
 
     vlm_sim._PERCEIVED.clear()
     return backend.perceive(eyes.frame.rgb, eyes.frame.depth, eyes.camera, instruction)
@@ -268,7 +270,7 @@ def _same_result(a, b):
 
 
 def test_a_memoised_perceive_is_the_computed_one_and_each_caller_gets_a_copy():
-    """Issue 26: a sweep's configurations perceive trial k's first frame with the same
+    """A sweep's configurations perceive trial k's first frame with the same
     seed; the kept result must be exactly a fresh computation's, and editing one caller's
     result (the planner does) must not reach the next caller."""
     eyes = _Eyes(_scene())
@@ -301,7 +303,7 @@ def test_the_perceive_memo_misses_when_any_pixel_of_the_depth_or_mask_differs():
     depth[v, u] += np.float32(0.05)          # one pixel of the cup 5 cm further
     fresh = _backend(eyes)
     moved = fresh.perceive(eyes.frame.rgb, depth, eyes.camera, CUP)
-    from agentic_grasp.core.perception import vlm_sim
+    from agentic_grasp.core.perception.vlm import sim as vlm_sim
 
     vlm_sim._PERCEIVED.clear()
     computed = _backend(eyes).perceive(eyes.frame.rgb, depth, eyes.camera, CUP)

@@ -8,7 +8,7 @@ import pytest
 from agentic_grasp.core import paths
 from agentic_grasp.core.config import load_yaml
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.heuristic import heuristic_grasp
+from agentic_grasp.core.grasping.heuristic import heuristic_grasp
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.planner import (CONFIGURATIONS, TABLE_II_ORDER, EpisodicMemory,
                                         PlannerConfig, ReflectivePlanner, SceneGraphReasoner)
@@ -54,7 +54,7 @@ def run(configuration, script, memory=None):
 
 
 def test_table_ii_has_eight_configurations():
-    # the paper's seven and heuristic_box, the box rule the heuristic was before issue 24
+    # the paper's seven and heuristic_box, the box rule the heuristic used at first
     assert set(TABLE_II_ORDER) == set(CONFIGURATIONS) and len(CONFIGURATIONS) == 8
     with pytest.raises(ConfigError):
         ReflectivePlanner(configuration="no_such_thing")
@@ -142,7 +142,7 @@ class _Seen(Spy):
 
 
 def test_heuristic_uses_the_scene_graph_and_recovery_on_geometry_alone():
-    from agentic_grasp.core.heuristic import geometric_grasps, holding_force
+    from agentic_grasp.core.grasping.heuristic import geometric_grasps, holding_force
     retriever = FixedRetriever([experience("box-001", "box", GRASP)])
     seen = _Seen()
     cfg = PlannerConfig(seed=1)
@@ -171,6 +171,26 @@ def test_planner_yaml_matches_the_defaults():
     raw = load_yaml(paths.config_file("planner"))["planner"]["ros__parameters"]
     assert raw["max_retries"] == 3 and raw["corrections"]["slip_force_scale"] == 1.2
     assert raw["level3"]["perturbation_m"] == 0.01
+
+
+def test_the_gripper_bounds_have_one_home():
+    """The gripper's force ceiling and stroke are stated once (core/types.py): the planner's
+    limits, its hand model and the executor's hard limits default to them, and the config
+    files that name them (keys kept for ros2 param) hold the same values."""
+    from agentic_grasp.core.arm.backend import ExecutorLimits
+    from agentic_grasp.core.config import node_params
+    from agentic_grasp.core.grasping.config import HandConfig
+    from agentic_grasp.core.planner.sections import Limits
+    from agentic_grasp.core.types import GRIPPER_MAX_FORCE_N, GRIPPER_MAX_WIDTH_M
+
+    assert Limits().max_force_n == ExecutorLimits().max_force_n == GRIPPER_MAX_FORCE_N
+    assert Limits().max_width_m == ExecutorLimits().max_width_m == GRIPPER_MAX_WIDTH_M
+    assert HandConfig().max_opening_m == GRIPPER_MAX_WIDTH_M
+    planner = node_params("planner")
+    executor = node_params("executor")["limits"]
+    assert planner["limits"]["max_force_n"] == executor["max_force_n"] == GRIPPER_MAX_FORCE_N
+    assert planner["limits"]["max_width_m"] == executor["max_width_m"] == GRIPPER_MAX_WIDTH_M
+    assert planner["grasp_synthesis"]["hand"]["max_opening_m"] == GRIPPER_MAX_WIDTH_M
 
 
 def test_dotted_ros_parameters_are_accepted():

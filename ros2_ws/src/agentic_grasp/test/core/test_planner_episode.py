@@ -101,12 +101,13 @@ def test_the_camera_crop_is_the_full_camera_frame_s(mode):
     """The in-process visual query is cut as the graph's perception node cuts it, from a frame
     with the table everywhere: a square crop of a tall object (the bottle, the screwdriver)
     reaches past the regions render_view ray casts, where it used to read background and
-    gave another s_vis than the graph (issue 22)."""
+    gave another s_vis than the graph."""
     import numpy as np
 
-    from agentic_grasp.core.evaluation.sweep import trial_seed
+    from agentic_grasp_lab.evaluation.sweep import trial_seed
     from agentic_grasp.core.planner.episode import CameraPerception
-    from agentic_grasp.core.render import crop_box, render_scene
+    from agentic_grasp.core.render.crops import crop_box
+    from agentic_grasp.core.render.raycast import render_scene
     from agentic_grasp.core.sim import Simulator
 
     sim = Simulator.from_config()

@@ -4,15 +4,15 @@ import math
 import numpy as np
 import pytest
 
-from agentic_grasp.core.arm import ArmError
-from agentic_grasp.core.planner.configurations import (ClassificationConfig, CorrectionConfig,
-                                                       PlannerConfig)
-from agentic_grasp.core.planner.failure import Diagnosis, classify_failure
+from agentic_grasp.core.arm.backend import ArmError
+from agentic_grasp.core.planner.configurations import PlannerConfig
+from agentic_grasp.core.planner.sections import ClassificationConfig, CorrectionConfig
+from agentic_grasp.core.planner.recovery.failure import Diagnosis, classify_failure
 from agentic_grasp.core.planner.recovery import (CORRECTION_RULES, CorrectionContext,
                                                  failure_types_covered, get_correction,
                                                  level1_adjustment)
 from agentic_grasp.core.types import (FailureGroup, FailureType, GraspParameters, GraspType,
-                                      QUALITY_FACTOR_NAMES)
+                                      QUALITY_FACTOR_NAMES, Shape)
 
 from test_planner_fakes import make_object, outcome
 
@@ -134,11 +134,11 @@ def grasp(**kw):
     return GraspParameters(**base)
 
 
-def corrected(kind, g=None, **diag_kw):
+def corrected(kind, g=None, target=TARGET, **diag_kw):
     g = g or grasp()
-    ctx = CorrectionContext(target=TARGET, g0=g, b0=g, constrain=lambda x: x.copy(),
+    ctx = CorrectionContext(target=target, g0=g, b0=g, constrain=lambda x: x.copy(),
                             rng=np.random.default_rng(0),
-                            objects={TARGET.id: TARGET,
+                            objects={target.id: target,
                                      "vase": make_object("vase", "vase", xy=(0.5, 0.20))})
     cfg = PlannerConfig(escalate_unchanged=False)
     return get_correction(Diagnosis(kind, "test", "event", **diag_kw), 1, g, g, ctx, cfg)
@@ -193,8 +193,14 @@ def test_position_error_recentres_by_a_step_or_raises_when_centred():
     near = grasp(position=np.array([0.505, 0.05, 0.08]))             # 5 mm: snaps onto it
     assert np.allclose(corrected(FailureType.POSITION_ERROR, g=near).grasp.position[:2],
                        [0.5, 0.05])
+    # a landing on a centred grasp raises it only where the section narrows upward (a
+    # sphere); a box's does not, so nothing is left to tune there without a measurement
     centred = grasp(position=np.array([0.5, 0.05, 0.08]))
     c = corrected(FailureType.POSITION_ERROR, g=centred, phase="approach")
+    assert np.allclose(c.grasp.position, centred.position)
+    ball = make_object("t", "ball", xy=(0.5, 0.05), size=(0.08, 0.08, 0.08),
+                       shape=Shape.SPHERE)
+    c = corrected(FailureType.POSITION_ERROR, g=centred, phase="approach", target=ball)
     assert c.grasp.position[2] == pytest.approx(0.09)
 
 

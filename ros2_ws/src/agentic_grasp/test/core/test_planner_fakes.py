@@ -9,7 +9,7 @@ from typing import Dict, List, Sequence, Union
 
 import numpy as np
 
-from agentic_grasp.core.arm import ArmBackend, ArmError, ArmResult, PHASES
+from agentic_grasp.core.arm.backend import ArmBackend, ArmError, ArmResult, PHASES
 from agentic_grasp.core.perception.backend import PerceivedObject, PerceptionResult
 from agentic_grasp.core.planner.ports import RetrievalRequest, Retriever
 from agentic_grasp.core.retrieval import Experience, RetrievalResult, ScoredStrategy

@@ -4,14 +4,14 @@ import math
 import numpy as np
 import pytest
 
-from agentic_grasp.core.arm import ArmError
-from agentic_grasp.core.constraints import ConstraintType
+from agentic_grasp.core.arm.backend import ArmError
+from agentic_grasp.core.scene_graph.constraints import ConstraintType
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.planner import (STATUS_BLOCKED, STATUS_CANCELED, STATUS_NOT_PERCEIVED,
                                         STATUS_SUCCEEDED, EpisodicMemory, PlannerConfig,
                                         ReflectivePlanner)
 from agentic_grasp.core.planner.recovery import type_template, with_approach
-from agentic_grasp.core.closing_axis import closing_axis
+from agentic_grasp.core.arm.closing_axis import closing_axis
 from agentic_grasp.core.types import FailureType, GraspType, ObjectState, Shape
 
 from test_planner_fakes import (FixedRetriever, ScriptedArm, experience, make_object, never,

@@ -16,14 +16,15 @@ def test_memory_lifetime_keeps_one_memory_per_configuration_for_the_session_only
     assert lifetime.memory_for("full", True, "session") is not kept
 
 
-# ---------------------------------------------------------------- transfer (issue 24)
+# ---------------------------------------------------------------- transfer
 import pytest  # noqa: E402
 
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig  # noqa: E402
 from agentic_grasp.core.planner import (EpisodicMemory, PlannerConfig,  # noqa: E402
                                         ReflectivePlanner)
 from agentic_grasp.core.planner.memory import (LEVEL_CATEGORY, LEVEL_CORRECTIONS,  # noqa: E402
-                                               LEVEL_SIMILAR, TransferRules)
+                                               LEVEL_SIMILAR)
+from agentic_grasp.core.planner.sections import TransferRules  # noqa: E402
 from agentic_grasp.core.types import Shape  # noqa: E402
 
 from test_planner_fakes import (FixedRetriever, ScriptedArm, experience,  # noqa: E402

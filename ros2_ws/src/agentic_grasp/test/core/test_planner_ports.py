@@ -1,4 +1,4 @@
-"""The planner's peers as ports (issue 27, item 1): every in-process implementation
+"""The planner's peers as ports: every in-process implementation
 subclasses its port, the planner refuses a peer that does not (a clear TypeError, before
 anything runs), and the typed requests carry what the planner always passed."""
 from __future__ import annotations
@@ -6,15 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agentic_grasp.core.arm import InProcessSimArm
-from agentic_grasp.core.constraints import infer_constraints
+from agentic_grasp.core.arm.backend import InProcessSimArm
+from agentic_grasp.core.scene_graph.constraints import infer_constraints
 from agentic_grasp.core.planner import EpisodicMemory, PlannerConfig, ReflectivePlanner
 from agentic_grasp.core.planner.episode import CameraPerception
 from agentic_grasp.core.planner.peers import (FunctionPerceiver, HaaRagRetriever,
                                               SceneGraphReasoner, as_retriever)
 from agentic_grasp.core.planner.ports import (Arm, ConstraintReasoner, Perceiver,
                                               RetrievalRequest, Retriever)
-from agentic_grasp.core.scene_graph import SceneGraphConfig, build_scene_graph
+from agentic_grasp.core.scene_graph.config import SceneGraphConfig
+from agentic_grasp.core.scene_graph.graph import build_scene_graph
 from agentic_grasp.core.types import Shape
 
 from test_planner_fakes import (FixedRetriever, ScriptedArm, experience, make_object, ok,

@@ -5,8 +5,8 @@ import pytest
 from agentic_grasp.core.planner import (EpisodicMemory, FunctionPerceiver, Perceiver,
                                         PlannerConfig, ReflectivePlanner, SceneGraphReasoner,
                                         plan_subgoals)
-from agentic_grasp.core.planner.tasks import KIND_CLEAR, KIND_NAMED, KIND_SORT
-from agentic_grasp.core.scene_graph import build_scene_graph
+from agentic_grasp.core.planner.instruction.tasks import KIND_CLEAR, KIND_NAMED, KIND_SORT
+from agentic_grasp.core.scene_graph.graph import build_scene_graph
 from agentic_grasp.core.types import Shape
 
 from test_planner_fakes import (FixedRetriever, ScriptedArm, experience, make_object, ok,
@@ -199,7 +199,7 @@ def test_the_plan_uses_the_scene_reasoning_graph_and_size_reaches_retrieval():
     """One graph per perception, of the constraint reasoner's configuration: run_task plans
     on the reasoner's graph (in the node graph, the scene-graph node's), and the perceived
     size and perception backend are always in the retriever's typed request."""
-    from agentic_grasp.core.scene_graph import graph_from_relations
+    from agentic_grasp.core.scene_graph.graph import graph_from_relations
 
     seen = []
     full = build_scene_graph(stack())
@@ -224,7 +224,8 @@ def test_the_plan_uses_the_scene_reasoning_graph_and_size_reaches_retrieval():
 
 def test_graph_from_relations_rejects_unknown_objects_and_relations():
     from agentic_grasp.core.errors import ValidationError
-    from agentic_grasp.core.scene_graph import Relation, graph_from_relations
+    from agentic_grasp.core.scene_graph.relations import Relation
+    from agentic_grasp.core.scene_graph.graph import graph_from_relations
 
     objs = stack()
     with pytest.raises(ValidationError, match="not in the scene"):

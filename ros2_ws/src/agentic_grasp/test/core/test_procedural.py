@@ -4,13 +4,15 @@ import json
 import pytest
 
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.evaluation.procedural import score, summarise
-from agentic_grasp.core.evaluation.records import TrialRecord
+from agentic_grasp_lab.evaluation.studies.procedural import score, summarise
+from agentic_grasp_lab.evaluation.records import TrialRecord
 from agentic_grasp.core.instructions import resolve_targets
-from agentic_grasp.core.planner.tasks import KIND_SORT_SIZE, plan_subgoals, split_landmarks
+from agentic_grasp.core.planner.instruction.tasks import (KIND_SORT_SIZE, plan_subgoals,
+                                                          split_landmarks)
 from agentic_grasp.core.sim import Simulator, load_catalogue, load_task
-from agentic_grasp.core.sim.procedural import (FAMILIES, generate, parse_procedural_id,
-                                               procedural_id, target_feasibility)
+from agentic_grasp.core.sim.procedural_ids import FAMILIES, parse_procedural_id, procedural_id
+from agentic_grasp.core.sim.procedural import generate
+from agentic_grasp.core.sim.feasibility import target_feasibility
 from agentic_grasp.core.sim.scenes import layout_problem
 
 
@@ -40,6 +42,12 @@ def test_feasibility_comes_from_geometry():
     assert target_feasibility(cat.get("ceramic_bowl")).feasible     # its rim
     assert target_feasibility(cat.get("kettle")).feasible           # its handle
     assert target_feasibility(cat.get("toy_block")).feasible
+    # a sphere wider than the hand encloses is held above its equator, where each pad's
+    # push has a downward part: the 9 cm apple needs 64 N there, above the 36 N at which
+    # it bruises; the 8 cm apple is held near its equator with a few newtons
+    large = target_feasibility(cat.get("large_apple"))
+    assert not large.feasible and "to hold" in large.reason
+    assert target_feasibility(cat.get("apple")).feasible
 
 
 def test_a_procedural_name_loads_anywhere_a_task_loads():

@@ -6,9 +6,9 @@ import pytest
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ValidationError
-from agentic_grasp.core.render import (
-    BACKGROUND_ID, CANONICAL_XY, TABLE_ID, TableSpec, crop_object, object_bbox, open_table,
-    render_object_crop, render_scene)
+from agentic_grasp.core.render.raycast import BACKGROUND_ID, TABLE_ID, TableSpec, render_scene
+from agentic_grasp.core.render.views import CANONICAL_XY, open_table, render_object_crop
+from agentic_grasp.core.render.crops import crop_object, object_bbox
 from agentic_grasp.core.types import ObjectInstance, Shape
 
 
@@ -235,9 +235,9 @@ def test_custom_table_and_lighting(camera):
 
 
 def test_render_view_frame_cache_is_exact_and_keyed_on_every_object_field(scene, camera):
-    """A cached frame (issue 26) equals a fresh render, is the caller's own copy, and a moved
+    """A cached frame equals a fresh render, is the caller's own copy, and a moved
     object or a changed colour is not served from the cache."""
-    from agentic_grasp.core import render
+    from agentic_grasp.core.render import views as render
 
     render._VIEW_CACHE.clear()
     first = render.render_view(scene, camera)

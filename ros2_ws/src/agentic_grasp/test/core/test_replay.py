@@ -17,17 +17,17 @@ pytest.importorskip("rosbags")
 
 from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: E402
 
-from agentic_grasp.core.arm import ArmBackend, ArmError, ArmResult  # noqa: E402
+from agentic_grasp.core.arm.backend import ArmBackend, ArmError, ArmResult  # noqa: E402
 from agentic_grasp.core.camera import Camera  # noqa: E402
 from agentic_grasp.core.planner import (EpisodicMemory, PlannerConfig,  # noqa: E402
                                         ReflectivePlanner)
 from agentic_grasp.core.planner.peers import (FunctionPerceiver, HaaRagRetriever,  # noqa: E402
                                               SceneGraphReasoner)
-from agentic_grasp.core.scene_graph import SceneGraphConfig  # noqa: E402
+from agentic_grasp.core.scene_graph.config import SceneGraphConfig  # noqa: E402
 from agentic_grasp.core.types import AttemptOutcome, Phase, PhysicalEvent  # noqa: E402
 from agentic_grasp.ros.conversions.perception import perception_result_from_msg  # noqa: E402
 from agentic_grasp.ros.recording import replay  # noqa: E402
-from agentic_grasp.ros.recording.typestore import connection_args, typestore  # noqa: E402
+from agentic_grasp.ros.recording.bag.typestore import connection_args, typestore  # noqa: E402
 
 PERCEPTION = "agentic_grasp_interfaces/msg/PerceptionResult"
 ATTEMPT = "agentic_grasp_interfaces/msg/AttemptRecord"
@@ -269,7 +269,7 @@ def _cut(path, fraction):
 
 
 def test_a_bag_cut_mid_file_reads_up_to_the_cut(tmp_path, session):
-    from agentic_grasp.ros.recording.reader import bag_info
+    from agentic_grasp.ros.recording.bag.reader import bag_info
 
     path = write_session(tmp_path / "mcap", session, StoragePlugin.MCAP, "full", frames=2)
     whole = bag_info(path)
@@ -315,7 +315,7 @@ def test_a_bag_of_the_older_outcome_layout_still_reads(tmp_path, session):
 
     from rosbags.typesys import Stores, get_typestore
 
-    from agentic_grasp.ros.recording.typestore import interface_types, interfaces_dir
+    from agentic_grasp.ros.recording.bag.typestore import interface_types, interfaces_dir
 
     old_root = tmp_path / "interfaces"
     shutil.copytree(interfaces_dir(), old_root)
@@ -327,7 +327,7 @@ def test_a_bag_of_the_older_outcome_layout_still_reads(tmp_path, session):
     assert "event_details" not in dict(old.fielddefs[
         "agentic_grasp_interfaces/msg/GraspOutcome"][1])
     path = write_session(tmp_path / "old", session, StoragePlugin.SQLITE3, "full", store=old)
-    from agentic_grasp.ros.recording.reader import by_topic
+    from agentic_grasp.ros.recording.bag.reader import by_topic
 
     rec = by_topic(path, ["/planner/attempts"])["/planner/attempts"][0][1]
     assert not hasattr(rec.outcome, "event_details") and list(rec.outcome.events) == \
@@ -371,7 +371,7 @@ def test_goals_that_ended_before_the_recording_are_told_apart():
     recording (feedback, or anything sent after the first message) is."""
     from types import SimpleNamespace as NS
 
-    from agentic_grasp.ros.recording.reader import goals_before
+    from agentic_grasp.ros.recording.bag.reader import goals_before
 
     def t(ns):
         return NS(sec=ns // 10**9, nanosec=ns % 10**9)

@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 
 from agentic_grasp.core.errors import ConfigError, ValidationError
-from agentic_grasp.core.render import crop_object, render_scene
-from agentic_grasp.core.retrieval.embedding import (DescriptorEmbedder, EmbeddingCache,
-                                                    OpenClipEmbedder, embed_render_specs,
-                                                    make_embedder, render_crop)
+from agentic_grasp.core.render.crops import crop_object
+from agentic_grasp.core.render.raycast import render_scene
+from agentic_grasp.core.retrieval.embedding import (DescriptorEmbedder, OpenClipEmbedder,
+                                                    make_embedder)
+from agentic_grasp.core.retrieval.kb_vectors import EmbeddingCache, embed_render_specs, render_crop
 from agentic_grasp.core.retrieval.knowledge_base import KnowledgeBase
 from agentic_grasp.core.types import ObjectInstance
 

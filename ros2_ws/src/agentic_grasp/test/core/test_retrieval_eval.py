@@ -4,13 +4,13 @@ import pytest
 
 from agentic_grasp.core.retrieval.embedding import DescriptorEmbedder
 from agentic_grasp.core.retrieval.evaluation import (PAPER_TABLE_IV, evaluate_retrieval,
-                                                     format_table, load_table_iv, qrels_path,
-                                                     relevance_problems)
+                                                     format_table)
+from agentic_grasp.core.retrieval.relevance import load_table_iv, qrels_path, relevance_problems
 from agentic_grasp.core.retrieval.haa_rag import HAARAG
 from agentic_grasp.core.retrieval.config import RetrievalConfig
 from agentic_grasp.core.retrieval.knowledge_base import KnowledgeBase
-from agentic_grasp.core.benchmarks.retrieval_scale import (format_scale_table, run_scale_bench,
-                                                           synthetic_index, synthetic_taxonomy)
+from agentic_grasp_lab.benchmarks.retrieval_scale import (format_scale_table, run_scale_bench,
+                                                          synthetic_index, synthetic_taxonomy)
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
 
 TABLE_I = ["ceramic cup", "apple", "plastic bottle", "banana", "ceramic bowl", "wood cube",

@@ -9,13 +9,15 @@ import numpy as np
 import pytest
 
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.render import (CANONICAL_XY, TableSpec, crop_object, render_object_crop,
-                                       render_scene)
+from agentic_grasp.core.render.views import CANONICAL_XY, render_object_crop
+from agentic_grasp.core.render.raycast import TableSpec, render_scene
+from agentic_grasp.core.render.crops import crop_object
 from agentic_grasp.core.retrieval.config import RetrievalConfig
-from agentic_grasp.core.retrieval.embedding import (EmbeddingCache, make_embedder, render_crop,
-                                                    render_spec_key, visual_spec)
-from agentic_grasp.core.retrieval.evaluation import (PAPER_TABLE_IV, evaluate_retrieval,
-                                                     load_table_iv, query_crop)
+from agentic_grasp.core.retrieval.kb_vectors import (EmbeddingCache, render_crop, render_spec_key,
+                                                     visual_spec)
+from agentic_grasp.core.retrieval.embedding import make_embedder
+from agentic_grasp.core.retrieval.evaluation import PAPER_TABLE_IV, evaluate_retrieval, query_crop
+from agentic_grasp.core.retrieval.relevance import load_table_iv
 from agentic_grasp.core.retrieval.knowledge_base import KnowledgeBase
 from agentic_grasp.core.types import ObjectInstance
 

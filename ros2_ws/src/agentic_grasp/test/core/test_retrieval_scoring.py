@@ -12,8 +12,8 @@ from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.retrieval.haa_rag import HAARAG, EmbeddingModelMismatch
 from agentic_grasp.core.retrieval.config import RetrievalConfig
 from agentic_grasp.core.retrieval.knowledge_base import Experience, KnowledgeBase
-from agentic_grasp.core.benchmarks.retrieval_scale import (brute_force_retrieve, synthetic_index,
-                                                           synthetic_taxonomy)
+from agentic_grasp_lab.benchmarks.retrieval_scale import (brute_force_retrieve, synthetic_index,
+                                                          synthetic_taxonomy)
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
 from agentic_grasp.core.retrieval.embedding import DescriptorEmbedder
 from agentic_grasp.core.types import AffordanceDescriptor, AffordanceType

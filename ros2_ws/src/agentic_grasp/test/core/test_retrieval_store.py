@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from agentic_grasp.core.errors import ValidationError
-from agentic_grasp.core.retrieval.experience_store import (append_experience,
-                                                           experience_from_attempt)
+from agentic_grasp.core.retrieval.acquired.experience_store import (append_experience,
+                                                                    experience_from_attempt)
 from agentic_grasp.core.retrieval.jsonl import append_line, read_jsonl
 from agentic_grasp.core.retrieval.knowledge_base import KnowledgeBase
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy

@@ -9,9 +9,10 @@ import pytest
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.config import node_params
 from agentic_grasp.core.errors import ConfigError, UnknownTargetError, ValidationError
-from agentic_grasp.core.scene_graph import (
-    CONVERSE, RELATION_TYPES, SceneGraphConfig, build_scene_graph)
-from agentic_grasp.core.benchmarks.scene_graph import random_scene, run_bench
+from agentic_grasp.core.scene_graph.relations import CONVERSE, RELATION_TYPES
+from agentic_grasp.core.scene_graph.config import SceneGraphConfig
+from agentic_grasp.core.scene_graph.graph import build_scene_graph
+from agentic_grasp_lab.benchmarks.scene_graph import random_scene, run_bench
 from agentic_grasp.core.types import ObjectInstance
 
 

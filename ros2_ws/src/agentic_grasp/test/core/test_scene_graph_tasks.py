@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from agentic_grasp.core.constraints import ConstraintType, apply_constraints, infer_constraints
-from agentic_grasp.core.scene_graph import build_scene_graph
+from agentic_grasp.core.scene_graph.constraints import (ConstraintType, apply_constraints,
+                                                        infer_constraints)
+from agentic_grasp.core.scene_graph.graph import build_scene_graph
 from agentic_grasp.core.sim.scenes import load_task
 from agentic_grasp.core.types import GraspParameters
 

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from agentic_grasp.core.errors import UnknownTargetError, ValidationError, WorkspaceError
-from agentic_grasp.core.closing_axis import wrist_yaw_for_closing_axis
+from agentic_grasp.core.arm.closing_axis import wrist_yaw_for_closing_axis
 from agentic_grasp.core.sim import Simulator, bench_attempt
 from agentic_grasp.core.sim.objects import yaw_matrix
-from agentic_grasp.core.sim.physics import MEASUREMENT_KEYS
+from agentic_grasp.core.sim.physics.attempt import MEASUREMENT_KEYS
 from agentic_grasp.core.types import GraspParameters, ObjectState, Phase
 
 

@@ -1,4 +1,4 @@
-"""Sweep executors (issue 26): the records journal and --resume for both executors, Ray
+"""Sweep executors: the records journal and --resume for both executors, Ray
 as one task per (task, seed) group of units with the local pool's records, and a real
 two-node Ray cluster whose worker node is killed mid-sweep.
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from agentic_grasp.core.evaluation.executors import Journal, split_done
-from agentic_grasp.core.evaluation.sweep import make_units, run_units
+from agentic_grasp_lab.evaluation.executors import Journal, split_done
+from agentic_grasp_lab.evaluation.sweep import make_units, run_units
 
 CONFS = ["full", "no_recovery"]
 TASKS = ["sg_banana", "sg_cup", "it_cup_near_vase"]
@@ -71,11 +71,11 @@ def test_ctrl_c_on_the_bench_command_then_resume(tmp_path, reference):
     import signal
     import subprocess
 
-    from agentic_grasp.core.evaluation.records import read_records
+    from agentic_grasp_lab.evaluation.records import read_records
 
     out = tmp_path / "bench"
     journal = out / "records.jsonl"
-    cmd = [sys.executable, "-m", "agentic_grasp.commands.bench_paper", "--only", "table2",
+    cmd = [sys.executable, "-m", "agentic_grasp_lab.commands.bench_paper", "--only", "table2",
            "--configurations", ",".join(CONFS), "--tasks", ",".join(TASKS), "--trials", "2",
            "--seeds", "0", "--no-figures", "--no-progress", "--no-oracle-comparison",
            "--workers", "2", "--out", str(out)]
@@ -133,7 +133,7 @@ def test_without_resume_the_journal_starts_again(tmp_path, reference):
 def test_journal_writes_the_sorted_file_from_its_blocks(tmp_path, reference, suffix):
     """Units appended in any order (one of them in two pieces, trials reversed) give the
     bytes write_records writes for the sorted records: the driver needs no record for it."""
-    from agentic_grasp.core.evaluation.records import sort_records, write_records
+    from agentic_grasp_lab.evaluation.records import sort_records, write_records
 
     units = {}
     for r in reference:
@@ -151,7 +151,7 @@ def test_journal_writes_the_sorted_file_from_its_blocks(tmp_path, reference, suf
 
 
 def test_a_journalled_sweep_holds_no_records(tmp_path, reference):
-    """With a records file the driver keeps none while it runs (issue 26: flat memory);
+    """With a records file the driver keeps none while it runs (flat memory);
     SweepResult.records reads them back from the file."""
     path = tmp_path / "records.jsonl"
     result = run_units(_units(), workers=1, progress=False, journal=path)
@@ -170,8 +170,8 @@ def test_unknown_executor_is_refused():
 def test_core_does_not_import_ray():
     import subprocess
 
-    code = ("import sys; import agentic_grasp.core.evaluation as e; "
-            "import agentic_grasp.core.evaluation.executors; "
+    code = ("import sys; import agentic_grasp_lab.evaluation as e; "
+            "import agentic_grasp_lab.evaluation.executors; "
             "print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
@@ -213,8 +213,8 @@ def test_ray_interrupted_sweep_resumes(tmp_path, reference):
 
 def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
     """A head and a worker node (separate ``ray start`` processes, 1 CPU each) and a driver
-    process (``bench --executor ray --ray-address``, its Ray tasks held at their start:
-    agentic_grasp.core.testing.ray_hold, driven by ray_hold_driver.py). One task (a task
+    process (``bench paper --executor ray --ray-address``, its Ray tasks held at their start:
+    agentic_grasp_lab.testing.ray_hold, driven by ray_hold_driver.py). One task (a task
     and seed under both configurations: 2 units of 5 trials) is let run to the records
     file; then, while a held task occupies the head's CPU, Ray runs the next one on the
     worker node, and the worker node is SIGKILLed with that task running there. The
@@ -223,9 +223,9 @@ def test_two_node_cluster_survives_a_worker_node_killed_mid_sweep(tmp_path):
     _ray()
     import subprocess
 
-    from agentic_grasp.core.evaluation.records import read_records
-    from agentic_grasp.core.testing.ray_cluster import LocalRayCluster
-    from agentic_grasp.core.testing.ray_hold import HOLD_ENV, held_tasks, release
+    from agentic_grasp_lab.evaluation.records import read_records
+    from agentic_grasp_lab.testing.ray_cluster import LocalRayCluster
+    from agentic_grasp_lab.testing.ray_hold import HOLD_ENV, held_tasks, release
 
     units = _units(trials=5, seeds=(0, 1))     # 12 units of 5 trials, 6 Ray tasks of 2 units
     local = run_units(units, workers=1, progress=False).records

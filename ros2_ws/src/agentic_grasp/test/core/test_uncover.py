@@ -1,4 +1,4 @@
-"""Uncovering a hidden target (issue 23, item 3): the wrist camera, vlm_sim's visibility,
+"""Uncovering a hidden target: the wrist camera, vlm_sim's visibility,
 the scene graph's occluders, and the planner's bounded search on held-out scenes.
 
 The held-out scenes (test/data/hidden_scenes/) are not among the benchmark's 12 tasks: a toy
@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentic_grasp.core.arm import ArmBackend, ArmResult, InProcessSimArm
+from agentic_grasp.core.arm.backend import ArmBackend, ArmResult, InProcessSimArm
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.evaluation.sweep import trial_seed
+from agentic_grasp_lab.evaluation.sweep import trial_seed
 from agentic_grasp.core.perception import create_backend, load_params
 from agentic_grasp.core.planner.configurations import PlannerConfig
 from agentic_grasp.core.planner.episode import CameraPerception, retriever_for, run_trial
@@ -20,10 +20,11 @@ from agentic_grasp.core.planner.memory import EpisodicMemory
 from agentic_grasp.core.planner.peers import (FunctionPerceiver, HaaRagRetriever,
                                               SceneGraphReasoner)
 from agentic_grasp.core.planner.planner import ReflectivePlanner
-from agentic_grasp.core.planner.uncover import (UncoverConfig, occluders, poorly_located,
-                                                view_poses)
-from agentic_grasp.core.render import render_view
-from agentic_grasp.core.scene_graph import SceneGraphConfig
+from agentic_grasp.core.planner.instruction.uncover import (occluders, poorly_located,
+                                                            view_poses)
+from agentic_grasp.core.planner.sections import UncoverConfig
+from agentic_grasp.core.render.views import render_view
+from agentic_grasp.core.scene_graph.config import SceneGraphConfig
 from agentic_grasp.core.sim import Simulator, list_tasks
 from agentic_grasp.core.types import ObjectInstance, Shape
 
@@ -160,7 +161,7 @@ def test_a_point_that_misses_its_object_by_the_vlms_pointing_error_is_not_poorly
     the cup cut by that frame's edge (10 of 90 trials). A miss beyond the pointing error,
     or a near miss centred on another object, is still poorly located."""
     from agentic_grasp.core.perception.backend import PerceivedObject
-    from agentic_grasp.core.planner.uncover import POINT_MISS_PX
+    from agentic_grasp.core.planner.instruction.uncover import POINT_MISS_PX
     from agentic_grasp.core.types import ObjectState
 
     def note(px):
@@ -308,7 +309,7 @@ def test_a_wrist_view_cut_by_the_frame_edge_is_the_occluder_not_another_box():
     clipped at the frame's edge, 10 cm from the box's centre); merged as a second box it was
     planned as a second "cardboard box" named in the instruction."""
     from agentic_grasp.core.perception.backend import PerceivedObject, PerceptionResult
-    from agentic_grasp.core.planner.uncover import merge_views
+    from agentic_grasp.core.planner.instruction.uncover import merge_views
     from agentic_grasp.core.types import ObjectState
 
     def seen(oid, cat, pos, size, yaw=0.0, warnings=()):

@@ -65,7 +65,7 @@ class TestBringupMoveItMock(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        from agentic_grasp.ros.client import GraphClient
+        from agentic_grasp.ros.client.graph_client import GraphClient
 
         cls.client = GraphClient("moveit_mock_launch_test")
 
@@ -82,7 +82,7 @@ class TestBringupMoveItMock(unittest.TestCase):
         self.fail(f"executor action not available after {timeout_s:.0f} s")
 
     def test_1_reachable_grasp_closes_on_nothing(self):
-        from agentic_grasp.core.arm import ArmError
+        from agentic_grasp.core.arm.backend import ArmError
         from agentic_grasp.core.types import GraspParameters
 
         self._wait_ready()
@@ -97,7 +97,7 @@ class TestBringupMoveItMock(unittest.TestCase):
         self.assertEqual([e.split(":")[0] for e in result.outcome.events], ["position_error"])
 
     def test_2_grasp_beyond_reach_is_an_unreachable_pose(self):
-        from agentic_grasp.core.arm import ArmError
+        from agentic_grasp.core.arm.backend import ArmError
         from agentic_grasp.core.types import GraspParameters
 
         self._wait_ready()

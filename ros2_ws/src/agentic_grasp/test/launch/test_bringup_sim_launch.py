@@ -37,7 +37,7 @@ class TestBringupSim(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        from agentic_grasp.ros.client import GraphClient
+        from agentic_grasp.ros.client.graph_client import GraphClient
 
         cls.client = GraphClient("bringup_launch_test")
 
@@ -59,8 +59,8 @@ class TestBringupSim(unittest.TestCase):
         self._wait_for_nodes()
 
     def test_2_executor_grasps_the_banana_over_dds(self):
-        from agentic_grasp.core.arm import ArmError
-        from agentic_grasp.core.heuristic import heuristic_grasp
+        from agentic_grasp.core.arm.backend import ArmError
+        from agentic_grasp.core.grasping.heuristic import heuristic_grasp
 
         self._wait_for_nodes()
         loaded = self.client.load_scene("sg_banana", 0, timeout_s=30.0)
@@ -76,7 +76,7 @@ class TestBringupSim(unittest.TestCase):
         self.assertEqual(result.error_code, ArmError.NONE, result.message)
         self.assertTrue(result.outcome.success, list(result.outcome.events))
         # The default one-call path sends close and lift just before the result, and rclpy's
-        # ActionClient drops feedback that lands after it (ros/backends/sim_arm.py): what
+        # ActionClient drops feedback that lands after it (ros/executor/sim_arm.py): what
         # arrives must be in order, not complete.
         time.sleep(1.0)
         order = ["approach", "close", "lift"]
@@ -85,7 +85,7 @@ class TestBringupSim(unittest.TestCase):
         self.assertEqual(len(result.outcome.phi), 7)
 
     def test_3_out_of_workspace_goal_is_rejected_before_motion(self):
-        from agentic_grasp.core.arm import ArmError
+        from agentic_grasp.core.arm.backend import ArmError
         from agentic_grasp.core.types import GraspParameters
 
         self._wait_for_nodes()
@@ -100,5 +100,5 @@ class TestBringupSimShutdown(unittest.TestCase):
     def test_nodes_exit_cleanly(self, proc_info):
         # SIGINT from launch: every node ends with 0, also when a second signal lands during
         # its stop; -14 only when its teardown watchdog, the last resort, ended a Fast DDS
-        # deadlock (ros/nodes/runner.py).
+        # deadlock (ros/common/runner.py).
         launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0, -14])

@@ -31,12 +31,12 @@ def ros_domain():
 
 
 def _remove_stale_shm(when: str) -> None:
-    """Remove the Fast DDS shared-memory files no process holds (ros/fastdds_shm.py): a
+    """Remove the Fast DDS shared-memory files no process holds (ros/common/fastdds_shm.py): a
     process a test killed while it built its participant leaves a port that hangs the next
     participant taking it, for good (CI stopped at its time limit on such a hang)."""
     import sys
 
-    from agentic_grasp.ros.fastdds_shm import remove_stale, summary
+    from agentic_grasp.ros.common.fastdds_shm import remove_stale, summary
 
     removed = remove_stale()
     if removed:
@@ -51,7 +51,7 @@ def stale_shm_removed(request):
 
 
 #: A node's exit statuses after the launcher's SIGINT: 0, or the SIGINT codes, or its teardown
-#: watchdog's (ros/nodes/runner.py: Fast DDS 2.14 can deadlock in a stopped node's teardown).
+#: watchdog's (ros/common/runner.py: Fast DDS 2.14 can deadlock in a stopped node's teardown).
 #: A SIGKILL (-9) means the node did not end on its own within 7 s.
 STOP_CODES = (0, -int(signal.SIGINT), 128 + int(signal.SIGINT), -int(TEARDOWN_SIGNAL))
 
@@ -65,8 +65,8 @@ class Graph:
     """A launcher of node processes plus a client; restartable node by node."""
 
     def __init__(self, args, overrides=None):
-        from agentic_grasp.ros.client import GraphClient
-        from agentic_grasp.ros.launcher import Launcher
+        from agentic_grasp.ros.client.graph_client import GraphClient
+        from agentic_grasp.ros.graph.launcher import Launcher
 
         # acquisition off unless a test asks for it: tests must not learn from each other
         self.launcher = Launcher({"acquired": "none", **args}, extra_params=overrides or {})

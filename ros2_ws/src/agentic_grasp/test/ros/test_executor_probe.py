@@ -1,4 +1,4 @@
-"""The executor probe (issue 27, item 3) measures what it says: a MultiThreadedExecutor pair
+"""The executor probe measures what it says: a MultiThreadedExecutor pair
 answers every call, and a client with no server reports that instead of hanging. The
 EventsExecutor pairs are what the probe is for; their outcome depends on the rclpy release
 (none answers with the pinned 7.1.6: README, "ROS overhead"), so they are run by hand, not
@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from agentic_grasp.ros.benchmarks import executor_probe  # noqa: E402
+from agentic_grasp_lab.ros.benchmarks import executor_probe  # noqa: E402
 
 
 def test_the_probe_runs_outside_the_callers_domain():

@@ -1,4 +1,4 @@
-"""ros/fastdds_shm.py: a Fast DDS port segment left uninitialised by a killed process hangs
+"""ros/common/fastdds_shm.py: a Fast DDS port segment left uninitialised by a killed process hangs
 every later participant on that port for good; removing what no process holds ends it.
 
 The reproduction runs in ROS domain 101 (its own: scripts/test.sh and the fixtures draw
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from agentic_grasp.core import paths
-from agentic_grasp.ros import fastdds_shm
+from agentic_grasp.ros.common import fastdds_shm
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir() or not fastdds_shm.SHM_DIR.is_dir(),
                                 reason="Linux /proc and /dev/shm")
@@ -116,7 +116,7 @@ def test_an_uninitialised_port_segment_hangs_node_creation_until_it_is_removed()
 
 
 def test_a_death_by_any_signal_but_sigint_may_have_left_a_port():
-    from agentic_grasp.ros.launcher import killed_by_signal
+    from agentic_grasp.ros.graph.launcher import killed_by_signal
 
     assert [killed_by_signal(c) for c in (None, 0, 1, 78, -signal.SIGINT)] == [False] * 5
     assert all(killed_by_signal(-s) for s in (signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT,
@@ -125,7 +125,7 @@ def test_a_death_by_any_signal_but_sigint_may_have_left_a_port():
 
 @pytest.mark.parametrize("sig, cleans", [(signal.SIGKILL, True), (signal.SIGINT, False)])
 def test_the_launcher_cleans_after_a_node_it_stops_died_by_a_signal(monkeypatch, sig, cleans):
-    from agentic_grasp.ros import launcher as launcher_mod
+    from agentic_grasp.ros.graph import launcher as launcher_mod
 
     calls = []
     monkeypatch.setattr(launcher_mod.fastdds_shm, "remove_stale", lambda: calls.append(1) or [])

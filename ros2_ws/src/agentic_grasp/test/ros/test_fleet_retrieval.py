@@ -11,10 +11,10 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.retrieval.store import FleetStore
-from agentic_grasp.ros.nodes.retrieval_node import RetrievalNode
-from agentic_grasp.ros.testing.node_harness import wait_future
-from agentic_grasp.core.testing.pg_server import free_port
+from agentic_grasp.core.retrieval.acquired.store import FleetStore
+from agentic_grasp.ros.retrieval.node import RetrievalNode
+from agentic_grasp_lab.ros.testing.node_harness import wait_future
+from agentic_grasp_lab.testing.pg_server import free_port
 from agentic_grasp_interfaces.msg import AffordanceDescriptor as AffordanceMsg
 from agentic_grasp_interfaces.srv import RetrieveStrategies
 
@@ -130,10 +130,10 @@ def test_bringup_with_the_fleet_store_records_the_robot_and_serves_it(pg_dsn, mo
     serves them."""
     from action_msgs.msg import GoalStatus
 
-    from agentic_grasp.ros import qos
-    from agentic_grasp.ros.client import GraphClient
-    from agentic_grasp.core.retrieval.pg_store import Filter, PostgresStore
-    from agentic_grasp.ros.launcher import Launcher
+    from agentic_grasp.ros.common import qos
+    from agentic_grasp.ros.client.graph_client import GraphClient
+    from agentic_grasp.core.retrieval.acquired.pg_store import Filter, PostgresStore
+    from agentic_grasp.ros.graph.launcher import Launcher
     from .test_planner_graph import PHASE_DELAY_S, PLANNER, PlannerGraph
 
     monkeypatch.setenv("AGENTIC_GRASP_PG_DSN", pg_dsn)     # the node processes inherit it
@@ -180,8 +180,8 @@ def test_bringup_with_the_fleet_store_records_the_robot_and_serves_it(pg_dsn, mo
 
 def test_planner_node_refuses_bad_credentials_and_starts_spooling_when_the_db_is_down(
         pg_server, tmp_path, monkeypatch):
-    from agentic_grasp.core.retrieval.pg_store import StoreConfigError
-    from agentic_grasp.ros.nodes.planner_node import PlannerNode
+    from agentic_grasp.core.retrieval.acquired.pg_store import StoreConfigError
+    from agentic_grasp.ros.planner.node import PlannerNode
 
     params = [Parameter("acquisition.path", value="default"),
               Parameter("acquisition.store", value="postgres"),

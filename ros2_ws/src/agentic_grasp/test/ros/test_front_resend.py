@@ -58,7 +58,7 @@ class StandIn:
         from rclpy.callback_groups import ReentrantCallbackGroup
         from rclpy.executors import MultiThreadedExecutor
 
-        from agentic_grasp.ros.liveness import announce
+        from agentic_grasp.ros.common.liveness import announce
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
@@ -98,7 +98,7 @@ def test_a_goal_whose_response_a_restarted_planner_dropped_runs_once_and_ends():
     from rclpy.action import ActionClient
     from rclpy.executors import MultiThreadedExecutor
 
-    from agentic_grasp.ros.nodes.front_node import FrontNode
+    from agentic_grasp.ros.front.node import FrontNode
 
     executor = MultiThreadedExecutor(num_threads=6)
     front = FrontNode()
@@ -169,7 +169,7 @@ class _Client:
 
 
 def test_copies_share_one_goal_id_and_a_late_taken_copy_nobody_follows_is_canceled():
-    from agentic_grasp.ros.backends.dependencies import GoalCopies
+    from agentic_grasp.ros.common.dependencies import GoalCopies
 
     client = _Client()
     copies = GoalCopies(client, goal=object())
@@ -185,7 +185,7 @@ def test_copies_share_one_goal_id_and_a_late_taken_copy_nobody_follows_is_cancel
 
 
 def test_a_late_answer_to_a_copy_of_the_followed_goal_is_left_alone():
-    from agentic_grasp.ros.backends.dependencies import GoalCopies
+    from agentic_grasp.ros.common.dependencies import GoalCopies
 
     copies = GoalCopies(_Client(), goal=object())
     first, second = copies.send(), copies.send()

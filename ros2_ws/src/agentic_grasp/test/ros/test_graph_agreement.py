@@ -1,7 +1,7 @@
 """One system, two ways to run it: the node graph and the in-process benchmark agree.
 
 The 12 tasks x 1 trial of the full configuration, seed 0, run through the whole graph (every
-node a process, ``bench --ros``'s sweep) and in process (the benchmark's sweep), trial by
+node a process, ``bench paper --ros``'s sweep) and in process (the benchmark's sweep), trial by
 trial with the same paired seeds, with the oracle and with the default vlm_sim (whose
 ``it_ball_behind_box`` is found only by a wrist-camera view: the graph's MoveCamera, wrist
 capture and Perceive camera=wrist). The test fails on any trial whose outcome differs and
@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import pytest
 
-from agentic_grasp.core.evaluation.agreement import agreement, disagreements, format_agreement
+from agentic_grasp_lab.evaluation.agreement import agreement, disagreements, format_agreement
 
 TASKS_PER_RUN = 12
 
 
 def _both(perception: str):
-    from agentic_grasp.ros.benchmarks.ros_sweep import run_ros_sweep
-    from agentic_grasp.core.evaluation.sweep import run_sweep
+    from agentic_grasp_lab.ros.benchmarks.ros_sweep import run_ros_sweep
+    from agentic_grasp_lab.evaluation.sweep import run_sweep
     from agentic_grasp.core.sim import list_tasks
 
     tasks = list_tasks()
@@ -45,7 +45,7 @@ def test_graph_and_in_process_runs_agree_trial_by_trial(perception):
 
 
 def test_bench_ros_refuses_what_the_graph_cannot_run():
-    from agentic_grasp.ros.benchmarks.ros_sweep import check_ros_options, run_ros_sweep
+    from agentic_grasp_lab.ros.benchmarks.ros_sweep import check_ros_options, run_ros_sweep
 
     assert check_ros_options("vlm_sim", "camera", "trial") == ""
     assert check_ros_options("vlm_sim_perfect", "none", "trial") == ""
@@ -59,9 +59,9 @@ def test_bench_ros_refuses_what_the_graph_cannot_run():
 def test_procedural_scenes_agree_through_the_graph():
     """One procedural scene of each family (bench procedural's scenes, by name) through the
     whole graph and in process, vlm_sim, paired seeds: the same outcome trial by trial."""
-    from agentic_grasp.core.evaluation.sweep import run_sweep
+    from agentic_grasp_lab.evaluation.sweep import run_sweep
     from agentic_grasp.core.sim.procedural import FAMILIES, procedural_id
-    from agentic_grasp.ros.benchmarks.ros_sweep import run_ros_sweep
+    from agentic_grasp_lab.ros.benchmarks.ros_sweep import run_ros_sweep
 
     seed = 7
     tasks = [procedural_id(seed, k) for k in range(len(FAMILIES))]

@@ -1,6 +1,6 @@
 """The launcher names a node that does not stop after SIGINT and has it write its stacks
 before it escalates (CI once saw a node SIGKILLed at a test's teardown with nothing to say
-why; ros/launcher.py, ros/nodes/runner.py)."""
+why; ros/graph/launcher.py, ros/common/runner.py)."""
 from __future__ import annotations
 
 import re
@@ -29,7 +29,7 @@ stuck_in_shutdown()
 
 
 def test_a_node_that_will_not_stop_is_named_with_its_stacks_then_killed(capsys):
-    from agentic_grasp.ros.launcher import Launcher
+    from agentic_grasp.ros.graph.launcher import Launcher
 
     launcher = Launcher({})
     proc = subprocess.Popen([sys.executable, "-u", "-c", STUBBORN], stdout=subprocess.PIPE,

@@ -22,7 +22,7 @@ PEER = "liveness_peer"
 PEER_SCRIPT = f"""
 import rclpy
 from rclpy.executors import ExternalShutdownException
-from agentic_grasp.ros.liveness import announce
+from agentic_grasp.ros.common.liveness import announce
 rclpy.init()
 node = rclpy.create_node({PEER!r})
 announce(node)
@@ -44,7 +44,7 @@ class Watch:
         import rclpy
         from rclpy.executors import MultiThreadedExecutor
 
-        from agentic_grasp.ros.liveness import PeerMonitor
+        from agentic_grasp.ros.common.liveness import PeerMonitor
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
@@ -110,7 +110,7 @@ def peer(ros_domain):
 
 
 def test_a_stall_shorter_than_the_verdict_is_a_lapse_not_a_death(watch, peer):
-    from agentic_grasp.ros.liveness import CONFIRM_S, LEASE_S
+    from agentic_grasp.ros.common.liveness import CONFIRM_S, LEASE_S
 
     p = peer()
     watch.wait(lambda: watch.monitor.alive(PEER), START_S, "the peer never came up")
@@ -129,7 +129,7 @@ def test_a_stall_shorter_than_the_verdict_is_a_lapse_not_a_death(watch, peer):
 
 
 def test_sigkill_is_a_death_within_lease_and_verdict(watch, peer):
-    from agentic_grasp.ros.liveness import CONFIRM_S, LEASE_S
+    from agentic_grasp.ros.common.liveness import CONFIRM_S, LEASE_S
 
     p = peer()
     watch.wait(lambda: watch.monitor.alive(PEER), START_S, "the peer never came up")
@@ -149,7 +149,7 @@ def test_sigkill_is_a_death_within_lease_and_verdict(watch, peer):
 
 
 def test_an_orderly_shutdown_is_a_death_at_once(watch, peer):
-    from agentic_grasp.ros.liveness import CONFIRM_S
+    from agentic_grasp.ros.common.liveness import CONFIRM_S
 
     p = peer()
     watch.wait(lambda: watch.monitor.alive(PEER), START_S, "the peer never came up")
@@ -190,7 +190,7 @@ def test_the_sim_arm_sends_nothing_to_a_peer_in_doubt(watch, peer):
     alive, not only once it is judged lost: killed, its lease run out, its verdict pending,
     a request would reach the restarted instance and the old one's verdict, landing during
     the call, would end that sound attempt as lost (CI, test_restart_wait_graph[sim])."""
-    from agentic_grasp.ros.backends.sim_arm import SimArmBackend
+    from agentic_grasp.ros.executor.sim_arm import SimArmBackend
 
     backend = SimArmBackend(watch.node, service=f"/{PEER}/arm", timeout_s=START_S)
     monitor = backend._monitor

@@ -27,7 +27,7 @@ from action_msgs.msg import GoalStatus, GoalStatusArray  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
-from agentic_grasp.ros import goal_log  # noqa: E402
+from agentic_grasp.ros.planner import goal_log  # noqa: E402
 from agentic_grasp_interfaces.msg import GoalLog  # noqa: E402
 
 from .conftest import assert_stopped  # noqa: E402
@@ -53,8 +53,8 @@ class McpGraph:
     """The node graph as processes, and a plain ROS client watching the goals."""
 
     def __init__(self) -> None:
-        from agentic_grasp.ros.client import GraphClient
-        from agentic_grasp.ros.launcher import Launcher
+        from agentic_grasp.ros.client.graph_client import GraphClient
+        from agentic_grasp.ros.graph.launcher import Launcher
 
         self.launcher = Launcher({"perception": "oracle", "acquired": "none"},
                                  extra_params={"sim": {"phase_delay_s": PHASE_DELAY_S},

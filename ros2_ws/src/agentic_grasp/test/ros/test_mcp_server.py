@@ -18,7 +18,7 @@ from mcp import Client  # noqa: E402
 from mcp.types import ElicitResult  # noqa: E402
 
 from agentic_grasp.commands.mcp import build_server, parse_http  # noqa: E402
-from agentic_grasp.ros.client import GraphError, PeerLostError  # noqa: E402
+from agentic_grasp.ros.client.graph_client import GraphError, PeerLostError  # noqa: E402
 
 REPORT = {"success": True, "error_code": "ERROR_NONE", "message": "all 1 target(s) grasped",
           "grasped_ids": ["cup_1"], "total_time_s": 0.5, "attempts": []}

@@ -1,4 +1,5 @@
-"""ros/backends/moveit_arm.py against stand-ins of moveit_py, moveit_msgs and shape_msgs.
+"""ros/executor/moveit/arm.py and planning.py against stand-ins of moveit_py, moveit_msgs and
+shape_msgs.
 
 MoveIt cannot be installed here. These fakes reproduce only the upstream API surface the
 backend calls (moveit2 2.12.4 moveit_py bindings: PlanningComponent.set_start_state(
@@ -16,9 +17,9 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from agentic_grasp.ros.backends import moveit_translation as mt
-from agentic_grasp.ros.backends import moveit_config as mc
-from agentic_grasp.ros.backends import moveit_outcome as mo
+from agentic_grasp.ros.executor.moveit import translation as mt
+from agentic_grasp.ros.executor.moveit import config as mc
+from agentic_grasp.ros.executor.moveit import outcome as mo
 from agentic_grasp.core import paths
 from agentic_grasp.core.sim.params import QualityParams
 from agentic_grasp.core.types import ObjectInstance, Shape
@@ -226,10 +227,14 @@ def moveit_arm(monkeypatch):
                or importlib.util.find_spec(name.split(".")[0]) is None}
     for name in replace:
         monkeypatch.setitem(sys.modules, name, stubs[name])
-    monkeypatch.delitem(sys.modules, "agentic_grasp.ros.backends.moveit_arm", raising=False)
-    module = importlib.import_module("agentic_grasp.ros.backends.moveit_arm")
+    backend_modules = ("agentic_grasp.ros.executor.moveit.arm",
+                       "agentic_grasp.ros.executor.moveit.planning")
+    for name in backend_modules:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    module = importlib.import_module("agentic_grasp.ros.executor.moveit.arm")
     yield module
-    sys.modules.pop("agentic_grasp.ros.backends.moveit_arm", None)
+    for name in backend_modules:
+        sys.modules.pop(name, None)
 
 
 def _backend(moveit_arm, velocities=None, **cfg):

@@ -21,13 +21,13 @@ RECORD = Path(__file__).with_name("data") / "node_parameters.json"
 
 
 def _makers() -> Dict[str, Callable[..., Any]]:
-    from agentic_grasp.ros.nodes.executor_node import ExecutorNode
-    from agentic_grasp.ros.nodes.front_node import FrontNode
-    from agentic_grasp.ros.nodes.perception_node import PerceptionNode
-    from agentic_grasp.ros.nodes.planner_node import PlannerNode
-    from agentic_grasp.ros.nodes.retrieval_node import RetrievalNode
-    from agentic_grasp.ros.nodes.scene_graph_node import SceneGraphNode
-    from agentic_grasp.ros.nodes.sim_node import SimNode
+    from agentic_grasp.ros.executor.node import ExecutorNode
+    from agentic_grasp.ros.front.node import FrontNode
+    from agentic_grasp.ros.perception.node import PerceptionNode
+    from agentic_grasp.ros.planner.node import PlannerNode
+    from agentic_grasp.ros.retrieval.node import RetrievalNode
+    from agentic_grasp.ros.scene_graph.node import SceneGraphNode
+    from agentic_grasp.ros.sim.node import SimNode
 
     return {"sim": SimNode, "executor": ExecutorNode, "scene_graph": SceneGraphNode,
             "perception": PerceptionNode, "retrieval": RetrievalNode, "planner": PlannerNode,

@@ -10,8 +10,8 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.ros.params import (declare_config, declare_fields, declare_map,
-                                      description_of, parameter_tree)
+from agentic_grasp.ros.common.params import (declare_config, declare_fields, declare_map,
+                                             description_of, parameter_tree)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The one peer call (ros/backends/peer_call.py) against a scripted peer: no node graph.
+"""The one peer call (ros/common/peer_call.py) against a scripted peer: no node graph.
 
 A fake watch stands for the planner's PeerMonitor and fake futures for rclpy's; each case is
 one of the call's duties: answer, timeout, cancel, a lost query peer waited for and asked
@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from agentic_grasp.ros.backends.dependencies import (DependencyTimeout, GoalCanceled, GoalSignal,
-                                                     PeerLost)
-from agentic_grasp.ros.backends.peer_call import PeerCall
+from agentic_grasp.ros.common.dependencies import (DependencyTimeout, GoalCanceled, GoalSignal,
+                                                   PeerLost)
+from agentic_grasp.ros.common.peer_call import PeerCall
 
 
 class Future:

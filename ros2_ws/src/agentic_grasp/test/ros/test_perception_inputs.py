@@ -8,7 +8,7 @@ import time
 from builtin_interfaces.msg import Time
 from sensor_msgs.msg import CameraInfo, Image
 
-from agentic_grasp.ros.perception_inputs import FrameStore, Truth
+from agentic_grasp.ros.perception.inputs import FrameStore, Truth
 
 TOPICS = ("rgb", "depth", "info")
 S = 1_000_000_000

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from agentic_grasp.ros.backends import dependencies
+from agentic_grasp.ros.common import dependencies
 
 ACTION = "test_planner_client_grasp"
 
@@ -28,7 +28,7 @@ class Graph:
 
     @staticmethod
     def wait_future(future, timeout_s: float) -> None:
-        from agentic_grasp.ros.futures import wait_done
+        from agentic_grasp.ros.common.futures import wait_done
 
         wait_done(future, timeout_s)
 
@@ -40,7 +40,7 @@ def server_and_client(ros_domain):
     from rclpy.callback_groups import ReentrantCallbackGroup
     from rclpy.executors import MultiThreadedExecutor
 
-    from agentic_grasp.ros.planner_client import PlannerClient
+    from agentic_grasp.ros.client.planner import PlannerClient
     from agentic_grasp_interfaces.action import GraspObject
 
     context = rclpy.Context()
@@ -127,7 +127,7 @@ def test_a_service_request_left_unanswered_is_sent_again(ros_domain, monkeypatch
     from rclpy.callback_groups import ReentrantCallbackGroup
     from rclpy.executors import MultiThreadedExecutor
 
-    from agentic_grasp.ros.client import GraphClient
+    from agentic_grasp.ros.client.graph_client import GraphClient
     from agentic_grasp_interfaces.srv import LoadScene
 
     monkeypatch.setattr(dependencies, "GOAL_RESEND_S", 0.5)

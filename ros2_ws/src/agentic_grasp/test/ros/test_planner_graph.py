@@ -4,8 +4,8 @@ The planner's peer timeouts are short here (a few seconds) so the dead-peer test
 the simulator's phases take 0.2 s each so a cancel lands in the middle of an attempt. The
 scenes and seeds are deterministic (the oracle has no noise in config/perception.yaml, the
 simulator reseeds on every load, the planner reseeds per goal): sg_apple seed 4 fails its first
-attempt (position_error) and succeeds on the second, as it does in process (run_trial). (Until
-session 6 this was sg_cup seed 0; the pivot grip of handled containers now grasps that cup at
+attempt (position_error) and succeeds on the second, as it does in process (run_trial). (This
+was sg_cup seed 0 before; the pivot grip of handled containers now grasps that cup at
 the first attempt.)
 """
 from __future__ import annotations
@@ -65,9 +65,9 @@ class PlannerGraph:
     """
 
     def __init__(self) -> None:
-        from agentic_grasp.ros import qos
-        from agentic_grasp.ros.client import GraphClient
-        from agentic_grasp.ros.launcher import Launcher
+        from agentic_grasp.ros.common import qos
+        from agentic_grasp.ros.client.graph_client import GraphClient
+        from agentic_grasp.ros.graph.launcher import Launcher
 
         # acquisition on (bringup's default) into the session's temporary data dir: the
         # acquisition test below reads it; other modules' graphs run with it off.
@@ -100,7 +100,7 @@ class PlannerGraph:
         node.create_subscription(AttemptRecord, "planner/attempts", self._on_attempt,
                                  qos.RELIABLE_STREAM)
         node.create_subscription(MarkerArray, "planner/markers", self._on_markers, qos.LATCHED)
-        from agentic_grasp.ros import goal_log
+        from agentic_grasp.ros.planner import goal_log
 
         node.create_subscription(GoalLog, goal_log.TOPIC, self._on_goal_log, goal_log.QOS)
         node.create_subscription(GraspObject.Impl.FeedbackMessage,
@@ -344,7 +344,7 @@ def test_a_second_goal_while_busy_is_rejected(graph):
 @pytest.mark.parametrize("configuration, rule", [("heuristic", "heuristic rule 1"),
                                                  ("heuristic_box", "box rule")])
 def test_both_heuristic_baselines_run_through_the_graph(graph, configuration, rule):
-    # issue 24: every Table II name the in-process bench runs, the graph runs too
+    # every Table II name the in-process bench runs, the graph runs too
     graph.load("sg_banana", 4)
     status, result, feedback, goal_id = graph.grasp("pick up the banana", configuration)
     assert result.error_code != Result.ERROR_INVALID_GOAL, result.message
@@ -374,7 +374,7 @@ def test_malformed_goals_are_accepted_and_aborted_with_the_reason(graph, instruc
 
 
 def test_a_goal_waits_for_a_dead_dependency_to_come_back(graph):
-    # Since the one peer call (ros/backends/peer_call.py): a node the goal needs no answer from
+    # Since the one peer call (ros/common/peer_call.py): a node the goal needs no answer from
     # while it dies is waited for at the next call, within timeouts.restart_wait_s.
     graph.load("lh_clear_table", 2)
     handle, run = graph.send("clear the table")
@@ -428,7 +428,7 @@ def test_bringup_acquires_every_attempt_and_retrieval_serves_it_live(graph):
     import json
     import os
 
-    from agentic_grasp.core.retrieval.acquisition import default_acquired_path
+    from agentic_grasp.core.retrieval.acquired.acquisition import default_acquired_path
     from agentic_grasp_interfaces.msg import AffordanceDescriptor as AffordanceMsg
     from agentic_grasp_interfaces.srv import RetrieveStrategies
 
@@ -467,7 +467,7 @@ def test_bringup_acquires_every_attempt_and_retrieval_serves_it_live(graph):
 
 
 def test_attempt_record_and_markers_carry_the_chosen_candidate(graph):
-    """Issue 12: the candidate executed and its clearance to the perceived neighbours."""
+    """The candidate executed and its clearance to the perceived neighbours."""
     graph.load("it_cup_near_vase", 0)
     status, result, _feedback, goal_id = graph.grasp("pick up the ceramic cup")
     first = graph.published(goal_id, len(result.attempts))[0]

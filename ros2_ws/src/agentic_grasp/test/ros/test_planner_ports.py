@@ -1,4 +1,4 @@
-"""The node graph's and replay's peers implement the planner's ports (issue 27, item 1),
+"""The node graph's and replay's peers implement the planner's ports,
 and the graph's retriever forwards the typed request's fields to the retrieval service.
 Replay binds the node's own peers (BoundPerception, ...) to recorded answers."""
 from __future__ import annotations
@@ -13,14 +13,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))  # the pla
 
 from agentic_grasp.core.planner.ports import (Arm, ConstraintReasoner, Perceiver,  # noqa: E402
                                               RetrievalRequest, Retriever)
-from agentic_grasp.ros import goal_peers  # noqa: E402
-from agentic_grasp.ros.recording import replay  # noqa: E402
+from agentic_grasp.ros.planner import goal_peers  # noqa: E402
+from agentic_grasp.ros.recording import replay_peers  # noqa: E402
 
 from test_planner_fakes import make_object  # noqa: E402
 
 PORTS = [(goal_peers.BoundPerception, Perceiver), (goal_peers.BoundRetriever, Retriever),
          (goal_peers.BoundSceneGraph, ConstraintReasoner), (goal_peers.BoundArm, Arm),
-         (replay.RecordedArm, Arm)]
+         (replay_peers.RecordedArm, Arm)]
 
 
 @pytest.mark.parametrize("impl,port", PORTS, ids=lambda c: c.__name__)
@@ -53,7 +53,7 @@ def test_bound_retriever_forwards_the_request_to_the_service():
 def test_replay_perception_serves_the_recorded_answer_through_the_node_binding():
     """The recorded Perceive response comes back through BoundPerception as the live one
     did (same conversion); another question is a divergence, not an answer."""
-    from agentic_grasp.ros.backends.dependencies import GoalSignal
+    from agentic_grasp.ros.common.dependencies import GoalSignal
     from agentic_grasp.ros.recording.codec import msg_to_data
     from agentic_grasp.ros.recording.compare import Divergence, Exchanges
     from agentic_grasp_interfaces.msg import ObjectObservation
@@ -70,7 +70,7 @@ def test_replay_perception_serves_the_recorded_answer_through_the_node_binding()
     def bound():
         ex = Exchanges([doc])
         return goal_peers.BoundPerception(
-            replay.RecordedPerception(ex), GoalSignal(), goal_peers.TargetCrops(), 0, 0.0,
+            replay_peers.RecordedPerception(ex), GoalSignal(), goal_peers.TargetCrops(), 0, 0.0,
             lambda _t: None, lambda _t: None, goal_peers.WorldClock(lambda: None)), ex
 
     eyes, ex = bound()
@@ -86,11 +86,11 @@ def test_replay_perception_serves_the_recorded_answer_through_the_node_binding()
 def test_bound_scene_graph_takes_the_first_subgoal_from_the_task_graph_call():
     """The task graph is asked with every target's constraints (one InferConstraints call);
     a sub-goal on the same objects is answered from it, one on objects perceived since (a
-    moved neighbour) asks the node (issue 27, fewer hops)."""
+    moved neighbour) asks the node (fewer hops)."""
     from types import SimpleNamespace
 
-    from agentic_grasp.core.constraints import ConstraintSet
-    from agentic_grasp.ros.backends.scene_graph_service import SceneGraphService, TaskGraph
+    from agentic_grasp.core.scene_graph.constraints import ConstraintSet
+    from agentic_grasp.ros.planner.peers.scene_graph import SceneGraphService, TaskGraph
 
     calls = []
     keyed = SimpleNamespace(_frame="world", _source="")
@@ -133,7 +133,7 @@ def test_executor_arm_reports_each_phase_once_in_order_even_when_feedback_is_lat
     the result (rclpy drops feedback taken after it); feedback that does arrive is not
     reported twice."""
     from agentic_grasp.core.types import Phase
-    from agentic_grasp.ros.backends.executor_arm import _PhaseRelay
+    from agentic_grasp.ros.planner.peers.executor_arm import _PhaseRelay
 
     seen = []
     relay = _PhaseRelay(lambda phase, index, count: seen.append((phase.value, index, count)))

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))  # the pla
 from test_planner_fakes import (FixedRetriever, ScriptedArm, experience,  # noqa: E402
                                 make_object, ok, perception_of, slip)
 
-from agentic_grasp.ros.conversions.records import attempt_record_to_msg, recorded_grasp  # noqa: E402
+from agentic_grasp.ros.conversions.records import (attempt_record_to_msg, recorded_grasp)  # noqa: E402
 from agentic_grasp.ros.conversions.fields import message_values  # noqa: E402
 from agentic_grasp.ros.conversions.grasp import outcome_from_msg, outcome_to_msg  # noqa: E402
 from agentic_grasp.core.errors import ConfigError  # noqa: E402
@@ -26,9 +26,9 @@ from agentic_grasp.core.planner import EpisodicMemory, PlannerConfig  # noqa: E4
 from agentic_grasp.core.planner import FunctionPerceiver, ReflectivePlanner  # noqa: E402
 from agentic_grasp.core.planner.outcomes import AttemptRecord  # noqa: E402
 from agentic_grasp.core.types import GraspParameters, Phase  # noqa: E402
-from agentic_grasp.ros.goal_session import GoalSession  # noqa: E402
-from agentic_grasp.ros.markers.grasp import grasp_markers  # noqa: E402
-from agentic_grasp.ros.planner_settings import NodeSettings, Timeouts  # noqa: E402
+from agentic_grasp.ros.planner.goal_session import GoalSession  # noqa: E402
+from agentic_grasp.ros.planner.markers import grasp_markers  # noqa: E402
+from agentic_grasp.ros.planner.settings import NodeSettings, Timeouts  # noqa: E402
 from agentic_grasp_interfaces.msg import FailureDiagnosis, GraspOutcome  # noqa: E402
 
 GRASP = {"position": [0.0, 0.0, 0.01], "width": 0.03, "force": 15.0, "grasp_type": "pinch"}
@@ -89,7 +89,7 @@ def test_an_outcome_message_comes_back_bit_for_bit_through_the_core():
     """What lets the planner's records carry the arm's outcome without a side channel: the
     executor's GraspOutcome (outcome_to_msg of the sim's outcome) survives outcome_from_msg
     then outcome_to_msg unchanged, on real simulated attempts that succeed and fail."""
-    from agentic_grasp.core.heuristic import heuristic_grasp
+    from agentic_grasp.core.grasping.heuristic import heuristic_grasp
     from agentic_grasp.core.sim.simulator import Simulator
 
     sim = Simulator.from_config(seed=0)
@@ -225,7 +225,7 @@ def test_a_target_beyond_the_hand_ends_with_its_own_error_code():
     """A 10 cm ball is refused at planning: zero attempts, ERROR_BEYOND_HAND_LIMITS and a
     message naming the width and the limit (core/grasping/limits.py)."""
     from agentic_grasp.core.types import Shape
-    from agentic_grasp.ros.goal_session import task_error
+    from agentic_grasp.ros.planner.goal_session import task_error
     from agentic_grasp_interfaces.action import GraspObject
 
     apple = make_object("apple_1", "apple", xy=(0.5, 0.0), size=(0.10, 0.10, 0.10),
@@ -244,13 +244,13 @@ class _WristArm(ScriptedArm):
     name = "wrist"
 
     def wrist_camera(self):
-        from agentic_grasp.core.arm import WristCameraInfo
+        from agentic_grasp.core.arm.backend import WristCameraInfo
         from agentic_grasp.core.camera import Camera
 
         return WristCameraInfo(Camera(), 0.18)
 
     def move_camera_to(self, T_world_cam, is_canceled):
-        from agentic_grasp.core.arm import ArmError, ViewResult
+        from agentic_grasp.core.arm.backend import ArmError, ViewResult
         from agentic_grasp.core.camera import Camera
 
         return ViewResult(ArmError.NONE, "view pose reached", Camera(T_world_cam=T_world_cam),
@@ -258,7 +258,7 @@ class _WristArm(ScriptedArm):
 
 
 def test_session_records_every_uncover_view_like_an_attempt():
-    """A hidden target (issue 23): each wrist-camera view is feedback stage 'uncover', an
+    """A hidden target: each wrist-camera view is feedback stage 'uncover', an
     AttemptRecord and a marker, before the grasp's own; the box is never grasped."""
     sinks = _Sinks()
     arm = _WristArm([ok()])
@@ -297,7 +297,7 @@ def test_session_records_every_uncover_view_like_an_attempt():
 def test_without_a_wrist_camera_the_goal_ends_target_not_found():
     """An arm without a wrist camera (arm:=moveit unless wrist_camera.enabled): the planner
     says so and ends with ERROR_TARGET_NOT_FOUND, never grasping the landmark."""
-    from agentic_grasp.ros.goal_session import Result, task_error
+    from agentic_grasp.ros.planner.goal_session import Result, task_error
 
     box = make_object("box_1", "box", xy=(0.58, 0.0), size=(0.12, 0.20, 0.14))
     planner = ReflectivePlanner(

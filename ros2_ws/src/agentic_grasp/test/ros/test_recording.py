@@ -25,7 +25,7 @@ from action_msgs.msg import GoalStatus
 
 from agentic_grasp.commands import grasp as grasp_cli
 from agentic_grasp.commands.grasp import PlannerClient
-from agentic_grasp.ros.graph import RECORD_TOPICS
+from agentic_grasp.ros.graph.description import RECORD_TOPICS
 from agentic_grasp_interfaces.srv import Perceive
 
 TYPES = {
@@ -44,8 +44,8 @@ TYPES = {
 def recorded(tmp_path_factory):
     """(bag folder, goal id, result, live show's (exit code, output, folder)) of one
     recorded cup goal."""
-    from agentic_grasp.ros.client import GraphClient
-    from agentic_grasp.ros.launcher import Launcher
+    from agentic_grasp.ros.client.graph_client import GraphClient
+    from agentic_grasp.ros.graph.launcher import Launcher
 
     bag = tmp_path_factory.mktemp("bags") / "run1"
     live_out = tmp_path_factory.mktemp("live")
@@ -96,8 +96,8 @@ def recorded(tmp_path_factory):
         from builtin_interfaces.msg import Time
         from sensor_msgs.msg import Image
 
-        from agentic_grasp.ros import qos
-        from agentic_grasp.ros.nodes.sim_node import CAPTURE_REQUEST_TOPIC
+        from agentic_grasp.ros.common import qos
+        from agentic_grasp.ros.sim.node import CAPTURE_REQUEST_TOPIC
 
         stamps = []
         fresh = threading.Event()
@@ -157,7 +157,7 @@ def _record_late(path, goal_id, timeout_s: float = 30.0):
 
 
 def test_bag_holds_every_topic_readable_by_rosbags(recorded):
-    from agentic_grasp.ros.recording.reader import bag_info, by_topic
+    from agentic_grasp.ros.recording.bag.reader import bag_info, by_topic
 
     bag, goal_id, result, _, _ = recorded
     assert (bag / "metadata.yaml").is_file()
@@ -282,9 +282,9 @@ def test_a_recorder_started_after_a_goal_gets_its_attempts_but_no_recorded_goal(
     """The attempt records are kept for late subscribers (qos.EVENT_HISTORY): a recorder that
     starts after the goal still receives them, with the goal's log. The goal had ended before
     that recording began, so neither replay nor show takes it for a recorded goal."""
-    from agentic_grasp.ros.recording.reader import by_topic
+    from agentic_grasp.ros.recording.bag.reader import by_topic
     from agentic_grasp.ros.recording.replay import read_session
-    from agentic_grasp.ros.recording.show import goal_views
+    from agentic_grasp.ros.recording.views import goal_views
 
     _, goal_id, result, _, late = recorded
     msgs = by_topic(late, ["/planner/attempts", "/planner/goal_log"])
@@ -297,7 +297,7 @@ def test_a_recorder_started_after_a_goal_gets_its_attempts_but_no_recorded_goal(
 
 
 def test_sigint_stopped_recorder_leaves_a_readable_bag(tmp_path):
-    from agentic_grasp.ros.recording.reader import bag_info
+    from agentic_grasp.ros.recording.bag.reader import bag_info
 
     bag = tmp_path / "sigint"
     proc = subprocess.Popen([sys.executable, "-m", "agentic_grasp.ros.recording.recorder",
@@ -319,8 +319,8 @@ def test_sigint_stopped_recorder_leaves_a_readable_bag(tmp_path):
 
 
 def test_the_recorder_types_every_topic_it_records_the_wrist_camera_included():
-    from agentic_grasp.ros.backends.sim_wrist import PREFIX
-    from agentic_grasp.ros.graph import RECORD_VIEW_TOPICS
+    from agentic_grasp.ros.sim.wrist import PREFIX
+    from agentic_grasp.ros.graph.description import RECORD_VIEW_TOPICS
     from agentic_grasp.ros.recording.recorder import TOPIC_TYPES, recorded_topics
 
     assert set(recorded_topics()) == set(TOPIC_TYPES)

@@ -92,7 +92,7 @@ def _killed_mid_goal(bag, out, goal_id):
     metadata.yaml and the file's last bytes missing (the summary never written)."""
     from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
-    from agentic_grasp.ros.recording.typestore import connection_args
+    from agentic_grasp.ros.recording.bag.typestore import connection_args
 
     with Reader(bag) as reader:
         first = end = None

@@ -1,14 +1,14 @@
 """A goal sent while a node restarts waits for it; a plain client learns of a planner death.
 
 The whole graph of graph.py runs under the launcher's supervisor (as ``agentic-grasp
-bringup``). Issue 27:
+bringup``):
 
-- **Restart wait** (item 3): a node is SIGKILLed and a goal is sent at once, while the
-  supervisor respawns it. Every planner call goes through backends/peer_call.PeerCall: the
+- **Restart wait**: a node is SIGKILLed and a goal is sent at once, while the
+  supervisor respawns it. Every planner call goes through common/peer_call.PeerCall: the
   goal waits for the restarting peer (out of its restart budget, ``timeouts.restart_wait_s``)
   and succeeds once the node is back, instead of ending with "peer lost". The sim restarts
   into the same scene (its ``task``/``seed`` parameters), so its victim case needs no reload.
-- **Plain client** (item 6): a plain rclpy ActionClient, as another robot stack would use,
+- **Plain client**: a plain rclpy ActionClient, as another robot stack would use,
   sends a goal to ``grasp_object`` (the front node), and the planner is SIGKILLed while the
   arm moves. The client's result must come within 3 s: ABORTED, ERROR_PEER_LOST, naming the
   planner. Once the planner is back, the next plain goal succeeds.
@@ -31,16 +31,16 @@ RESTART_WAIT_S = 30.0
 TIMEOUTS = {"timeouts.perceive_s": 5.0, "timeouts.retrieve_s": 5.0,
             "timeouts.constraints_s": 5.0, "timeouts.execute_s": 15.0,
             "timeouts.restart_wait_s": RESTART_WAIT_S}
-#: A plain client's goal must end this soon after the planner's SIGKILL (issue 27).
+#: A plain client's goal must end this soon after the planner's SIGKILL.
 PLAIN_END_S = 3.0
 
 
 class Graph:
     def __init__(self) -> None:
-        from agentic_grasp.ros.client import GraphClient
+        from agentic_grasp.ros.client.graph_client import GraphClient
         from agentic_grasp.commands.grasp import PlannerClient
-        from agentic_grasp.ros.launcher import Launcher
-        from agentic_grasp.ros.liveness import PeerMonitor
+        from agentic_grasp.ros.graph.launcher import Launcher
+        from agentic_grasp.ros.common.liveness import PeerMonitor
         from agentic_grasp_interfaces.srv import Perceive
 
         self.launcher = Launcher(
@@ -65,7 +65,7 @@ class Graph:
             raise
 
     def ready(self) -> bool:
-        from agentic_grasp.ros.client import GraphError
+        from agentic_grasp.ros.client.graph_client import GraphError
 
         try:
             self.load()

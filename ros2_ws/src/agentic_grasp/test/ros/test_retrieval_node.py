@@ -25,13 +25,13 @@ from agentic_grasp.ros.conversions.images import rgb_to_msg
 from agentic_grasp.core import paths
 from agentic_grasp.core.config import node_params
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.render import render_object_crop
+from agentic_grasp.core.render.views import render_object_crop
 from agentic_grasp.core.retrieval import (HAARAG, DescriptorEmbedder, RetrievalConfig,
                                           build_retriever)
 from agentic_grasp.core.sim.objects import load_catalogue
-from agentic_grasp.ros.testing.node_harness import NodeHarness, wait_future
-from agentic_grasp.ros.nodes.retrieval_node import RetrievalNode, flatten
-from agentic_grasp.ros.params import field_descriptions, overrides as parameter_overrides
+from agentic_grasp_lab.ros.testing.node_harness import NodeHarness, wait_future
+from agentic_grasp.ros.retrieval.node import RetrievalNode, flatten
+from agentic_grasp.ros.common.params import field_descriptions, overrides as parameter_overrides
 from agentic_grasp_interfaces.msg import AffordanceDescriptor as AffordanceMsg
 from agentic_grasp_interfaces.srv import RetrieveStrategies
 
@@ -209,7 +209,7 @@ def test_unknown_category_is_an_empty_answer_with_the_reason(harness):
 
 
 def test_the_service_answers_what_the_planner_gets_in_process(harness, core):
-    """One code path (issue 22): the perceived size reaches the fallback's size term, and a
+    """One code path: the perceived size reaches the fallback's size term, and a
     strategy keeps the object it was recorded on and its fit record, so the planner fits it
     to the perceived object through ROS exactly as in process."""
     from agentic_grasp.ros.conversions.retrieval import retrieval_result_from_msg
@@ -390,7 +390,7 @@ def test_corrupt_kb_stops_the_node_naming_file_entry_and_field(corrupt_kb):
 def test_main_exits_non_zero_on_a_corrupt_kb(corrupt_kb):
     folder, file, line = corrupt_kb
     proc = subprocess.run(
-        [sys.executable, "-m", "agentic_grasp.ros.nodes.retrieval_node", "--ros-args",
+        [sys.executable, "-m", "agentic_grasp.ros.retrieval.node", "--ros-args",
          "-p", f"knowledge_base_path:={folder}"],
         capture_output=True, text=True, timeout=60)
     output = proc.stdout + proc.stderr

@@ -25,7 +25,7 @@ import threading
 import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from agentic_grasp.ros.nodes.runner import spin_node
+from agentic_grasp.ros.common.runner import spin_node
 
 BLOCK = {block}
 
@@ -43,7 +43,7 @@ class Blocked(Node):
 spin_node(Blocked, num_threads=4)
 print("spin_node returned", flush=True)
 """
-#: The launcher's grace between SIGINT and SIGTERM (ros/launcher.py).
+#: The launcher's grace between SIGINT and SIGTERM (ros/graph/launcher.py).
 SIGINT_GRACE_S = 5.0
 
 
@@ -92,7 +92,7 @@ SLOW_START_SCRIPT = """
 import time
 import rclpy
 from rclpy.node import Node
-from agentic_grasp.ros.nodes.runner import spin_node
+from agentic_grasp.ros.common.runner import spin_node
 
 class SlowStart(Node):
     def __init__(self):
@@ -139,10 +139,10 @@ def test_a_node_stopped_while_it_is_still_being_built_exits_cleanly():
 def test_the_executors_sigint_guard_outlives_its_shutdown():
     """rclpy's signal thread may still be walking the SIGINT guard conditions when the woken
     executor shuts down; spin_node keeps the executor's guard condition registered and alive
-    instead of letting Executor.shutdown destroy it (ros/nodes/runner.py)."""
+    instead of letting Executor.shutdown destroy it (ros/common/runner.py)."""
     from rclpy.executors import MultiThreadedExecutor
 
-    from agentic_grasp.ros.nodes import runner
+    from agentic_grasp.ros.common import runner
 
     executor = MultiThreadedExecutor(num_threads=2)
     guard = executor._sigint_gc
@@ -160,7 +160,7 @@ RAISING_SCRIPT = """
 import threading
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from agentic_grasp.ros.nodes.runner import spin_node
+from agentic_grasp.ros.common.runner import spin_node
 
 class Raising(Node):
     def __init__(self):

@@ -28,14 +28,15 @@ from visualization_msgs.msg import Marker, MarkerArray
 from agentic_grasp.ros.conversions.scene import constraint_set_from_msgs, relation_from_msg
 from agentic_grasp.ros.conversions.perception import object_to_msg
 from agentic_grasp.core.config import load_yaml
-from agentic_grasp.core.constraints import apply_constraints, infer_constraints
+from agentic_grasp.core.scene_graph.constraints import apply_constraints, infer_constraints
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.paths import config_file
-from agentic_grasp.core.scene_graph import SceneGraphConfig, build_scene_graph
+from agentic_grasp.core.scene_graph.config import SceneGraphConfig
+from agentic_grasp.core.scene_graph.graph import build_scene_graph
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, ObjectState, Shape
-from agentic_grasp.ros.nodes import scene_graph_node
-from agentic_grasp.ros.nodes.scene_graph_node import SceneGraphNode
-from agentic_grasp.ros.testing.node_harness import TIMEOUT_S, NodeHarness, wait_future
+from agentic_grasp.ros.scene_graph import node as scene_graph_node
+from agentic_grasp.ros.scene_graph.node import SceneGraphNode
+from agentic_grasp_lab.ros.testing.node_harness import TIMEOUT_S, NodeHarness, wait_future
 from agentic_grasp_interfaces.msg import SceneGraph as SceneGraphMsg
 from agentic_grasp_interfaces.srv import InferConstraints
 

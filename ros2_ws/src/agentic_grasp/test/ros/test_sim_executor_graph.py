@@ -7,10 +7,10 @@ import threading
 import numpy as np
 import pytest
 
-from agentic_grasp.ros.client import GraphError
+from agentic_grasp.ros.client.graph_client import GraphError
 from agentic_grasp.ros.conversions.grasp import grasp_to_msg
-from agentic_grasp.core.arm import ArmError
-from agentic_grasp.core.heuristic import heuristic_grasp
+from agentic_grasp.core.arm.backend import ArmError
+from agentic_grasp.core.grasping.heuristic import heuristic_grasp
 from agentic_grasp_interfaces.action import ExecuteGrasp
 
 
@@ -109,7 +109,7 @@ def cancel_during_attempt(graph) -> None:
     client.load_scene("sg_banana", 2)
     banana = _truth(graph)["banana_1"]
     goal = ExecuteGrasp.Goal(target_id="banana_1", grasp=grasp_to_msg(heuristic_grasp(banana)))
-    from agentic_grasp.ros.backends.dependencies import OrderedActionClient as ActionClient
+    from agentic_grasp.ros.common.dependencies import OrderedActionClient as ActionClient
 
     action = ActionClient(client.node, ExecuteGrasp, "execute_grasp")
     try:
@@ -141,7 +141,7 @@ def test_second_goal_while_busy_is_rejected(sim_graph):
     client.load_scene("sg_banana", 3)
     banana = _truth(sim_graph)["banana_1"]
     goal = ExecuteGrasp.Goal(target_id="banana_1", grasp=grasp_to_msg(heuristic_grasp(banana)))
-    from agentic_grasp.ros.backends.dependencies import OrderedActionClient as ActionClient
+    from agentic_grasp.ros.common.dependencies import OrderedActionClient as ActionClient
 
     action = ActionClient(client.node, ExecuteGrasp, "execute_grasp")
     try:
@@ -170,8 +170,8 @@ def test_joint_states_follow_the_arm(sim_graph):
 
     from sensor_msgs.msg import JointState
 
-    from agentic_grasp.core.panda_model import Q_READY
-    from agentic_grasp.core.kinematics import PandaKinematics
+    from agentic_grasp.core.arm.panda_model import Q_READY
+    from agentic_grasp.core.arm.kinematics import PandaKinematics
 
     client = sim_graph.client
     client.load_scene("sg_banana", 4)

@@ -26,8 +26,8 @@ BACK_WITHIN_S = 30.0
 @pytest.fixture(scope="module")
 def graph():
     from agentic_grasp.commands.grasp import PlannerClient
-    from agentic_grasp.ros.client import GraphClient
-    from agentic_grasp.ros.launcher import Launcher
+    from agentic_grasp.ros.client.graph_client import GraphClient
+    from agentic_grasp.ros.graph.launcher import Launcher
     from agentic_grasp_interfaces.srv import Perceive
 
     launcher = Launcher({"acquired": "none", "perception": "oracle"},
@@ -52,7 +52,7 @@ def graph():
 
 def _truth(client, after_ns: int = 0, timeout_s: float = BACK_WITHIN_S):
     """The sim's ground truth, from a capture stamped after ``after_ns`` (wall clock, ns)."""
-    from agentic_grasp.ros.client import GraphError
+    from agentic_grasp.ros.client.graph_client import GraphError
     from agentic_grasp.ros.conversions.perception import objects_from_msgs
 
     deadline = time.monotonic() + timeout_s
@@ -71,7 +71,7 @@ def _truth(client, after_ns: int = 0, timeout_s: float = BACK_WITHIN_S):
 
 
 def _grasp(graph, instruction: str):
-    from agentic_grasp.ros.client import GraphError
+    from agentic_grasp.ros.client.graph_client import GraphError
 
     _, client, planner, _ = graph
     deadline = time.monotonic() + 90.0

@@ -4,7 +4,7 @@ Numbers (RSS growth, latency percentiles) are printed, not asserted: they depend
 machine's load. What is asserted is what must hold anywhere: every goal got a result within
 its timeout, no request failed, no node died, and every scene was run.
 """
-from agentic_grasp.ros.benchmarks import soak
+from agentic_grasp_lab.ros.benchmarks import soak
 
 GOALS = 96                       # 8 per scene
 

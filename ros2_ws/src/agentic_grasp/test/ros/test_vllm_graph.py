@@ -38,7 +38,7 @@ class Results:
     """Every ``perception/result`` the perception node publishes."""
 
     def __init__(self, node) -> None:
-        from agentic_grasp.ros import qos
+        from agentic_grasp.ros.common import qos
 
         self._lock = threading.Lock()
         self.items = []
@@ -56,9 +56,9 @@ class Results:
 
 @pytest.fixture(scope="module")
 def vlm_graph(vllm_server):
-    from agentic_grasp.ros.client import GraphClient
+    from agentic_grasp.ros.client.graph_client import GraphClient
     from agentic_grasp.commands.grasp import PlannerClient
-    from agentic_grasp.ros.launcher import Launcher
+    from agentic_grasp.ros.graph.launcher import Launcher
 
     launcher = Launcher({"perception": "vlm", "acquired": "none", "vlm_url": vllm_server.url},
                         extra_params={"perception": {"vlm.timeout_s": VLM_TIMEOUT_S,

@@ -1,4 +1,4 @@
-"""The wrist-camera view through the node graph (issue 23 item 3, issue 22's one system).
+"""The wrist-camera view through the node graph (one system).
 
 Every node a process, the default perception (vlm_sim). ``it_ball_behind_box`` hides the
 ball behind a box wider than the hand: the planner must look behind the box with the wrist
@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from agentic_grasp.core.arm import ArmError
+from agentic_grasp.core.arm.backend import ArmError
 from agentic_grasp.core.camera import look_at
 
 from .conftest import assert_stopped
@@ -25,10 +25,10 @@ class _Graph:
     """Every node as a process (vlm_sim, acquisition off) and a client."""
 
     def __init__(self) -> None:
-        from agentic_grasp.ros.client import GraphClient
-        from agentic_grasp.ros.launcher import Launcher
+        from agentic_grasp.ros.client.graph_client import GraphClient
+        from agentic_grasp.ros.graph.launcher import Launcher
 
-        # the planner as bench --ros runs it (benchmarks/ros_sweep.graph_params)
+        # the planner as bench paper --ros runs it (benchmarks/ros_sweep.graph_params)
         self.launcher = Launcher({"arm": "sim", "perception": "vlm_sim", "acquired": "none"},
                                  extra_params={"planner": {"memory_lifetime": "goal",
                                                            "visual_query": "camera"}})
@@ -49,7 +49,7 @@ def graph():
 
 
 def _move_camera(graph, pose_msg, timeout_s=20.0):
-    from agentic_grasp.ros.backends.dependencies import OrderedActionClient as ActionClient
+    from agentic_grasp.ros.common.dependencies import OrderedActionClient as ActionClient
     from agentic_grasp_interfaces.action import MoveCamera
 
     client = ActionClient(graph.client.node, MoveCamera, "move_camera")
@@ -85,11 +85,11 @@ def _perceive(graph, camera, pose_msg=None, timeout_s=20.0):
 
 
 def test_hidden_ball_is_found_by_a_wrist_view_and_grasped(graph):
-    from agentic_grasp.core.evaluation.sweep import trial_seed
+    from agentic_grasp_lab.evaluation.sweep import trial_seed
     from agentic_grasp.core.planner.episode import run_trial
     from agentic_grasp.core.sim import load_task
-    from agentic_grasp.ros.goal_session import is_view_record
-    from agentic_grasp.ros.planner_client import PlannerClient, load_scene
+    from agentic_grasp.ros.planner.goal_session import is_view_record
+    from agentic_grasp.ros.client.planner import PlannerClient, load_scene
 
     spec = load_task(TASK)
     seed = trial_seed(0, TASK, 0)
@@ -117,7 +117,7 @@ def test_hidden_ball_is_found_by_a_wrist_view_and_grasped(graph):
 
 
 def test_bad_view_requests_get_clear_errors_and_the_graph_runs_on(graph):
-    from agentic_grasp.ros.backends.wrist_view import pose_to_msg
+    from agentic_grasp.ros.conversions.wrist_view import pose_to_msg
     from agentic_grasp_interfaces.srv import Perceive
 
     graph.client.load_scene(TASK, 0, timeout_s=30.0)

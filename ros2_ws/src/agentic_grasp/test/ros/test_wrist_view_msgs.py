@@ -1,16 +1,18 @@
-"""The wrist view's messages (ros/backends/wrist_view.py): poses, the camera model, view results."""
+"""The wrist view's messages (ros/conversions/wrist_view.py): poses, the camera model, view
+results."""
 import math
 
 import numpy as np
 import pytest
 
-from agentic_grasp.ros.backends.wrist_view import (fill_view_result, fill_wrist_camera,
-                                                   pose_from_msg, pose_to_msg, view_result_from_msg,
-                                                   wrist_camera_from_response)
-from agentic_grasp.core.arm import ArmError, ViewResult, WristCameraInfo
+from agentic_grasp.ros.conversions.wrist_view import (fill_view_result, fill_wrist_camera,
+                                                      pose_from_msg, pose_to_msg,
+                                                      view_result_from_msg,
+                                                      wrist_camera_from_response)
+from agentic_grasp.core.arm.backend import ArmError, ViewResult, WristCameraInfo
 from agentic_grasp.core.camera import look_at
 from agentic_grasp.core.errors import ValidationError
-from agentic_grasp.core.sim.view import WristCameraMount
+from agentic_grasp.core.sim.params import WristCameraMount
 from agentic_grasp_interfaces.action import MoveCamera
 from agentic_grasp_interfaces.srv import WristCamera
 

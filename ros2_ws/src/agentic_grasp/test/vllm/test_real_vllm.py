@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.perception import schema
-from agentic_grasp.core.benchmarks.perception_client import synthetic_frame
-from agentic_grasp.core.perception.vlm_client import CallStats, ChatTransport, VlmBackend
-from agentic_grasp.core.perception.vlm_config import VlmConfig
+from agentic_grasp.core.perception.vlm import schema
+from agentic_grasp_lab.benchmarks.perception_client import synthetic_frame
+from agentic_grasp.core.perception.vlm.client import CallStats, ChatTransport, VlmBackend
+from agentic_grasp.core.perception.vlm.config import VlmConfig
 
 pytestmark = pytest.mark.vllm
 
@@ -179,7 +179,7 @@ print(json.dumps(out))
 def parsed_serve_sh(vllm_python):
     """serve.sh's arguments for both INT4 paths (and a bad flag), parsed by the installed
     vLLM's own ``vllm serve`` parser in one interpreter (importing vLLM takes ~20 s)."""
-    from agentic_grasp.core.testing.vllm_server import serve_sh_args
+    from agentic_grasp_lab.testing.vllm_server import serve_sh_args
 
     cases = {}
     for quant in ("awq", "bitsandbytes"):

@@ -1,4 +1,4 @@
-"""Grasps grounded in the perceived object (issue 12).
+"""Grasps grounded in the perceived object.
 
 - :mod:`.hand`: a geometric Franka Hand (palm, wrist, two fingers) swept along an approach;
 - :mod:`.fit`: a retrieved strategy fitted to the perceived object (opening from the perceived

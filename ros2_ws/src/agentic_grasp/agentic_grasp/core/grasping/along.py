@@ -28,7 +28,7 @@ from typing import List, Tuple
 import numpy as np
 
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
-from agentic_grasp.core.closing_axis import closing_axis, wrist_yaw_for_closing_axis
+from agentic_grasp.core.arm.closing_axis import closing_axis, wrist_yaw_for_closing_axis
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
 #: A footprint this much longer than wide has a principal axis worth sliding along.
@@ -67,6 +67,9 @@ def on_part(base: GraspParameters, target: ObjectInstance) -> bool:
     half = np.asarray(target.size[:2], dtype=float) / 2.0
     if target.shape in (Shape.CYLINDER, Shape.SPHERE) and target.upright:
         return float(np.hypot(*local)) > float(max(half)) + 1e-3
+    if target.shape == Shape.CYLINDER:
+        # lying: its length (size z) along the object's y, as principal_axis has it
+        half = np.array([float(target.size[0]), float(target.size[2])]) / 2.0
     return bool(np.any(np.abs(local) > half + 1e-3))
 
 

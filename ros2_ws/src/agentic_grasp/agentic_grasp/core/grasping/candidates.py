@@ -1,4 +1,4 @@
-"""Clearance-aware candidate grasps (issue 12, deliverable 3).
+"""Clearance-aware candidate grasps.
 
 Around a base grasp (a retrieved strategy fitted to the perceived object) the generator
 varies what the strategy leaves free: the grasp point around a round object (a rim pinch
@@ -26,7 +26,7 @@ from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.grasping.fit import extent_at
 from agentic_grasp.core.geometry import yaw_matrix
 from agentic_grasp.core.grasping.hand import Box, HandModel, gap_arrays, object_box
-from agentic_grasp.core.closing_axis import closing_axis, wrist_yaw_for_closing_axis
+from agentic_grasp.core.arm.closing_axis import closing_axis, wrist_yaw_for_closing_axis
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
 VERTICAL = np.array([0.0, 0.0, -1.0])
@@ -86,6 +86,17 @@ def _tilted(base: GraspParameters, tilt: float, away: np.ndarray,
     if abs(float(axis @ a)) > 0.95:
         return base.copy(approach=a)
     return base.copy(approach=a, wrist_yaw=wrist_yaw_for_closing_axis(a, axis))
+
+
+def _opened(g: GraspParameters, target: ObjectInstance, cfg: GraspSynthesisConfig
+            ) -> Optional[GraspParameters]:
+    """``g`` opened to the perceived body's section across its closing axis plus the fit
+    margin (capped at the hand's opening), None when the section leaves no finger clearance."""
+    max_w = cfg.hand.max_opening_m
+    extent = extent_at(target, g, cfg.hand.pad_depth_m)
+    if extent > max_w - 2.0 * cfg.finger_clearance_m:
+        return None
+    return g.copy(width=min(max_w, extent + cfg.opening_margin_m))
 
 
 def _score(grasps: Sequence[GraspParameters], labels: Sequence[str], devs: Sequence[float],
@@ -285,10 +296,9 @@ def generate_candidates(base: GraspParameters, target: ObjectInstance,
         for delta in deltas:
             g = g_phi.copy(wrist_yaw=g_phi.wrist_yaw + delta)
             if opening == "extent":
-                extent = extent_at(target, g, cfg.hand.pad_depth_m)
-                if extent > max_w - 2.0 * cfg.finger_clearance_m:
+                g = _opened(g, target, cfg)
+                if g is None:
                     continue
-                g = g.copy(width=min(max_w, extent + cfg.opening_margin_m))
             elif delta:
                 g = g.copy(width=min(max_w, base.width / math.cos(delta)))
             axis = None
@@ -299,6 +309,13 @@ def generate_candidates(base: GraspParameters, target: ObjectInstance,
                     if u is not None and axis is None:
                         axis = closing_axis(g.approach, g.wrist_yaw)
                     gt = g if u is None else _tilted(g, tilt, u, axis)
+                    if u is not None and opening == "extent":
+                        # the closing axis leaves the horizontal when the tilt is not about
+                        # it, and the body's section along it grows (a box's height adds
+                        # sz * sin(tilt)): the opening is fitted to the tilted section
+                        gt = _opened(gt, target, cfg)
+                        if gt is None:
+                            continue
                     grasps.append(gt)
                     phi_w = abs(math.atan2(math.sin(phi), math.cos(phi)))
                     devs.append(abs(delta) + phi_w + tilt + dev_s)

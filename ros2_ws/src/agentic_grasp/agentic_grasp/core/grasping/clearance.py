@@ -17,13 +17,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from agentic_grasp.core.constraints import ConstraintSet, ConstraintType
+from agentic_grasp.core.arm.kinematics import PandaKinematics
+from agentic_grasp.core.scene_graph.constraints import ConstraintSet, ConstraintType
 from agentic_grasp.core.grasping.along import content_grip_force
 from agentic_grasp.core.grasping.candidates import (Candidate, CandidateSet, evaluate,
                                                     generate_candidates)
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.grasping.fit import extent_at
 from agentic_grasp.core.grasping.hand import Box, HandModel, obb_gap, object_box
+from agentic_grasp.core.planner.recovery import clamp_grasp, with_approach
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, ObjectState
 
 
@@ -89,7 +91,6 @@ def choose(grasp: GraspParameters, scene: SceneGeometry, cfg: GraspSynthesisConf
            ) -> Tuple[GraspParameters, List[GraspParameters], Dict[str, Any], List[str]]:
     """(chosen grasp, next-best candidates for recovery, summary for the record, the
     next-best candidates' labels)."""
-    from agentic_grasp.core.planner.recovery import clamp_grasp, with_approach
     g = grasp.copy()
     vertical_only = False
     notes: List[str] = []
@@ -108,9 +109,16 @@ def choose(grasp: GraspParameters, scene: SceneGeometry, cfg: GraspSynthesisConf
     elif occl:
         a = g.approach + np.sum(occl, axis=0)
         if float(np.linalg.norm(a)) > 1e-6:
-            g = with_approach(g, a)
+            lateral = with_approach(g, a)
+            if hand.lowest_point(lateral) < cfg.table_clearance_m:
+                # a flat target: tilted, the lower fingertip would reach below the table
+                # before the pads reach the grasp point, which the fingers cannot
+                notes.append("occlusion: the lateral approach would put a fingertip below "
+                             "the table at this grasp; the strategy's approach kept")
+            else:
+                g = lateral
+                notes.append("occlusion: lateral approach kept, no further tilt")
         vertical_only = True
-        notes.append("occlusion: lateral approach kept, no further tilt")
     if adj is not None and adj["speed_cap"] is not None:
         g = g.copy(speed=min(g.speed, float(adj["speed_cap"])))
     if scene.filled:
@@ -230,9 +238,8 @@ REACH_CHECKS = 6
 
 def reachable(grasp: GraspParameters) -> bool:
     """The arm reaches the pre-grasp and the grasp pose within its joint limits (the
-    robot's own kinematics, core/kinematics.py, as the executor solves it)."""
+    robot's own kinematics, core/arm/kinematics.py, as the executor solves it)."""
     if not _KINEMATICS:
-        from agentic_grasp.core.kinematics import PandaKinematics
         _KINEMATICS.append(PandaKinematics())
     kin = _KINEMATICS[0]
     a = np.asarray(grasp.approach, dtype=float)

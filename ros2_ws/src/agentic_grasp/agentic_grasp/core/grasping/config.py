@@ -1,6 +1,7 @@
 """Constants of grasp fitting and clearance-aware candidates (config/planner.yaml,
 ``grasp_synthesis:``). Defaults equal the file; every number is derived there from the hand's
-geometry or the robot's accuracy, never from the benchmark scenes."""
+geometry or the robot's accuracy, never from the benchmark scenes. Also the heuristic
+baselines' rule constants (:class:`HeuristicConfig`, :mod:`.heuristic`)."""
 from __future__ import annotations
 
 import math
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Dict, Mapping, Tuple
 
 from agentic_grasp.core.errors import ConfigError
+from agentic_grasp.core.types import GRIPPER_MAX_WIDTH_M
 
 CONSTRAINT_MODES = ("paper", "clearance")
 
@@ -17,7 +19,7 @@ class HandConfig:
     """Franka Hand geometry (franka_description / MoveIt panda hand), gripper frame:
     z = approach, y = closing axis, TCP at the centre of the finger pads."""
 
-    max_opening_m: float = 0.08
+    max_opening_m: float = GRIPPER_MAX_WIDTH_M         # the gripper's stroke (core/types.py)
     finger_width_m: float = 0.020
     finger_thickness_m: float = 0.012
     finger_length_m: float = 0.055
@@ -134,3 +136,33 @@ class GraspSynthesisConfig:
                                   f"parameter(s) {bad}")
             kwargs["hand_limits"] = HandLimitsConfig(**dict(kwargs["hand_limits"]))
         return cls(**kwargs)
+
+
+@dataclass
+class HeuristicConfig:
+    finger_depth_m: float = field(default=0.025, metadata={
+        "description": "How far below the object's top the finger pads close (m)"})
+    opening_margin_m: float = field(default=0.02, metadata={
+        "description": "Opening added to the object's extent across the fingers (m)"})
+    assumed_friction: float = field(default=0.5, metadata={
+        "description": "Friction coefficient assumed when sizing the force"})
+    safety_factor: float = field(default=2.0, metadata={
+        "description": "Force margin over the weight-holding minimum"})
+    min_force_n: float = field(default=8.0, metadata={"description": "Lowest force used (N)"})
+    max_force_n: float = field(default=40.0, metadata={"description": "Highest force used (N)"})
+    fragile_force_scale: float = field(default=0.5, metadata={
+        "description": "Force multiplier at fragility 1 (linear in fragility)"})
+    approach_height_m: float = field(default=0.10, metadata={
+        "description": "Pre-grasp stand-off above the grasp point (m)"})
+    speed_mps: float = field(default=0.10, metadata={"description": "Descent/lift speed (m/s)"})
+    fragile_speed_mps: float = field(default=0.05, metadata={
+        "description": "Speed for objects with fragility >= 0.5 (m/s)"})
+    # Weight from the perceived volume: water's density, the top of the range of solid
+    # household items (fruit 0.8-0.95, wood 0.5-0.7 g/cm^3; hollow vessels far less), so the
+    # estimate errs on the side of holding.
+    assumed_density_kg_m3: float = field(default=1000.0, metadata={
+        "description": "Density that turns the perceived volume into a weight (kg/m^3)"})
+    # A handle sticks out of the body by about its own width: the Franka pads (20 mm) must
+    # meet it clear of the body, so the grasp point is one pad width outside the body.
+    handle_reach_m: float = field(default=0.02, metadata={
+        "description": "Handle grasp point outside the perceived body (m)"})

@@ -1,4 +1,4 @@
-"""Fit a retrieved strategy to the perceived object (issue 12, deliverable 1).
+"""Fit a retrieved strategy to the perceived object.
 
 A stored experience keeps, besides its object-frame grasp, a ``fit`` record (kb_data schema):
 
@@ -29,7 +29,7 @@ import numpy as np
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.geometry import wrap_angle, yaw_matrix
 from agentic_grasp.core.grasping.hand import HandModel
-from agentic_grasp.core.closing_axis import closing_axis
+from agentic_grasp.core.arm.closing_axis import closing_axis
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
 #: Two horizontal extents closer than this are treated as equal (no principal axis).
@@ -48,6 +48,22 @@ def extent_at(target: ObjectInstance, grasp: GraspParameters, pad_depth: float) 
         dz = max(0.0, abs(float(grasp.position[2] - target.position[2])) - pad_depth / 2.0)
         extent = 2.0 * math.sqrt(max(r * r - dz * dz, 0.0))
     return float(extent)
+
+
+def sphere_chord(target: ObjectInstance, grasp: GraspParameters, pad_depth: float) -> float:
+    """Length of the perceived sphere along the grasp's closing line where the pads close
+    (over the pads' depth along the approach, the line nearest the centre counts)."""
+    axis = closing_axis(grasp.approach, grasp.wrist_yaw)
+    approach = np.asarray(grasp.approach, dtype=float)
+    approach = approach / max(float(np.linalg.norm(approach)), 1e-12)
+    d = np.asarray(grasp.position, dtype=float) - np.asarray(target.position, dtype=float)
+    perp = d - float(d @ axis) * axis
+    depth = float(perp @ approach)
+    rest = perp - depth * approach
+    depth = max(0.0, abs(depth) - pad_depth / 2.0)
+    r = float(min(target.size)) / 2.0
+    dist2 = float(rest @ rest) + depth * depth
+    return 2.0 * math.sqrt(max(r * r - dist2, 0.0))
 
 
 def footprint_extent(shape: str, size, axis: np.ndarray, yaw: float = 0.0) -> float:
@@ -185,25 +201,38 @@ def fit_strategy(record_grasp: Mapping[str, Any], spec: Mapping[str, Any],
                            "opening": fit.get("opening", "part"),
                            "stored_width_mm": round(local.width * 1e3, 1)}
     max_w = cfg.hand.max_opening_m
-    if fit.get("opening") == "extent":
-        extent = extent_at(target, grasp, cfg.hand.pad_depth_m)
-        out["perceived_extent_mm"] = round(extent * 1e3, 1)
-        if extent > max_w - 2.0 * cfg.finger_clearance_m:
-            out["skipped"] = (f"the perceived extent {extent * 1e3:.0f} mm across the closing "
-                              f"axis leaves no finger clearance in the hand's "
-                              f"{max_w * 1e3:.0f} mm opening")
+    extent_opening = fit.get("opening") == "extent"
+    material: Optional[float] = None
+    if extent_opening:
+        material = extent_at(target, grasp, cfg.hand.pad_depth_m)
+        room = max_w
+        why = f"leaves no finger clearance in the hand's {max_w * 1e3:.0f} mm opening"
+    else:
+        room = float(np.clip(local.width, cfg.min_part_opening_m, max_w))
+        if abs(room - local.width) > 1e-9:
+            notes.append(f"part opening {local.width * 1e3:.0f} mm clamped to "
+                         f"{room * 1e3:.0f} mm")
+        if target.shape == Shape.SPHERE:
+            # a sphere has no part narrower than its chord: where the pads close, the
+            # chord across the closing axis is the material between them, and a part
+            # opening narrower than it puts a finger on the ball
+            material = sphere_chord(target, grasp, cfg.hand.pad_depth_m)
+            why = (f"where the pads close is more than the {room * 1e3:.0f} mm part opening "
+                   "(a sphere has no part)")
+    if material is not None:
+        out["perceived_extent_mm"] = round(material * 1e3, 1)
+        if material > room - 2.0 * cfg.finger_clearance_m:
+            out["skipped"] = (f"the perceived extent {material * 1e3:.0f} mm across the "
+                              f"closing axis {why}")
             out["notes"] = notes
             return FitResult(None, out)
-        width = extent + cfg.opening_margin_m
+    width = room
+    if extent_opening and material is not None:
+        width = material + cfg.opening_margin_m
         if width > max_w:
             notes.append(f"opening {width * 1e3:.0f} mm clamped to the hand's "
                          f"{max_w * 1e3:.0f} mm")
             width = max_w
-    else:
-        width = float(np.clip(local.width, cfg.min_part_opening_m, max_w))
-        if abs(width - local.width) > 1e-9:
-            notes.append(f"part opening {local.width * 1e3:.0f} mm clamped to "
-                         f"{width * 1e3:.0f} mm")
     grasp = grasp.copy(width=float(width))
     low = hand.lowest_point(grasp)
     if low < cfg.table_clearance_m:

@@ -18,7 +18,7 @@ import numpy as np
 from agentic_grasp.core.geometry import yaw_matrix
 
 from agentic_grasp.core.grasping.config import HandConfig
-from agentic_grasp.core.kinematics import tcp_rotation
+from agentic_grasp.core.arm.kinematics import tcp_rotation
 from agentic_grasp.core.numeric import cross3
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Shape
 
@@ -33,7 +33,7 @@ class Box:
     name: str = ""
 
 
-#: A knocked-over object's frame: turned 90 deg about its own x (core/render.py convention).
+#: A knocked-over object's frame: turned 90 deg about its own x (core/render/raycast.py convention).
 _LYING = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
 
 

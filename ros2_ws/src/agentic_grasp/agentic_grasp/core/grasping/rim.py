@@ -13,19 +13,26 @@ from typing import Optional
 
 import numpy as np
 
-from agentic_grasp.core.closing_axis import wrist_yaw_for_closing_axis
+from agentic_grasp.core.arm.closing_axis import wrist_yaw_for_closing_axis
 from agentic_grasp.core.types import GraspParameters, GraspType, ObjectInstance
 
 VERTICAL = np.array([0.0, 0.0, -1.0])
 
 
 def rim_grasp(obj: ObjectInstance, base: GraspParameters, rim_z: float,
-              synth, opening: Optional[float] = None) -> GraspParameters:
+              synth, opening: Optional[float] = None,
+              away_from: Optional[np.ndarray] = None) -> GraspParameters:
     """``base`` moved onto the rim of ``obj`` (module docstring); ``synth``: the planner's
-    GraspSynthesisConfig; ``opening``: the width (default the part opening). Force, speed
-    and approach height stay ``base``'s."""
+    GraspSynthesisConfig; ``opening``: the width (default the part opening);
+    ``away_from``: a horizontal direction from the centre (a neighbour the hand met) whose
+    opposite rim point is taken instead of the one nearest the robot. Force, speed and
+    approach height stay ``base``'s."""
     centre = np.asarray(obj.position, dtype=float)
-    toward = -centre[:2] / max(float(np.linalg.norm(centre[:2])), 1e-6)
+    if away_from is not None:
+        toward = -np.asarray(away_from, dtype=float)[:2]
+        toward = toward / max(float(np.linalg.norm(toward)), 1e-6)
+    else:
+        toward = -centre[:2] / max(float(np.linalg.norm(centre[:2])), 1e-6)
     radius = min(float(obj.size[0]), float(obj.size[1])) / 2.0
     point = centre[:2] + toward * radius
     z = max(float(base.position[2]), float(rim_z) - synth.hand.pad_depth_m / 2.0)

@@ -22,13 +22,14 @@ from agentic_grasp.core.config import nested
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.perception.backend import (PerceivedObject, PerceptionBackend,
                                                    PerceptionResult)
-from agentic_grasp.core.perception.depth import DepthConfig
-from agentic_grasp.core.perception.oracle import OracleBackend, OracleConfig, resolve_targets
+from agentic_grasp.core.perception.config import DepthConfig
+from agentic_grasp.core.perception.oracle import OracleBackend, resolve_targets
+from agentic_grasp.core.perception.config import OracleConfig
 from agentic_grasp.core.perception.params import NODE_NAME, load_params
-from agentic_grasp.core.perception.vlm_client import VlmBackend
-from agentic_grasp.core.perception.vlm_config import VlmConfig
-from agentic_grasp.core.perception.vlm_sim import (SegmentationProvider, VlmSimBackend,
-                                                   VlmSimConfig)
+from agentic_grasp.core.perception.vlm.client import VlmBackend
+from agentic_grasp.core.perception.vlm.config import VlmConfig
+from agentic_grasp.core.perception.vlm.sim import SegmentationProvider, VlmSimBackend
+from agentic_grasp.core.perception.vlm.config import VlmSimConfig
 from agentic_grasp.core.types import ObjectInstance
 
 BACKENDS = ("oracle", "vlm", "vlm_sim")

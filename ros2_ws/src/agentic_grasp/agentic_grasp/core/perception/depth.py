@@ -24,96 +24,17 @@ from __future__ import annotations
 import copy
 import math
 from collections import OrderedDict
-from dataclasses import dataclass, field, fields
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from agentic_grasp.core.perception.config import DepthConfig
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.camera import backproject_many
-from agentic_grasp.core.perception.geometry import (MIN_EXTENT_M, ObjectGeometry,
-                                                    bbox_from_pixels, describe,
-                                                    segment_object, valid_depth_mask)
+from agentic_grasp.core.perception.geometry import (MIN_EXTENT_M, ObjectGeometry, bbox_from_pixels,
+                                                    describe)
+from agentic_grasp.core.perception.segmentation import segment_object, valid_depth_mask
 
-__all__ = ["DepthConfig", "ObjectGeometry", "MIN_EXTENT_M", "valid_depth_mask",
-           "robust_depth", "backproject_many", "estimate_geometry"]
-
-@dataclass(frozen=True)
-class DepthConfig:
-    """Parameters of the depth-to-geometry step (``depth.*`` in config/perception.yaml)."""
-
-    window_radius_px: int = field(default=3, metadata={
-        "description": "Surface depth = median of the valid depths in a square window of this "
-                       "radius around the pointed pixel (px)"})
-    min_depth_m: float = field(default=0.05, metadata={
-        "description": "Depths below this are no return (m)"})
-    max_depth_m: float = field(default=5.0, metadata={
-        "description": "Depths above this are no return (m)"})
-    table_z: float = field(default=0.0, metadata={
-        "description": "Height of the table top in world (m)"})
-    min_height_above_table_m: float = field(default=0.005, metadata={
-        "description": "Object points must be this far above the table (m)"})
-    snap_to_table_m: float = field(default=0.02, metadata={
-        "description": "An object whose bottom is this close to the table stands on it (m)"})
-    min_object_points: int = field(default=12, metadata={
-        "description": "With fewer object points the centre comes from the ray and the height "
-                       "from the box (coarse)"})
-    max_bbox_samples: int = field(default=6000, metadata={
-        "description": "At most this many box pixels are back-projected"})
-    default_extent_m: float = field(default=0.05, metadata={
-        "description": "Extent of an object the model gave no box for (m)"})
-    search_radius_px: int = 40
-    box_pad_frac: float = 0.1
-    box_pad_px: int = 4
-    max_box_growths: int = 2
-    edge_jump_m: float = 0.01
-    part_reach_m: float = 0.035
-    top_band_m: float = 0.006
-    sphere_rms_frac: float = 0.03
-    sphere_rms_floor_m: float = 0.0015
-    curvature_drop_frac: float = 0.12
-    disc_hull_ratio: float = 0.9
-    handle_margin_m: float = 0.005
-    min_handle_points: int = 12
-    interior_margin_m: float = 0.008
-    interior_drop_m: float = 0.01
-
-    def __post_init__(self) -> None:
-        if self.window_radius_px < 0:
-            raise ConfigError("depth.window_radius_px must be >= 0")
-        if not 0.0 <= self.min_depth_m < self.max_depth_m:
-            raise ConfigError("depth: need 0 <= min_depth_m < max_depth_m")
-        for name in ("default_extent_m", "edge_jump_m",
-                     "part_reach_m", "sphere_rms_frac", "curvature_drop_frac",
-                     "interior_drop_m"):
-            if getattr(self, name) <= 0.0:
-                raise ConfigError(f"depth.{name} must be > 0")
-        if self.min_object_points < 1 or self.max_bbox_samples < 1:
-            raise ConfigError("depth.min_object_points and max_bbox_samples must be >= 1")
-        if self.search_radius_px < 1 or self.min_handle_points < 1:
-            raise ConfigError("depth.search_radius_px and min_handle_points must be >= 1")
-        if not 0.5 < self.disc_hull_ratio < 1.0:
-            raise ConfigError("depth.disc_hull_ratio must be in (0.5, 1)")
-        if self.box_pad_px < 0 or self.max_box_growths < 0:
-            raise ConfigError("depth.box_pad_px and max_box_growths must be >= 0")
-        for name in ("top_band_m", "handle_margin_m", "interior_margin_m", "box_pad_frac",
-                     "sphere_rms_floor_m"):
-            if getattr(self, name) < 0.0:
-                raise ConfigError(f"depth.{name} must be >= 0")
-
-    @classmethod
-    def from_params(cls, params: Optional[Mapping[str, Any]]) -> "DepthConfig":
-        """Build from a ``depth:`` mapping; unknown keys are a ConfigError (typos)."""
-        params = dict(params or {})
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(params) - set(known))
-        if unknown:
-            raise ConfigError(f"depth: unknown parameter(s) {', '.join(unknown)}")
-        kwargs = {}
-        for key, value in params.items():
-            kwargs[key] = int(value) if known[key].type in ("int", int) else float(value)
-        return cls(**kwargs)
+__all__ = ["robust_depth", "estimate_geometry"]
 
 
 def _clip_box(bbox: Sequence[float], width: int, height: int) -> Optional[Tuple[int, ...]]:

@@ -28,14 +28,12 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.config import reject_unknown
+from agentic_grasp.core.perception.config import OracleConfig
 from agentic_grasp.core.perception.backend import (PerceivedObject, PerceptionBackend,
                                                    PerceptionResult)
 from agentic_grasp.core.instructions import resolve_targets
@@ -44,66 +42,6 @@ from agentic_grasp.core.types import AffordanceDescriptor, AffordanceType, Objec
 LOGGER = logging.getLogger(__name__)
 
 BACKEND_NAME = "oracle"
-
-#: Default category confusions (symmetric pairs of visually similar categories).
-DEFAULT_CONFUSION_MAP: Dict[str, List[str]] = {
-    "cup": ["mug"], "mug": ["cup"],
-    "vase": ["wine glass"], "wine glass": ["vase"],
-    "glass vase": ["wine glass"],
-    "bottle": ["vase"],
-    "apple": ["ball"], "ball": ["apple"], "tennis ball": ["apple"],
-    "cube": ["block"], "block": ["cube"], "toy block": ["cube"], "wood cube": ["block"],
-    "smartphone": ["phone"], "phone": ["smartphone"],
-}
-
-@dataclass
-class OracleConfig:
-    """Noise of the oracle (``oracle.*`` in config/perception.yaml); zero = exact truth."""
-
-    category_confusion_prob: float = field(default=0.0, metadata={
-        "description": "Probability that an object's category is replaced by a confusion "
-                       "partner (oracle.confusion_map)"})
-    confusion_map: Dict[str, List[str]] = field(
-        default_factory=lambda: {k: list(v) for k, v in DEFAULT_CONFUSION_MAP.items()})
-    fragility_std: float = field(default=0.0, metadata={
-        "description": "Standard deviation of Gaussian noise on fragility (clipped to [0, 1])"})
-    position_std: float = field(default=0.0, metadata={
-        "description": "Standard deviation of Gaussian noise on each world axis of a centre "
-                       "(m)"})
-    affordance_confusion_prob: float = field(default=0.0, metadata={
-        "description": "Probability that the target's affordance type is replaced by another, "
-                       "uniformly"})
-
-    def __post_init__(self) -> None:
-        for name in ("category_confusion_prob", "affordance_confusion_prob"):
-            value = float(getattr(self, name))
-            if not 0.0 <= value <= 1.0:
-                raise ConfigError(f"oracle.{name} must be in [0, 1], got {value}")
-            setattr(self, name, value)
-        for name in ("fragility_std", "position_std"):
-            value = float(getattr(self, name))
-            if not value >= 0.0:
-                raise ConfigError(f"oracle.{name} must be >= 0, got {value}")
-            setattr(self, name, value)
-        cleaned: Dict[str, List[str]] = {}
-        for key, partners in dict(self.confusion_map or {}).items():
-            if isinstance(partners, str):
-                partners = [partners]
-            names = [" ".join(str(p).replace("_", " ").lower().split()) for p in partners]
-            names = [p for p in names if p]
-            if names:
-                cleaned[" ".join(str(key).replace("_", " ").lower().split())] = names
-        self.confusion_map = cleaned
-
-    @classmethod
-    def from_params(cls, params: Optional[Mapping[str, Any]]) -> "OracleConfig":
-        params = dict(params or {})
-        params.pop("seed", None)
-        reject_unknown("oracle", params, ("category_confusion_prob", "confusion_map",
-                                          "fragility_std", "position_std",
-                                          "affordance_confusion_prob"))
-        return cls(**params)
-
 
 class OracleBackend(PerceptionBackend):
     """Ground-truth perception with configurable, seeded errors (module docstring)."""

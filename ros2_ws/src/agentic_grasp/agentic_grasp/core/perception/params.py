@@ -1,6 +1,6 @@
 """The perception node's parameters (config/perception.yaml), read without ROS.
 
-Its own module so that the backends (e.g. :func:`.vlm_sim.bench_calls`) can read them
+Its own module so that the backends (e.g. :func:`.vlm.sim.bench_calls`) can read them
 without importing the package ``__init__``, which imports the backends.
 """
 from __future__ import annotations

@@ -24,51 +24,18 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.config import reject_unknown
 from agentic_grasp.core.perception.backend import PerceptionBackend, PerceptionResult
+from agentic_grasp.core.perception.config import ReperceptionConfig
+from agentic_grasp.core.perception.vlm.sim import check_raw, locate_answer
 
 LOGGER = logging.getLogger(__name__)
-
-
-@dataclass
-class ReperceptionConfig:
-    """``reperception.*`` of config/perception.yaml (see the module docstring)."""
-
-    enabled: bool = field(default=True, metadata={
-        "description": "Reuse the last VLM answer when the depth did not change around the "
-                       "target"})
-    depth_noise_std_m: float = field(default=0.001, metadata={
-        "description": "Depth noise of the camera, 1 sigma (m)"})
-    noise_sigmas: float = field(default=4.0, metadata={
-        "description": "A pixel changed when its depth moved by more than this many sigma"})
-    min_shift_m: float = field(default=0.002, metadata={
-        "description": "The scene changed when the changed pixels cover the silhouette this "
-                       "shift of the target sweeps (m)"})
-    box_margin: float = field(default=0.25, metadata={
-        "description": "The target box is grown by this fraction on each side for the check"})
-
-    def __post_init__(self) -> None:
-        if isinstance(self.enabled, str):
-            self.enabled = self.enabled.strip().lower() in ("1", "true", "yes", "on")
-        self.enabled = bool(self.enabled)
-        for name in ("depth_noise_std_m", "noise_sigmas", "min_shift_m", "box_margin"):
-            value = float(getattr(self, name))
-            if not (math.isfinite(value) and value >= 0.0):
-                raise ConfigError(f"reperception.{name} must be >= 0, got {value}")
-            setattr(self, name, value)
-
-    @classmethod
-    def from_params(cls, params: Optional[Mapping[str, Any]]) -> "ReperceptionConfig":
-        params = dict(params or {})
-        reject_unknown("reperception", params, cls.__dataclass_fields__)
-        return cls(**params)
 
 
 @dataclass
@@ -135,8 +102,6 @@ class ReperceivingPerception(PerceptionBackend):
             LOGGER.debug("scene changed around the target (%d px >= %.0f): asking the VLM",
                          changed, kept.threshold_px)
             return None
-        from agentic_grasp.core.perception.vlm_sim import locate_answer
-
         result = locate_answer(self.client, self.name, kept.interp, kept.raw, rgb.shape[:2],
                                depth, camera)
         if not result.ok or result.target is None or result.target.position is None:
@@ -166,8 +131,6 @@ class ReperceivingPerception(PerceptionBackend):
             return
         interp = getattr(self.backend, "last_interpretation", None)
         if interp is None:                       # the real client: check its raw answer
-            from agentic_grasp.core.perception.vlm_sim import check_raw
-
             interp, _ = check_raw(self.client, result.raw, image_shape)
             if interp is None:
                 return
@@ -177,4 +140,4 @@ class ReperceivingPerception(PerceptionBackend):
                                         depth[box[1]:box[3], box[0]:box[2]].copy(), threshold)
 
 
-__all__ = ["ReperceivingPerception", "ReperceptionConfig", "depth_change"]
+__all__ = ["ReperceivingPerception", "depth_change"]

@@ -19,21 +19,25 @@ Typical use (in process)::
     goal = planner.plan_and_execute(perception, "cup_1", arm, EpisodicMemory())
     print(goal.success, [a.to_dict()["thought"] for a in goal.attempts])
 
-Modules: configurations (constants and Table II switches), events (the typed events), failure
-(taxonomy classification), recovery (the three correction levels and the escalation rule),
-memory (episodic memory and its lifetime), tasks (instruction -> sub-goals), initial
-(InitGrasp: memory, retrieval or a configuration's proposal), outcomes (the attempt, goal
-and task records), planner (the loop), ports (the planner's peers as abstract classes),
-peers (their in-process implementations), episode (one simulated trial).
+Modules: configurations (PlannerConfig and the Table II switches), sections (the sections of
+config/planner.yaml), events (the typed events), recovery/ (failure: taxonomy
+classification; the three correction levels and the escalation rule), memory (episodic
+memory and its lifetime), instruction/ (tasks: instruction -> sub-goals; uncover: a hidden
+target; run: a whole instruction), initial (InitGrasp: memory, retrieval or a
+configuration's proposal), outcomes (the attempt, view, goal and task records), planner (the
+loop), ports (the planner's peers as abstract classes), peers (their in-process
+implementations), episode (one simulated trial).
 """
 from agentic_grasp.core.planner.configurations import (CONFIGURATIONS, TABLE_II_ORDER,
                                                        Configuration, PlannerConfig,
                                                        get_configuration)
-from agentic_grasp.core.planner.failure import Diagnosis, classify_failure
 from agentic_grasp.core.planner.events import (MemoryEvent, ObservationEvent, PhaseEvent,
                                                PlanEvent, PlannerEvent, ReflectionEvent,
                                                ResultEvent, TaskPlanEvent, TaskResultEvent,
                                                ThoughtEvent)
+from agentic_grasp.core.planner.instruction.run import subgoal_instruction
+from agentic_grasp.core.planner.instruction.tasks import (SubGoal, TaskPlan, instruction_kind,
+                                                          plan_subgoals)
 from agentic_grasp.core.planner.memory import EpisodicMemory, MemoryEntry, MemoryLifetime
 from agentic_grasp.core.planner.outcomes import (STATUS_BLOCKED, STATUS_CANCELED,
                                                  STATUS_FAILED, STATUS_NOT_PERCEIVED,
@@ -41,19 +45,21 @@ from agentic_grasp.core.planner.outcomes import (STATUS_BLOCKED, STATUS_CANCELED
                                                  TaskOutcome)
 from agentic_grasp.core.planner.peers import (FunctionPerceiver, HaaRagRetriever,
                                               SceneGraphReasoner)
-from agentic_grasp.core.planner.planner import ReflectivePlanner, subgoal_instruction
+from agentic_grasp.core.planner.planner import ReflectivePlanner
 from agentic_grasp.core.planner.ports import (Arm, ConstraintReasoner, Perceiver,
                                               RetrievalRequest, Retriever)
 from agentic_grasp.core.planner.recovery import (CORRECTION_RULES, Correction,
                                                  CorrectionContext, CorrectionOps, clamp_grasp,
                                                  correction_level, get_correction,
                                                  level1_adjustment, level1_ops)
-from agentic_grasp.core.planner.tasks import SubGoal, TaskPlan, instruction_kind, plan_subgoals
+from agentic_grasp.core.planner.recovery.failure import Diagnosis, classify_failure
 
 
 def run_trial(*args, **kwargs):
     """Lazy alias of :func:`agentic_grasp.core.planner.episode.run_trial` (loads the
     simulator only when a trial is run)."""
+    # heavy: the simulator, the renderer (OpenCV) and the perception backends load only when
+    # a trial runs, not with every import of the planner (the ROS nodes import it)
     from agentic_grasp.core.planner.episode import run_trial as _run_trial
 
     return _run_trial(*args, **kwargs)

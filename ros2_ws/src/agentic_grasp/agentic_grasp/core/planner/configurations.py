@@ -1,4 +1,4 @@
-"""Planner constants (config/planner.yaml) and the Table II component switches.
+"""PlannerConfig (config/planner.yaml; its sections in sections.py) and the Table II switches.
 
 Table II ablates one mechanism at a time. Each :class:`Configuration` is a set of switches the
 planner reads; a switch turns off exactly one mechanism and nothing else:
@@ -41,7 +41,7 @@ Initial grasp sources:
   on the perceived geometry (body across either side, side, rim, handle), the others kept as
   alternatives for replanning, as retrieval's are.
 - ``heuristic_box``: :func:`agentic_grasp.core.heuristic.heuristic_grasp` on the perceived
-  box (the baseline before issue 24).
+  box (the first baseline).
 
 Table V (scene graph study, interactive tasks) needs one more step between "no scene graph"
 and the full system: ``no_constraint_inference`` builds the scene graph and keeps what the
@@ -55,15 +55,17 @@ Nothing here, nor in the planner, looks at task ids or object names.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 from agentic_grasp.core.config import nested, node_params
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
-from agentic_grasp.core.planner.memory import TransferRules
-from agentic_grasp.core.planner.uncover import UncoverConfig
+from agentic_grasp.core.planner.sections import (ClassificationConfig, CorrectionConfig,
+                                                 DefaultGrasp, Level2Config, Level3Config,
+                                                 Limits, TimeModel, TransferRules,
+                                                 UncoverConfig)
 from agentic_grasp.core.types import AffordanceType, GraspType
 
 NODE_NAME = "planner"
@@ -166,152 +168,16 @@ def _section(cls, data: Optional[Mapping[str, Any]], where: str):
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def _positive(obj: Any, where: str, allow_zero: Tuple[str, ...] = (),
-              skip: Tuple[str, ...] = ()) -> None:
-    """Coerce numeric fields to float and require them finite and > 0 (>= 0 if allowed)."""
-    for f in fields(obj):
-        value = getattr(obj, f.name)
-        if f.name in skip:
-            if not math.isfinite(float(value)):
-                raise ConfigError(f"{where}.{f.name} must be finite, got {value}")
-            setattr(obj, f.name, float(value))
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        value = float(value)
-        if not math.isfinite(value) or value < 0.0 or (value == 0.0
-                                                      and f.name not in allow_zero):
-            raise ConfigError(f"{where}.{f.name} must be a finite number > 0, got {value}")
-        setattr(obj, f.name, value)
-
-
-@dataclass
-class DefaultGrasp:
-    width_m: float = 0.04
-    force_n: float = 20.0
-    grasp_type: str = "power"
-    approach_height_m: float = 0.10
-    speed_mps: float = 0.10
-    wrist_yaw_rad: float = 0.0
-
-    def __post_init__(self) -> None:
-        _positive(self, "planner.default_grasp", skip=("wrist_yaw_rad",))
-        self.grasp_type = GraspType.parse(str(self.grasp_type)).value
-
-
-@dataclass
-class Limits:
-    min_force_n: float = 2.0
-    max_force_n: float = 140.0
-    max_width_m: float = 0.08
-    min_approach_height_m: float = 0.02
-    max_approach_height_m: float = 0.30
-    min_speed_mps: float = 0.01
-    max_speed_mps: float = 0.5
-    min_grasp_z_m: float = 0.0
-
-    def __post_init__(self) -> None:
-        _positive(self, "planner.limits", allow_zero=("min_grasp_z_m",))
-        if self.min_force_n > self.max_force_n or self.min_speed_mps > self.max_speed_mps \
-                or self.min_approach_height_m > self.max_approach_height_m:
-            raise ConfigError("planner.limits: a minimum exceeds its maximum")
-
-
-@dataclass
-class ClassificationConfig:
-    attempt_timeout_s: float = 30.0
-    phi_thresholds: Dict[str, float] = field(default_factory=lambda: {
-        "position_accuracy": 0.3, "width_compatibility": 0.4, "approach_clearance": 0.2,
-        "grasp_type_matching": 0.2, "force_appropriateness": 0.2, "grip_security": 0.3})
-    too_wide_margin_m: float = 0.02
-
-    def __post_init__(self) -> None:
-        from agentic_grasp.core.types import QUALITY_FACTOR_NAMES
-        thresholds = {}
-        for name, value in dict(self.phi_thresholds).items():
-            if name not in QUALITY_FACTOR_NAMES:
-                raise ConfigError(f"planner.classification.phi_thresholds: unknown factor "
-                                  f"{name!r}; expected one of {QUALITY_FACTOR_NAMES}")
-            value = float(value)
-            if not 0.0 <= value <= 1.0:
-                raise ConfigError(f"planner.classification.phi_thresholds.{name} must be in "
-                                  f"[0, 1], got {value}")
-            thresholds[name] = value
-        self.phi_thresholds = thresholds
-        _positive(self, "planner.classification")
-
-
-@dataclass
-class CorrectionConfig:
-    slip_force_scale: float = 1.2
-    drop_force_scale: float = 1.3
-    force_damage_scale: float = 0.7
-    deformation_force_scale: float = 0.8
-    width_step_m: float = 0.01
-    collision_height_m: float = 0.03
-    table_collision_raise_m: float = 0.01
-    palm_alignment_rad: float = math.pi / 4.0
-    recentre_step_m: float = 0.01
-    landing_raise_m: float = 0.01
-    unreachable_wrist_rad: float = math.pi / 2.0
-    unreachable_height_m: float = 0.03
-    approach_angle_raise_m: float = 0.01
-    orientation_wrist_rad: float = math.pi / 2.0
-    constraint_speed_scale: float = 0.5
-
-    def __post_init__(self) -> None:
-        _positive(self, "planner.corrections")
-
-
-@dataclass
-class Level2Config:
-    grasp_type_order: Tuple[str, ...] = ("power", "pinch", "side")
-    force_scale: float = 0.9
-    power_depth_m: float = 0.03
-    pinch_depth_m: float = 0.012
-    pinch_width_m: float = 0.03
-    side_height_fraction: float = 0.5
-    side_min_height_m: float = 0.05
-    opening_margin_m: float = 0.02
-
-    def __post_init__(self) -> None:
-        order = tuple(GraspType.parse(str(t)).value for t in self.grasp_type_order)
-        if len(set(order)) != len(order) or not order:
-            raise ConfigError("planner.level2.grasp_type_order must list distinct grasp types")
-        self.grasp_type_order = order
-        _positive(self, "planner.level2")
-        if not 0.0 < self.side_height_fraction <= 1.0:
-            raise ConfigError("planner.level2.side_height_fraction must be in (0, 1]")
-
-
-@dataclass
-class Level3Config:
-    perturbation_m: float = 0.01
-
-    def __post_init__(self) -> None:
-        _positive(self, "planner.level3", allow_zero=("perturbation_m",))
-
-
-@dataclass
-class TimeModel:
-    perception_s: float = 0.0
-    retrieval_s: float = 0.01
-    scene_graph_s: float = 0.005
-    thought_s: float = 0.0
-    reflection_s: float = 0.005
-
-    def __post_init__(self) -> None:
-        _positive(self, "planner.time_model",
-                  allow_zero=tuple(f.name for f in fields(self)))
 
 
 def _described(default: Any, description: str) -> Any:
-    """A field with its parameter description (agentic_grasp.ros.params reads the metadata)."""
+    """A field with its parameter description (agentic_grasp.ros.common.params reads the
+    metadata)."""
     return field(default=default, metadata={"description": description})
 
 
 def _section_field(cls: type, description: str) -> Any:
-    """A nested section; its description heads its leaves' (agentic_grasp.ros.params)."""
+    """A nested section; its description heads its leaves' (agentic_grasp.ros.common.params)."""
     return field(default_factory=cls, metadata={"description": description})
 
 
@@ -448,7 +314,6 @@ class PlannerConfig:
 
     def with_configuration(self, name: str) -> "PlannerConfig":
         """A copy running another Table II configuration (nothing else changes)."""
-        from dataclasses import replace
         get_configuration(name)
         return replace(self, configuration=name)
 
@@ -467,6 +332,4 @@ def trial_rng_seed(seed: int) -> List[int]:
 
 __all__ = ["CONFIGURATIONS", "Configuration", "PlannerConfig", "STUDY_CONFIGURATIONS",
            "TABLE_II_ORDER", "TRIAL_STREAM", "trial_rng_seed",
-           "VLM_TYPE_FOR_AFFORDANCE", "get_configuration", "DefaultGrasp", "Limits",
-           "ClassificationConfig", "CorrectionConfig", "Level2Config", "Level3Config",
-           "TimeModel"]
+           "VLM_TYPE_FOR_AFFORDANCE", "get_configuration"]

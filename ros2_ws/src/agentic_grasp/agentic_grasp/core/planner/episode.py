@@ -32,8 +32,8 @@ Perception (``perception``):
 - ``"oracle"``: ground truth (+ the oracle's configured noise), no rendering.
 
 A named target that is not in view is looked for with the arm's wrist camera
-(core/planner/uncover.py): :meth:`CameraPerception.look` renders the frame of the camera the
-simulator's view motion put there and perceives it with the same backend.
+(core/planner/instruction/uncover.py): :meth:`CameraPerception.look` renders the frame of the
+camera the simulator's view motion put there and perceives it with the same backend.
 
 Visual query (``visual_query``, default config/planner.yaml ``episode_visual_query``):
 ``"camera"`` crops the last camera frame at the perceived target's box
@@ -56,10 +56,13 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from agentic_grasp.core.arm import InProcessSimArm
+from agentic_grasp.core.arm.backend import InProcessSimArm
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.perception import OracleBackend, OracleConfig, load_params
+from agentic_grasp.core.perception import (OracleBackend, OracleConfig, create_backend,
+                                           load_params)
 from agentic_grasp.core.perception.backend import PerceptionResult
+from agentic_grasp.core.perception.reperception import (ReperceivingPerception,
+                                                        ReperceptionConfig)
 from agentic_grasp.core.planner.configurations import (PlannerConfig, get_configuration,
                                                      trial_rng_seed)
 from agentic_grasp.core.planner.memory import EpisodicMemory, MemoryLifetime
@@ -68,7 +71,11 @@ from agentic_grasp.core.planner.outcomes import TaskOutcome
 from agentic_grasp.core.planner.peers import SceneGraphReasoner, as_retriever
 from agentic_grasp.core.planner.planner import ReflectivePlanner
 from agentic_grasp.core.planner.ports import Perceiver
-from agentic_grasp.core.scene_graph import SceneGraphConfig
+from agentic_grasp.core.render.crops import crop_box
+from agentic_grasp.core.render.views import render_object_crop, render_view
+from agentic_grasp.core.retrieval import HAARAG, RetrievalConfig, build_retriever
+from agentic_grasp.core.scene_graph.config import SceneGraphConfig
+from agentic_grasp.core.sim import Simulator
 from agentic_grasp.core.types import FailureType
 
 _LOG = logging.getLogger(__name__)
@@ -156,8 +163,6 @@ def _perception_params() -> Dict[str, Any]:
 @lru_cache(maxsize=1)
 def _crop_size() -> int:
     try:
-        from agentic_grasp.core.retrieval import RetrievalConfig
-
         return int(RetrievalConfig.from_config().embedding.crop_size_px)
     except Exception:  # noqa: BLE001 - the crop size only has to match the knowledge base's
         return 64
@@ -182,10 +187,6 @@ class CameraPerception(Perceiver):
     wrist_camera = True         # look(): the frame of the wrist camera where the arm put it
 
     def __init__(self, sim, mode: str, seed: int, crop_size: int = 64) -> None:
-        from agentic_grasp.core.perception import create_backend
-        from agentic_grasp.core.perception.reperception import (ReperceivingPerception,
-                                                                ReperceptionConfig)
-
         if mode not in PERCEPTION_MODES:
             raise ValueError(f"perception must be one of {PERCEPTION_MODES}, got {mode!r}")
         self.sim, self.mode, self.crop_size = sim, mode, int(crop_size)
@@ -215,8 +216,6 @@ class CameraPerception(Perceiver):
         return frame.instance, objects
 
     def render(self):
-        from agentic_grasp.core.render import render_view
-
         objects = self.sim.objects()
         self.frame = (render_view(objects, self.camera), objects)
         self.frame_camera = self.camera
@@ -248,8 +247,6 @@ class CameraPerception(Perceiver):
         """
         if self.mode == "oracle":
             return self.perceive(instruction)
-        from agentic_grasp.core.render import render_view
-
         objects = self.sim.objects()
         frame = render_view(objects, camera)
         self.frame, self.frame_camera = (frame, objects), camera
@@ -261,8 +258,6 @@ class CameraPerception(Perceiver):
 
     def crop(self, target) -> Optional[np.ndarray]:
         """The camera crop at the perceived box of ``target`` (None when there is none)."""
-        from agentic_grasp.core.render import crop_box
-
         last = self.last
         if last is None:
             return None
@@ -307,16 +302,12 @@ class CameraPerception(Perceiver):
         s = (1 + 2 pad) x the larger box side reaches (0.5 + pad) s past the box centre.
         From the camera of the last frame: after a wrist view, the wrist camera's (the box
         is in its pixels), as the graph's perception node crops its wrist capture."""
-        from agentic_grasp.core.render import render_view
-
         return render_view(self.sim.objects(), self.frame_camera,
                            margin=0.5 + CROP_PAD + 0.05)
 
 
 @lru_cache(maxsize=1)
 def _default_retriever():
-    from agentic_grasp.core.retrieval import build_retriever
-
     return build_retriever()
 
 
@@ -333,8 +324,6 @@ def retriever_for(knowledge_base=None):
     key = id(knowledge_base)
     cached = _RETRIEVERS.get(key)
     if cached is None or cached[0] is not knowledge_base:
-        from agentic_grasp.core.retrieval import HAARAG, RetrievalConfig
-
         cached = (knowledge_base, HAARAG(knowledge_base, RetrievalConfig.from_config()))
         _RETRIEVERS[key] = cached
     return cached[1]
@@ -342,8 +331,6 @@ def retriever_for(knowledge_base=None):
 
 @lru_cache(maxsize=1)
 def _default_simulator():
-    from agentic_grasp.core.sim import Simulator
-
     return Simulator.from_config()
 
 
@@ -355,8 +342,6 @@ def _reasoner() -> SceneGraphReasoner:
 
 
 def _render_query(crop_size: int = 64):
-    from agentic_grasp.core.render import render_object_crop
-
     def query(obj):
         try:
             return render_object_crop(obj, size=crop_size)

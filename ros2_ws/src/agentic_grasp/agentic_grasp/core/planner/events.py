@@ -17,38 +17,22 @@ events had before they were typed (``event`` names the kind), for logs and JSON.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, ClassVar, Dict, Mapping, Optional, Tuple, Union
 
-import numpy as np
-
-from agentic_grasp.core.types import AttemptOutcome, GraspParameters
-
-if TYPE_CHECKING:  # planner.py imports this module
-    from agentic_grasp.core.constraints import ConstraintSet
-    from agentic_grasp.core.planner.failure import Diagnosis
-    from agentic_grasp.core.planner.outcomes import AttemptObservation, AttemptRecord
-    from agentic_grasp.core.planner.recovery import Correction
-    from agentic_grasp.core.planner.tasks import TaskPlan
-
-
-def outcome_dict(outcome: Optional[AttemptOutcome]) -> Optional[Dict[str, Any]]:
-    """An observation y_r as JSON (4 decimals), as the attempt records store it."""
-    if outcome is None:
-        return None
-    return {"success": bool(outcome.success), "quality": round(float(outcome.quality), 4),
-            "phi": [round(float(v), 4) for v in np.asarray(outcome.phi).reshape(-1)],
-            "events": [{"kind": e.kind, "phase": getattr(e.phase, "value", str(e.phase)),
-                        "detail": e.detail, "other_id": e.other_id} for e in outcome.events],
-            "phase_reached": getattr(outcome.phase_reached, "value", str(outcome.phase_reached)),
-            "duration_s": round(float(outcome.duration_s), 4)}
+from agentic_grasp.core.scene_graph.constraints import ConstraintSet
+from agentic_grasp.core.planner.instruction.tasks import TaskPlan
+from agentic_grasp.core.planner.outcomes import AttemptRecord, ViewRecord, outcome_dict
+from agentic_grasp.core.planner.recovery.correction import Correction
+from agentic_grasp.core.planner.recovery.failure import Diagnosis
+from agentic_grasp.core.types import GraspParameters
 
 
 @dataclass(frozen=True)
 class TaskPlanEvent:
-    """The sub-goals an instruction was decomposed into (tasks.py)."""
+    """The sub-goals an instruction was decomposed into (instruction/tasks.py)."""
 
     kind: ClassVar[str] = "task_plan"
-    plan: "TaskPlan"
+    plan: TaskPlan
 
     def to_dict(self) -> Dict[str, Any]:
         return {"event": self.kind, **self.plan.to_dict()}
@@ -65,7 +49,7 @@ class PlanEvent:
     initial_source: str
     detail: str
     retrieval: Mapping[str, Any]
-    constraints: "ConstraintSet"
+    constraints: ConstraintSet
     prerequisites: Tuple[str, ...]
     g0: GraspParameters
 
@@ -115,14 +99,15 @@ class PhaseEvent:
 
 @dataclass(frozen=True)
 class ObservationEvent:
-    """Observation_r: the attempt has run (or could not). ``record`` is its AttemptRecord
-    when no reflection follows (a success, a cancel); None when the planner reflects on it
-    next, and the ReflectionEvent carries the record."""
+    """Observation_r: the attempt has run (or could not). ``observation`` is the attempt as
+    observed, before any reflection; ``record`` is its final AttemptRecord when no reflection
+    follows (a success, a cancel); None when the planner reflects on it next, and the
+    ReflectionEvent carries the record."""
 
     kind: ClassVar[str] = "observation"
     target_id: str
-    observation: "AttemptObservation"
-    record: Optional["AttemptRecord"] = None
+    observation: AttemptRecord
+    record: Optional[AttemptRecord] = None
 
     @property
     def attempt(self) -> int:
@@ -156,9 +141,9 @@ class ReflectionEvent:
 
     kind: ClassVar[str] = "reflection"
     target_id: str
-    record: "AttemptRecord"
-    diagnosis: "Diagnosis"
-    correction: "Correction"
+    record: AttemptRecord
+    diagnosis: Diagnosis
+    correction: Correction
     executed: bool
 
     @property
@@ -208,12 +193,13 @@ class TaskResultEvent:
 
 @dataclass(frozen=True)
 class UncoverEvent:
-    """One wrist-camera view while uncovering a hidden target (core/planner/uncover.py):
-    ``done`` False before the motion (its thought), True once it ended (reached or not, the
-    target seen or not). ``record`` is the uncover.ViewRecord."""
+    """One wrist-camera view while uncovering a hidden target
+    (core/planner/instruction/uncover.py): ``done`` False before the motion (its thought),
+    True once it ended (reached or not, the target seen or not). ``record`` is the view's
+    outcomes.ViewRecord."""
 
     kind: ClassVar[str] = "uncover"
-    record: Any
+    record: ViewRecord
     done: bool
 
     def to_dict(self) -> Dict[str, Any]:

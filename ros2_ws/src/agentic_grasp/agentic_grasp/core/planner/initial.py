@@ -7,7 +7,7 @@ configuration's default, VLM or heuristic proposal, and the grip a part grasp of
 container needs against its own weight. :class:`InitialGrasp` is the part of
 :class:`~agentic_grasp.core.planner.planner.ReflectivePlanner` that chooses it; the planner's
 attributes (config, configuration, retriever, hand, scene-graph thresholds, the perceived
-handle and rim) are set by its constructor. Split out of ``planner`` (issue 27).
+handle and rim) are set by its constructor. Split out of ``planner``.
 """
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from agentic_grasp.core.constraints import ConstraintSet
+from agentic_grasp.core.scene_graph.constraints import ConstraintSet
 from agentic_grasp.core.grasping.along import HAND_CONTINUOUS_FORCE_N, pivot_grip_force
 from agentic_grasp.core.grasping.fit import fit_strategy
-from agentic_grasp.core.heuristic import geometric_grasps, heuristic_grasp
+from agentic_grasp.core.grasping.heuristic import geometric_grasps, heuristic_grasp
 from agentic_grasp.core.planner.configurations import VLM_TYPE_FOR_AFFORDANCE
 from agentic_grasp.core.planner.memory import EpisodicMemory, Recall
 from agentic_grasp.core.planner.ports import RetrievalRequest

@@ -1,5 +1,5 @@
 """Episodic memory M = {(c_j, g_j*)} (paper Sec. IV-C, Algorithm 1 line 10), and what it
-transfers to objects that are not of the same category (issue 24).
+transfers to objects that are not of the same category.
 
 The paper's memory is a session-level cache of successful grasps indexed by object category:
 proven parameters for one cup transfer directly to the next cup. It is kept here as level 1.
@@ -51,10 +51,11 @@ node's "goal", the runner's "trial") gives every run a fresh, empty memory.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
+from agentic_grasp.core.grasping.fit import fit_record
+from agentic_grasp.core.planner.sections import TransferRules
 from agentic_grasp.core.retrieval.knowledge_base import grasp_to_object_frame, grasp_to_world
 from agentic_grasp.core.types import FailureType, GraspParameters, ObjectInstance
 
@@ -68,39 +69,6 @@ LEVEL_CORRECTIONS = 3
 def category_key(category: str) -> str:
     """Memory index: lower case, single-spaced, underscores as spaces ("Wine_glass")."""
     return " ".join(str(category).replace("_", " ").lower().split())
-
-
-@dataclass
-class TransferRules:
-    """How far memory reaches beyond the category (config/planner.yaml ``memory``: the
-    derivation of each value is there)."""
-
-    similar_objects: bool = True
-    corrections: bool = True
-    size_tolerance_m: float = 0.01
-    fragility_band_ratio: float = 0.7
-
-    def __post_init__(self) -> None:
-        from agentic_grasp.core.errors import ConfigError
-
-        self.similar_objects = bool(self.similar_objects)
-        self.corrections = bool(self.corrections)
-        self.size_tolerance_m = float(self.size_tolerance_m)
-        self.fragility_band_ratio = float(self.fragility_band_ratio)
-        if not math.isfinite(self.size_tolerance_m) or self.size_tolerance_m < 0.0:
-            raise ConfigError("planner.memory.size_tolerance_m must be a finite number >= 0")
-        if not 0.0 < self.fragility_band_ratio < 1.0:
-            raise ConfigError("planner.memory.fragility_band_ratio must be in (0, 1)")
-
-    def same_fragility_band(self, a: float, b: float) -> bool:
-        """Whether fragilities ``a`` and ``b`` share a band: strength is read as (1 - f) of
-        the material's (the catalogue's strength model), and two strengths within one force
-        step of recovery (``fragility_band_ratio``) of each other cannot be told apart by
-        the forces the planner tries. A band around each value, not fixed bins: perception
-        reports a fragility with noise, and a fixed boundary would split one object from
-        itself."""
-        sa, sb = max(1.0 - float(a), 1e-3), max(1.0 - float(b), 1e-3)
-        return min(sa, sb) / max(sa, sb) >= self.fragility_band_ratio - 1e-9
 
 
 @dataclass(frozen=True)
@@ -453,8 +421,6 @@ class _StoredKey:
     @classmethod
     def of(cls, obj: ObjectInstance, grasp: GraspParameters,
            handle_yaw: Optional[float], yaw_known: bool = True) -> "_StoredKey":
-        from agentic_grasp.core.grasping.fit import fit_record
-
         frame = obj
         region = ""
         if handle_yaw is not None and getattr(obj.shape, "value", str(obj.shape)) == "cylinder":
@@ -501,4 +467,4 @@ class MemoryLifetime:
 
 __all__ = ["EpisodicMemory", "LEVEL_CATEGORY", "LEVEL_CORRECTIONS", "LEVEL_SIMILAR",
            "LearnedCorrections", "MemoryEntry", "MemoryLifetime", "ObjectKey", "Recall",
-           "SESSION", "TransferRules", "category_key"]
+           "SESSION", "category_key"]

@@ -1,25 +1,24 @@
 """What Algorithm 1 returns: one record per attempt, per sub-goal and per instruction.
 
 :class:`AttemptRecord` is one Thought -> Action -> Observation cycle with its reflection,
+:class:`ViewRecord` one wrist-camera view while uncovering a hidden target,
 :class:`GoalOutcome` g* or the failure report of a sub-goal, :class:`TaskOutcome` a whole
 instruction; the benchmark, the goal log and the node graph read these. Split out of
-``planner`` (issue 27).
+``planner``.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from agentic_grasp.core.arm import ArmError
-from agentic_grasp.core.constraints import ConstraintSet
-from agentic_grasp.core.planner.events import outcome_dict as _outcome_dict
-from agentic_grasp.core.planner.failure import Diagnosis
-from agentic_grasp.core.planner.recovery import Correction
-from agentic_grasp.core.planner.tasks import TaskPlan
-from agentic_grasp.core.planner.uncover import ViewRecord
+from agentic_grasp.core.arm.backend import ArmError
+from agentic_grasp.core.scene_graph.constraints import ConstraintSet
+from agentic_grasp.core.planner.instruction.tasks import TaskPlan
+from agentic_grasp.core.planner.recovery.correction import Correction
+from agentic_grasp.core.planner.recovery.failure import Diagnosis
 from agentic_grasp.core.types import AttemptOutcome, GraspParameters
 
 STATUS_SUCCEEDED = "succeeded"
@@ -28,6 +27,19 @@ STATUS_CANCELED = "canceled"
 STATUS_NOT_PERCEIVED = "target_not_perceived"
 STATUS_BLOCKED = "blocked_by_prerequisites"
 #: STATUS_BEYOND_HAND ("beyond_hand_limits", grasping/limits.py): refused at planning.
+
+
+def outcome_dict(outcome: Optional[AttemptOutcome]) -> Optional[Dict[str, Any]]:
+    """An observation y_r as JSON (4 decimals), as the attempt records store it."""
+    if outcome is None:
+        return None
+    return {"success": bool(outcome.success), "quality": round(float(outcome.quality), 4),
+            "phi": [round(float(v), 4) for v in np.asarray(outcome.phi).reshape(-1)],
+            "events": [{"kind": e.kind, "phase": getattr(e.phase, "value", str(e.phase)),
+                        "detail": e.detail, "other_id": e.other_id} for e in outcome.events],
+            "phase_reached": getattr(outcome.phase_reached, "value", str(outcome.phase_reached)),
+            "duration_s": round(float(outcome.duration_s), 4)}
+
 
 def describe_grasp(g: GraspParameters) -> str:
     """One phrase with the grasp's numbers, for thoughts and logs."""
@@ -44,29 +56,12 @@ def describe_grasp(g: GraspParameters) -> str:
 
 
 @dataclass(frozen=True)
-class AttemptObservation:
-    """One Thought -> Action -> Observation cycle before any reflection: what the
-    ObservationEvent carries. The attempt's AttemptRecord is built from it once, when the
-    planner is done with the attempt (after its reflection, when one follows)."""
-
-    index: int
-    retry_level: int                      # level of the correction behind this grasp; 0 = g0
-    thought: str
-    grasp: GraspParameters
-    success: bool
-    outcome: Optional[AttemptOutcome]
-    arm_error: ArmError = ArmError.NONE
-    arm_message: str = ""
-    duration_s: float = 0.0                   # simulated / measured motion time
-    wall_s: float = 0.0
-    candidate: Optional[Dict[str, Any]] = None
-    memory: str = ""
-
-
-@dataclass(frozen=True)
 class AttemptRecord:
-    """One Thought -> Action -> Observation cycle and the reflection on it; built once, when
-    the planner is done with the attempt, and never changed (frozen)."""
+    """One Thought -> Action -> Observation cycle and the reflection on it (frozen).
+
+    The ObservationEvent carries the attempt as observed, before any reflection (no
+    diagnosis, no correction); :meth:`reflected` gives the record with its reflection, built
+    once, when the planner is done with the attempt."""
 
     index: int
     retry_level: int                      # level of the correction behind this grasp; 0 = g0
@@ -87,15 +82,11 @@ class AttemptRecord:
     #: what episodic memory transferred into this attempt's grasp and why ("" = nothing)
     memory: str = ""
 
-    @classmethod
-    def of(cls, seen: AttemptObservation, diagnosis: Optional[Diagnosis] = None,
-           correction: Optional[Correction] = None,
-           correction_executed: bool = False) -> "AttemptRecord":
-        """The record of an observed attempt with its reflection (none: not reflected on)."""
-        return cls(seen.index, seen.retry_level, seen.thought, seen.grasp, seen.success,
-                   seen.outcome, seen.arm_error, seen.arm_message, diagnosis, correction,
-                   correction_executed, seen.duration_s, seen.wall_s, seen.candidate,
-                   seen.memory)
+    def reflected(self, diagnosis: Diagnosis, correction: Correction,
+                  correction_executed: bool) -> "AttemptRecord":
+        """This observed attempt with its reflection: diagnosis F_r and the correction."""
+        return replace(self, diagnosis=diagnosis, correction=correction,
+                       correction_executed=correction_executed)
 
     @property
     def failure_type(self) -> Optional[str]:
@@ -112,7 +103,7 @@ class AttemptRecord:
             diagnosis["correction_executed"] = self.correction_executed
         return {"attempt": self.index, "retry_level": self.retry_level,
                 "thought": self.thought, "grasp": self.grasp.to_dict(),
-                "success": self.success, "outcome": _outcome_dict(self.outcome),
+                "success": self.success, "outcome": outcome_dict(self.outcome),
                 "arm_error": ArmError(self.arm_error).name, "arm_message": self.arm_message,
                 "diagnosis": diagnosis,
                 "next_grasp": (None if self.correction is None
@@ -120,6 +111,46 @@ class AttemptRecord:
                 "candidate": None if self.candidate is None else dict(self.candidate),
                 "memory": self.memory, "duration_s": round(self.duration_s, 4),
                 "wall_s": round(self.wall_s, 6)}
+
+
+@dataclass
+class ViewRecord:
+    """One view request, recorded like an attempt (AttemptRecords, goal log, markers)."""
+
+    index: int
+    occluder_id: str
+    side: str
+    thought: str
+    pose: GraspParameters            # the TCP-free camera pose as a marker-able pose
+    camera_pose: np.ndarray
+    reached: bool
+    target_seen: bool = False
+    error: ArmError = ArmError.NONE
+    message: str = ""
+    duration_s: float = 0.0
+    clearance_m: float = float("nan")
+    seen_ids: List[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        what = f"view request {self.index + 1} ({self.occluder_id}, {self.side}): "
+        if not self.reached:
+            return what + f"not reached ({self.message})"
+        if self.target_seen:
+            return what + "target seen"
+        if self.message.startswith(tuple(self.seen_ids)) and self.seen_ids:
+            return what + self.message
+        seen = ", ".join(self.seen_ids) or "nothing"
+        return what + f"target not in view (saw {seen})"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"view": self.index, "occluder": self.occluder_id, "side": self.side,
+                "thought": self.thought, "reached": self.reached,
+                "target_seen": self.target_seen, "error": ArmError(self.error).name,
+                "message": self.message, "duration_s": round(self.duration_s, 4),
+                "clearance_m": (None if not math.isfinite(self.clearance_m)
+                                else round(self.clearance_m, 4)),
+                "camera_position": [round(float(v), 4) for v in self.camera_pose[:3, 3]],
+                "seen": list(self.seen_ids)}
 
 
 @dataclass

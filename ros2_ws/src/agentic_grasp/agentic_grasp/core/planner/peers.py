@@ -3,18 +3,19 @@ graph called directly, and a perceiver made of plain functions.
 
 The in-process benchmark (episode.py) and replay (ros/recording/replay.py) use
 :class:`HaaRagRetriever` and :class:`SceneGraphReasoner`; the node graph's planner node
-implements the same ports over its peers' services (ros/goal_peers.py).
+implements the same ports over its peers' services (ros/planner/goal_peers.py).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.constraints import ConstraintSet, infer_constraints
+from agentic_grasp.core.scene_graph.constraints import ConstraintSet, infer_constraints
 from agentic_grasp.core.perception.backend import PerceptionResult
 from agentic_grasp.core.planner.ports import (ConstraintReasoner, Perceiver, RetrievalRequest,
                                               Retriever)
-from agentic_grasp.core.scene_graph import SceneGraph, SceneGraphConfig, build_scene_graph
+from agentic_grasp.core.scene_graph.graph import SceneGraph, build_scene_graph
+from agentic_grasp.core.scene_graph.config import SceneGraphConfig
 from agentic_grasp.core.types import ObjectInstance
 
 

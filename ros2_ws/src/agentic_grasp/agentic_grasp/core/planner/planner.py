@@ -10,9 +10,9 @@ Per sub-goal (:meth:`ReflectivePlanner.plan_and_execute`):
    memory M when it has one (memory wins, Sec. IV-C); then g0 = g (+) Delta g (constraints);
 5. for r = 0 .. Rmax: Thought (what is tried and why, with the numbers), Action (the arm
    backend executes g_r), Observation (y_r, Q_r, phi_r, events). Success stores (c, g_r) in
-   M and returns. Failure: F_r = ClassifyFailure (failure.py), the target is re-perceived
-   (when a perceive callback is given) and the grasps follow it if it moved, then
-   g_{r+1} = ApplyCorrection(g_r, GetCorrection(F_r, level), level) (recovery.py).
+   M and returns. Failure: F_r = ClassifyFailure (recovery/failure.py), the target is
+   re-perceived (when a perceive callback is given) and the grasps follow it if it moved, then
+   g_{r+1} = ApplyCorrection(g_r, GetCorrection(F_r, level), level) (recovery/).
 
 Levels: with ``level_by = "failed_attempt"`` (the paper's indexing, default) the correction
 computed after attempt r has level(r) (r <= 1 -> 1, r = 2 -> 2, r = 3 -> 3) and is applied
@@ -23,12 +23,13 @@ level of the correction that produced its grasp (0 for g0) and its diagnosis car
 level of the correction computed from it.
 
 A Table II configuration (configurations.py) switches mechanisms off; the loop is the same.
-:meth:`ReflectivePlanner.run_task` runs a whole instruction: sub-goals (tasks.py), a fresh
-perception per sub-goal, support dependencies discovered at run time inserted first.
-Both report their progress as the typed events of events.py (the attempt events carry the
-AttemptObservation and the AttemptRecord of outcomes.py, its Diagnosis and its Correction;
-the record is built once, when the planner is done with the attempt). The planner's peers
-(perception, HAA-RAG, the scene-graph reasoning, the arm) are the ports of ports.py.
+:meth:`ReflectivePlanner.run_task` runs a whole instruction (instruction/run.py): sub-goals
+(instruction/tasks.py), a fresh perception per sub-goal, support dependencies discovered at
+run time inserted first. Both report their progress as the typed events of events.py (the
+attempt events carry the attempt's AttemptRecord of outcomes.py, as observed and then with
+its Diagnosis and its Correction, built once, when the planner is done with the attempt).
+The planner's peers (perception, HAA-RAG, the scene-graph reasoning, the arm) are the ports
+of ports.py.
 """
 from __future__ import annotations
 
@@ -39,41 +40,39 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from agentic_grasp.core.arm import ArmError, CancelCheck
+from agentic_grasp.core.arm.backend import ArmError, CancelCheck
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.constraints import ConstraintSet, ConstraintType, apply_constraints
-from agentic_grasp.core.heuristic import HeuristicConfig, strip_semantics
+from agentic_grasp.core.scene_graph.constraints import (ConstraintSet, ConstraintType,
+                                                        apply_constraints)
+from agentic_grasp.core.grasping.config import HeuristicConfig
+from agentic_grasp.core.grasping.heuristic import strip_semantics
 from agentic_grasp.core.perception.backend import PerceivedObject, PerceptionResult
-from agentic_grasp.core.planner.events import (EventSink, MemoryEvent, ObservationEvent,
-                                               PhaseEvent, PlanEvent, ReflectionEvent,
-                                               ResultEvent, TaskPlanEvent, TaskResultEvent,
-                                               ThoughtEvent)
 from agentic_grasp.core.planner.configurations import (Configuration, PlannerConfig,
                                                        get_configuration)
-from agentic_grasp.core.planner.failure import Diagnosis, classify_failure
+from agentic_grasp.core.planner.events import (EventSink, MemoryEvent, ObservationEvent,
+                                               PhaseEvent, PlanEvent, ReflectionEvent,
+                                               ResultEvent, ThoughtEvent)
 from agentic_grasp.core.planner.initial import InitialGrasp
+from agentic_grasp.core.planner.instruction.run import TaskRunner
+from agentic_grasp.core.planner.instruction.uncover import poorly_located
 from agentic_grasp.core.planner.memory import EpisodicMemory, LearnedCorrections, Recall
-from agentic_grasp.core.planner.peers import SceneGraphReasoner
-from agentic_grasp.core.planner.ports import (Arm, ConstraintReasoner, Perceiver, Retriever,
-                                              require_port)
 from agentic_grasp.core.planner.outcomes import (STATUS_BLOCKED, STATUS_CANCELED,
                                                  STATUS_FAILED, STATUS_NOT_PERCEIVED,
-                                                 STATUS_SUCCEEDED, AttemptObservation,
-                                                 AttemptRecord,
-                                                 GoalOutcome, TaskOutcome, describe_grasp)
+                                                 STATUS_SUCCEEDED, AttemptRecord, GoalOutcome,
+                                                 describe_grasp)
+from agentic_grasp.core.planner.peers import SceneGraphReasoner
+from agentic_grasp.core.planner.ports import Arm, ConstraintReasoner, Retriever, require_port
 from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext,
                                                  NextCandidates, clamp_grasp, get_correction,
-                                                 rebase_grasp, with_approach, wrap_angle)
-from agentic_grasp.core.planner.recovery import same_grasp
+                                                 rebase_grasp, same_grasp, with_approach,
+                                                 wrap_angle)
 from agentic_grasp.core.planner.recovery import correction_level as recovery_correction_level
-from agentic_grasp.core.planner.tasks import (KIND_NAMED, TaskPlan, instruction_kind,
-                                              names_only_landmarks, plan_subgoals)
-from agentic_grasp.core.planner.uncover import poorly_located, run_uncover
+from agentic_grasp.core.planner.recovery.failure import Diagnosis, classify_failure
 from agentic_grasp.core.grasping import clearance as grasp_clearance
 from agentic_grasp.core.grasping.fit import handle_yaw_of
 from agentic_grasp.core.grasping.hand import HandModel
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND, check_hand_limits
-from agentic_grasp.core.scene_graph import SceneGraphConfig
+from agentic_grasp.core.scene_graph.config import SceneGraphConfig
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, Phase
 
 _LOG = logging.getLogger(__name__)
@@ -86,24 +85,6 @@ def _result_event(goal: GoalOutcome) -> ResultEvent:
                        tuple(goal.failure_types), tuple(goal.prerequisites), goal.message)
 
 
-def _why_left(goal: Optional[GoalOutcome]) -> str:
-    """Why a target of a multi-object task was not grasped, for the task's message."""
-    if goal is None:
-        return "not attempted: the task stopped before it"
-    if goal.status == STATUS_BEYOND_HAND:
-        return goal.message
-    if goal.attempts:
-        kinds = [a.failure_type for a in goal.attempts if a.failure_type]
-        return (f"{goal.n_attempts} attempt(s) failed"
-                + (f", last with {kinds[-1]}" if kinds else ""))
-    return goal.message or goal.status
-
-
-def subgoal_instruction(object_id: str, name: str = "") -> str:
-    """The instruction that makes perception report ``object_id`` as its target."""
-    return f"pick up {object_id} (the {name})" if name else f"pick up {object_id}"
-
-
 def _find_perceived(perception: PerceptionResult, target_id: str) -> Optional[PerceivedObject]:
     if perception.target is not None and perception.target.id == target_id:
         return perception.target
@@ -113,7 +94,7 @@ def _find_perceived(perception: PerceptionResult, target_id: str) -> Optional[Pe
     return None
 
 
-class ReflectivePlanner(InitialGrasp):
+class ReflectivePlanner(InitialGrasp, TaskRunner):
     """Algorithm 1 with Table II switches (module docstring)."""
 
     def __init__(self, config: Optional[PlannerConfig] = None,
@@ -346,15 +327,15 @@ class ReflectivePlanner(InitialGrasp):
             elapsed = time.perf_counter() - t0
             outcome = result.outcome
             success = bool(result.ran and outcome is not None and outcome.success)
-            seen = AttemptObservation(r, level_used, thought, grasp, success, outcome,
-                                      ArmError(result.error), result.message,
-                                      duration_s=float(outcome.duration_s) if outcome else 0.0,
-                                      wall_s=elapsed, candidate=candidate,
-                                      memory=recall.text if (r == 0 and recall) else "")
+            seen = AttemptRecord(r, level_used, thought, grasp, success, outcome,
+                                 ArmError(result.error), result.message,
+                                 duration_s=float(outcome.duration_s) if outcome else 0.0,
+                                 wall_s=elapsed, candidate=candidate,
+                                 memory=recall.text if (r == 0 and recall) else "")
             goal.motion_s += seen.duration_s
             record = None
             if success or result.error == ArmError.CANCELED:    # no reflection follows
-                record = AttemptRecord.of(seen)
+                record = seen
                 goal.attempts.append(record)
             emit(ObservationEvent(target_id, seen, record))
             if result.error == ArmError.CANCELED:
@@ -394,7 +375,7 @@ class ReflectivePlanner(InitialGrasp):
             level = self.correction_level(r)
             correction = get_correction(diagnosis, level, grasp, base, ctx, self.config)
             # the attempt's record, built once now that it is reflected on
-            record = AttemptRecord.of(seen, diagnosis, correction, r + 1 < n)
+            record = seen.reflected(diagnosis, correction, r + 1 < n)
             goal.attempts.append(record)
             self._acquire(record, attempted_on, goal)
             emit(ReflectionEvent(target_id, record, diagnosis, correction,
@@ -455,153 +436,5 @@ class ReflectivePlanner(InitialGrasp):
                 f"{diagnosis.failure_type.value} ({diagnosis.evidence}); {correction.text}. "
                 f"Now a {describe_grasp(grasp)}.")
 
-    # ------------------------------------------------------------------ whole instruction
-    def run_task(self, instruction: str, perceiver: Perceiver, arm: Arm,
-                 memory: Optional[EpisodicMemory] = None,
-                 cancel: Optional[CancelCheck] = None, on_event: Optional[EventSink] = None,
-                 after_success: Optional[Callable[[str], None]] = None) -> TaskOutcome:
-        """Decompose ``instruction`` into sub-goals and run Algorithm 1 for each.
 
-        ``perceiver.perceive(instruction)`` returns a fresh PerceptionResult; each sub-goal
-        is perceived with :func:`subgoal_instruction` so its target carries an affordance.
-        ``after_success(object_id)`` is called after each grasp (put the object away).
-        ``perceiver.look(instruction, camera)`` perceives the frame of the arm's wrist camera
-        at the pose it reached: with it (``perceiver.wrist_camera``), a named target that is
-        not in view is looked for behind what could hide it (uncover.py); without it, or
-        when nothing is seen, the goal ends with the target not found (never with another
-        object grasped in its place).
-        """
-        require_port(perceiver, Perceiver, "perceiver")
-        require_port(arm, Arm, "arm")
-        perceive = perceiver.perceive
-        look = perceiver.look if perceiver.wrist_camera else None
-        start = time.perf_counter()
-        cancel = cancel or (lambda: False)
-        emit = on_event or (lambda _event: None)
-        task = TaskOutcome(instruction, None)
-        first = perceive(instruction)
-        task.perception_calls += 1
-        task.overhead_s += self.config.time_model.perception_s
-        if not first.ok:
-            task.status, task.message = STATUS_FAILED, f"perception failed: {first.error}"
-            task.wall_s = time.perf_counter() - start
-            return task
-        named = instruction_kind(instruction) == KIND_NAMED
-        shown = first.to_object_instances()
-        # not found, or "found" as an object the instruction names only as a landmark
-        hidden = names_only_landmarks(instruction, shown)
-        if named and (hidden or poorly_located(first.target, first.objects)):
-            # the named target is not in view (or only a sliver of it): look behind what
-            # could hide it. What the instruction also mentions is a landmark ("behind the
-            # box"), never a stand-in for the target.
-            found = run_uncover(self, instruction, first, arm, look, emit, cancel)
-            task.views = list(found.views)
-            looks = sum(v.reached for v in found.views)
-            task.perception_calls += looks
-            task.overhead_s += self.config.time_model.perception_s * looks
-            if found.found:
-                first = found.perception
-            elif hidden or cancel():
-                task.plan = TaskPlan(instruction, KIND_NAMED)
-                emit(TaskPlanEvent(task.plan))
-                task.status = STATUS_CANCELED if cancel() else STATUS_FAILED
-                task.message = ("the instruction names no perceived object (but as a "
-                                f"landmark): the target is not in view; {found.message}")
-                task.wall_s = time.perf_counter() - start
-                emit(TaskResultEvent(instruction, task.status, (), task.message))
-                return task
-        objects = first.to_object_instances()
-        # the scene-graph reasoning's own graph (its configuration and camera): the same one
-        # the constraints of each sub-goal come from
-        graph = self.reasoner.scene_graph(objects) if self.configuration.scene_graph else None
-        plan = plan_subgoals(instruction, objects, graph)
-        task.plan = plan
-        emit(TaskPlanEvent(plan))
-        if not plan.subgoals:
-            task.status = STATUS_FAILED
-            task.message = "the instruction names no perceived object"
-            task.wall_s = time.perf_counter() - start
-            return task
-        names = {o.id: o.name for o in objects}
-        queue = list(plan.target_ids)
-        inserted: set = set()
-        # Sub-goals that failed, to be tried once more after the others: an object taken
-        # away since may have been what blocked it (the neighbour the hand hit, the object
-        # that hid it). Only when something was taken since; never one refused as beyond
-        # the hand (its size does not change).
-        revisit: List[str] = []
-        progressed: set = set()         # failed ones with a success after them
-        revisited: set = set()
-        last_goal: dict = {}            # target id -> its last GoalOutcome
-        while queue or revisit:
-            if not queue:
-                queue = [t for t in revisit if t in progressed]
-                revisited.update(queue)
-                revisit = []
-                if not queue:
-                    break
-            if cancel():
-                task.status, task.message = STATUS_CANCELED, "canceled between sub-goals"
-                break
-            target_id = queue.pop(0)
-            sub = subgoal_instruction(target_id, names.get(target_id, ""))
-
-            def refresh(_sub: str = sub) -> PerceptionResult:
-                return perceive(_sub)
-
-            if not task.goals and first.target is not None and first.target.id == target_id \
-                    and first.target.affordance is not None:
-                perception = first          # nothing has moved since: no second look needed
-            else:
-                perception = perceive(sub)
-                task.perception_calls += 1
-                task.overhead_s += self.config.time_model.perception_s
-            goal = self.plan_and_execute(perception, target_id, arm, memory, cancel, on_event,
-                                         reperceive=refresh)
-            task.goals.append(goal)
-            if goal.status == STATUS_BLOCKED:
-                new = [p for p in goal.prerequisites if p not in inserted]
-                if new:         # a support dependency the plan did not foresee: do it first
-                    inserted.update(new)
-                    queue = new + [target_id] + [q for q in queue if q not in new]
-                    continue
-            if goal.status == STATUS_CANCELED:
-                task.status, task.message = STATUS_CANCELED, goal.message
-                break
-            last_goal[target_id] = goal
-            if goal.success:
-                if after_success is not None:
-                    after_success(target_id)
-                progressed.update(revisit)
-            else:
-                if not self.config.continue_after_subgoal_failure:
-                    break
-                if goal.status != STATUS_BEYOND_HAND and target_id not in revisited \
-                        and len(plan.target_ids) > 1:
-                    revisit.append(target_id)
-        if task.status != STATUS_CANCELED:
-            done = set(task.grasped)
-            all_done = all(t in done for t in plan.target_ids)
-            task.status = STATUS_SUCCEEDED if all_done else STATUS_FAILED
-            task.message = (f"grasped {len(done)} of {len(plan.target_ids)} target(s)"
-                            if not all_done else f"all {len(done)} target(s) grasped")
-            if revisited:
-                task.message += ("; tried again after others were taken away: "
-                                 + ", ".join(sorted(revisited)))
-            left = [t for t in plan.target_ids if t not in done]
-            if left:
-                task.message += "; left: " + "; ".join(
-                    f"{t} ({_why_left(last_goal.get(t))})" for t in left)
-            if plan.order_matters and done:
-                grasped = [t for t in task.grasped if t in plan.target_ids]
-                planned = [t for t in plan.target_ids if t in done]
-                if grasped != planned:
-                    task.message += ("; order kept where it could be: "
-                                     + " -> ".join(grasped) + " (planned "
-                                     + " -> ".join(plan.target_ids) + ")")
-        task.wall_s = time.perf_counter() - start
-        emit(TaskResultEvent(instruction, task.status, tuple(task.grasped), task.message))
-        return task
-
-
-__all__ = ["ReflectivePlanner", "VisualQuery", "subgoal_instruction"]
+__all__ = ["ReflectivePlanner", "VisualQuery"]

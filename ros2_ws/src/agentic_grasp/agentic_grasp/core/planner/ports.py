@@ -1,4 +1,4 @@
-"""The planner's peers as ports: what :class:`ReflectivePlanner` asks of the world (issue 27).
+"""The planner's peers as ports: what :class:`ReflectivePlanner` asks of the world.
 
 Four small abstract classes, each with typed requests and answers, so the three ways of
 running the planner supply the same peers and cannot drift apart:
@@ -22,19 +22,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from agentic_grasp.core.arm import ArmBackend
+from agentic_grasp.core.arm.backend import ArmBackend
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.constraints import ConstraintSet
+from agentic_grasp.core.scene_graph.constraints import ConstraintSet
 from agentic_grasp.core.perception.backend import PerceptionResult
-from agentic_grasp.core.scene_graph import SceneGraph
+from agentic_grasp.core.retrieval.haa_rag import RetrievalResult
+from agentic_grasp.core.scene_graph.graph import SceneGraph
 from agentic_grasp.core.types import AffordanceDescriptor, ObjectInstance
 
-if TYPE_CHECKING:                       # the answer's type; core.retrieval imports the planner
-    from agentic_grasp.core.retrieval.haa_rag import RetrievalResult
 
 #: The planner's arm: one grasp attempt (execute) and, where the arm carries one, the wrist
 #: camera's model and view motions (core/arm.py).
@@ -49,7 +48,7 @@ class Perceiver(ABC):
     False: the planner then never asks it to look (a hidden target is reported not found).
     """
 
-    #: Whether :meth:`look` may be asked (the wrist-camera search of uncover.py).
+    #: Whether :meth:`look` may be asked (the wrist-camera search of instruction/uncover.py).
     wrist_camera: bool = False
 
     @abstractmethod
@@ -89,7 +88,7 @@ class Retriever(ABC):
     """HAA-RAG for the planner: the top-k strategies for a perceived target."""
 
     @abstractmethod
-    def retrieve(self, request: RetrievalRequest) -> "RetrievalResult":
+    def retrieve(self, request: RetrievalRequest) -> RetrievalResult:
         """The ranked strategies (RetrievalResult of core/retrieval/haa_rag.py)."""
 
 

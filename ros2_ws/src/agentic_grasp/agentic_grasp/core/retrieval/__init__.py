@@ -11,7 +11,7 @@ Public API::
         append_experience, experience_from_attempt,             # experience acquisition
         evaluate_retrieval, format_table)                       # Table IV
 
-(Latency and memory at scale: :mod:`agentic_grasp.core.benchmarks.retrieval_scale`.)
+(Latency and memory at scale: :mod:`agentic_grasp_lab.benchmarks.retrieval_scale`.)
 
 Typical use::
 
@@ -20,14 +20,14 @@ Typical use::
                                                       "handle"), crop=rgb_crop)
     grasp = grasp_to_world(result.best.experience, scene_object)
 """
-from agentic_grasp.core.retrieval.embedding import (DescriptorEmbedder, EmbeddingCache,
-                                                    OpenClipEmbedder, VisualEmbedder,
-                                                    make_embedder)
+from agentic_grasp.core.retrieval.embedding import (DescriptorEmbedder, OpenClipEmbedder,
+                                                    VisualEmbedder, make_embedder)
+from agentic_grasp.core.retrieval.kb_vectors import EmbeddingCache
 from agentic_grasp.core.retrieval.evaluation import evaluate_retrieval, format_table
-from agentic_grasp.core.retrieval.experience_store import (append_experience,
-                                                           experience_from_attempt)
-from agentic_grasp.core.retrieval.haa_rag import (HAARAG, EmbeddingModelMismatch, RetrievalResult,
-                                                  ScoredStrategy, build_retriever)
+from agentic_grasp.core.retrieval.acquired.experience_store import (append_experience,
+                                                                    experience_from_attempt)
+from agentic_grasp.core.retrieval.haa_rag import HAARAG, EmbeddingModelMismatch, build_retriever
+from agentic_grasp.core.retrieval.results import RetrievalResult, ScoredStrategy
 from agentic_grasp.core.retrieval.config import RetrievalConfig
 from agentic_grasp.core.retrieval.index import RetrievalIndex
 from agentic_grasp.core.retrieval.knowledge_base import (Experience, KnowledgeBase,

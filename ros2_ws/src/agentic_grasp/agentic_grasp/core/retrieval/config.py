@@ -1,6 +1,7 @@
 """HAA-RAG's configuration (config/retrieval.yaml, paper Sec. III-A): the
 Eq. 1 weights, the thresholds, k, the embedding model and the retrieval mode; the retrieval
-node declares every field as a parameter of the same dotted name.
+node declares every field as a parameter of the same dotted name. Also the consolidation of
+acquired experiences (:class:`ConsolidationConfig`, config/acquisition.yaml).
 """
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Union
 
-from agentic_grasp.core.config import nested, node_params
+from agentic_grasp.core import paths
+from agentic_grasp.core.config import load_yaml, nested, node_params, reject_unknown
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.retrieval.taxonomy import normalise_word
 
@@ -24,7 +26,7 @@ class RetrievalConfig:
     """Constants of HAA-RAG, read from config/retrieval.yaml (no defaults in code)."""
 
     # Field metadata: the ROS parameter's text and, where config/retrieval.yaml groups the
-    # field under another key, its dotted parameter name (agentic_grasp.ros.params).
+    # field under another key, its dotted parameter name (agentic_grasp.ros.common.params).
     k1: int = field(metadata={"description": "Level 1: candidates kept after the category "
                                              "match"})
     k: int = field(metadata={"description": "Strategies returned for a request with k = 0 "
@@ -90,7 +92,7 @@ class RetrievalConfig:
         "open_clip.pretrained_path": "Local open_clip weights file; never downloaded "
                                      "(start-up only)",
         "open_clip.device": "Torch device of the open_clip model (start-up only)"}})
-    # Affordance fallback (issue 12): when level 1 is empty (a category the taxonomy or the
+    # Affordance fallback: when level 1 is empty (a category the taxonomy or the
     # knowledge base does not know), rank the whole knowledge base by
     # w_affordance s_aff + fallback_size_weight s_size + w_visual s_vis.
     fallback_enabled: bool = field(default=False, metadata={
@@ -187,7 +189,37 @@ class RetrievalConfig:
     @classmethod
     def from_config(cls, path: Union[str, Path, None] = None) -> "RetrievalConfig":
         """Read config/retrieval.yaml (or ``path``)."""
-        from agentic_grasp.core import paths
-
         file = Path(path) if path else paths.config_file(NODE_NAME)
         return cls.from_params(node_params(NODE_NAME, file), str(file))
+
+
+@dataclass(frozen=True)
+class ConsolidationConfig:
+    """Merge tolerances and the per-category cap (config/acquisition.yaml explains them)."""
+
+    position_tol_m: float = 0.01
+    approach_tol_rad: float = 0.15
+    wrist_yaw_tol_rad: float = 0.15
+    width_tol_m: float = 0.01
+    force_ratio_tol: float = 0.25
+    cap_per_category: int = 40
+    wilson_z: float = 1.96
+
+    def __post_init__(self) -> None:
+        for name in ("position_tol_m", "approach_tol_rad", "wrist_yaw_tol_rad", "width_tol_m",
+                     "force_ratio_tol", "wilson_z"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ConfigError(f"consolidation.{name} must be a positive number, got "
+                                  f"{value!r}")
+        if int(self.cap_per_category) < 2:
+            raise ConfigError("consolidation.cap_per_category must be at least 2 (one best, "
+                              f"one recent), got {self.cap_per_category!r}")
+
+    @classmethod
+    def from_config(cls, path: Union[str, Path, None] = None) -> "ConsolidationConfig":
+        path = Path(path) if path is not None else paths.config_dir() / "acquisition.yaml"
+        data = load_yaml(path) if path.is_file() else {}
+        section = (data or {}).get("consolidation") or {}
+        reject_unknown(f"{path}: consolidation", section, cls.__dataclass_fields__)
+        return cls(**section)

@@ -24,11 +24,17 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.retrieval.embedding import VisualEmbedder
+from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.render.crops import crop_object
+from agentic_grasp.core.render.raycast import render_scene
+from agentic_grasp.core.retrieval.config import RetrievalConfig
+from agentic_grasp.core.retrieval.embedding import VisualEmbedder, make_embedder
+from agentic_grasp.core.retrieval.haa_rag import HAARAG
+from agentic_grasp.core.retrieval.kb_vectors import EmbeddingCache
+from agentic_grasp.core.retrieval.knowledge_base import KnowledgeBase
 # The relevance files (Table IV queries and labels) are read by the knowledge base's checks
 # too; they live in .relevance so that knowledge_base need not import this module.
-from agentic_grasp.core.retrieval.relevance import (  # noqa: F401 (qrels_path, relevance_problems:
-    TableIVQuery, load_table_iv, qrels_path, relevance_problems)  # re-exported for old imports)
+from agentic_grasp.core.retrieval.relevance import TableIVQuery, load_table_iv
 
 _LOG = logging.getLogger(__name__)
 
@@ -45,13 +51,10 @@ _FULL_RANKING = 10_000
 def query_crop(query: TableIVQuery, pose: Mapping[str, float], size: int = 64) -> np.ndarray:
     """The query object's crop from a render of it alone on the table, default camera.
 
-    Cut in the object-facing view (:func:`agentic_grasp.core.render.crop_box` with the
+    Cut in the object-facing view (:func:`agentic_grasp.core.render.crops.crop_box` with the
     camera), the view the knowledge-base renders are cut in: the query stands off the
     camera's middle column, where the camera sees it leaning; the entries stand on it.
     """
-    from agentic_grasp.core.camera import Camera
-    from agentic_grasp.core.render import crop_object, render_scene
-
     camera = Camera()
     crop = crop_object(render_scene([query.instance(pose)], camera), 0, size=size,
                        camera=camera)
@@ -69,11 +72,6 @@ def evaluate_retrieval(kb: Any = None, modes: Sequence[str] = ("haa", "clip_only
     ``embedder`` to the configured one. Returns {"modes": {mode: metrics}, "n_queries",
     "kb_size", "embedding_model"}; metrics in percent except MRR.
     """
-    from agentic_grasp.core.retrieval.embedding import EmbeddingCache, make_embedder
-    from agentic_grasp.core.retrieval.haa_rag import HAARAG
-    from agentic_grasp.core.retrieval.config import RetrievalConfig
-    from agentic_grasp.core.retrieval.knowledge_base import KnowledgeBase
-
     config = config if config is not None else RetrievalConfig.from_config()
     embedder = embedder or make_embedder(config.embedding)
     crop_size = int(config.embedding.get("crop_size_px", 64))

@@ -34,8 +34,8 @@ import numpy as np
 from agentic_grasp.core import geometry, paths
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.geometry import grasp_to_object_frame  # noqa: F401 (re-export)
-from agentic_grasp.core.retrieval.embedding import (EmbeddingCache, VisualEmbedder,
-                                                    embed_render_specs, visual_spec)
+from agentic_grasp.core.retrieval.kb_vectors import EmbeddingCache, embed_render_specs, visual_spec
+from agentic_grasp.core.retrieval.embedding import VisualEmbedder
 from agentic_grasp.core.retrieval.jsonl import read_jsonl
 from agentic_grasp.core.retrieval.relevance import relevance_problems
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
@@ -70,7 +70,7 @@ class Experience:
     failure_mode: Optional[str] = None
     source: str = ""            # "file:line" it was read from, for messages
     fit: Optional[Dict[str, Any]] = None   # how the grasp adapts (core/grasping/fit.py)
-    # Experience acquisition (core/retrieval/acquisition.py, consolidation.py): where an
+    # Experience acquisition (core/retrieval/acquired/acquisition.py, consolidation.py): where an
     # acquired entry came from, and the success/failure counts of merged near-duplicates.
     acquisition: Optional[Dict[str, Any]] = None
     outcomes: Optional[Dict[str, Any]] = None
@@ -86,7 +86,7 @@ class Experience:
 
     def visual_spec(self) -> Dict[str, Any]:
         """What v_i is rendered from: the render spec and the catalogue model whose parts it
-        is drawn with (:func:`.embedding.visual_spec`), so the render shows what a camera sees
+        is drawn with (:func:`.kb_vectors.visual_spec`), so the render shows what a camera sees
         of the object, as a query crop does."""
         return visual_spec(self.render_spec, self.category, self.object_name)
 

@@ -6,7 +6,7 @@ Public entry points: :class:`Simulator` (scene state, one-shot and phased attemp
 """
 from agentic_grasp.core.sim.objects import Catalogue, ObjectModel, load_catalogue
 from agentic_grasp.core.sim.params import PhysicsParams, QualityParams
-from agentic_grasp.core.sim.physics import MEASUREMENT_KEYS
+from agentic_grasp.core.sim.physics.attempt import MEASUREMENT_KEYS
 from agentic_grasp.core.sim.quality import compute_phi, quality_score
 from agentic_grasp.core.sim.scenes import TaskSpec, list_tasks, load_task
 from agentic_grasp.core.sim import procedural  # noqa: F401,E402 - registers procedural:S:K

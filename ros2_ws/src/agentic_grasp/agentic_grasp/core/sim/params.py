@@ -1,4 +1,5 @@
-"""Physical constants of the simulator and of the quality model (config/sim.yaml).
+"""Physical constants of the simulator and of the quality model, and the wrist camera's mount
+(config/sim.yaml).
 
 The defaults equal config/sim.yaml, where each value carries a comment saying what it is and
 why it is plausible; tests that build a Simulator without a file get the same physics.
@@ -6,9 +7,12 @@ why it is plausible; tests that build a Simulator without a file get the same ph
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
-from typing import Any, Mapping, Tuple
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping, Optional, Tuple
 
+import numpy as np
+
+from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.errors import ConfigError
 
 Pair = Tuple[float, float]
@@ -162,3 +166,64 @@ def _from_mapping(cls, data: Mapping[str, Any], where: str):
         return cls(**dict(data))
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
+
+
+def _d(text: str) -> dict:
+    return {"description": text}
+
+
+@dataclass
+class WristCameraMount:
+    """Where the wrist camera sits on the hand and what it sees (config/sim.yaml
+    ``wrist_camera``; the comments there say where each value comes from)."""
+
+    offset_m: Tuple[float, float, float] = field(default=(0.06, 0.0, -0.085), metadata=_d(
+        "Wrist camera optical centre in the TCP frame (m; axes as the TCP's, z = approach)"))
+    width: int = field(default=640, metadata=_d("Wrist camera image width (px)"))
+    height: int = field(default=480, metadata=_d("Wrist camera image height (px)"))
+    fx: float = field(default=554.26, metadata=_d("Wrist camera focal length x (px)"))
+    fy: float = field(default=554.26, metadata=_d("Wrist camera focal length y (px)"))
+    min_range_m: float = field(default=0.18, metadata=_d(
+        "Wrist camera nearest valid depth (m); views are never closer"))
+
+    def __post_init__(self) -> None:
+        off = tuple(float(v) for v in self.offset_m)
+        if len(off) != 3 or not all(math.isfinite(v) for v in off):
+            raise ConfigError("wrist_camera.offset_m must be 3 finite numbers")
+        self.offset_m = off
+        self.width, self.height = int(self.width), int(self.height)
+        if self.width < 8 or self.height < 8:
+            raise ConfigError("wrist_camera: width and height must be >= 8 px")
+        for name in ("fx", "fy", "min_range_m"):
+            value = float(getattr(self, name))
+            if not math.isfinite(value) or value <= 0.0:
+                raise ConfigError(f"wrist_camera.{name} must be > 0")
+            setattr(self, name, value)
+
+    @classmethod
+    def from_mapping(cls, data: Optional[Mapping[str, Any]],
+                     source: str = "sim.yaml") -> "WristCameraMount":
+        data = dict(data or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"{source}: unknown wrist_camera parameter(s) {unknown}")
+        return cls(**data)
+
+    @property
+    def T_tcp_cam(self) -> np.ndarray:
+        """Optical frame in the TCP frame: same axes (z = approach), shifted by the mount."""
+        pose = np.eye(4)
+        pose[:3, 3] = self.offset_m
+        return pose
+
+    def camera(self, T_world_cam: np.ndarray) -> Camera:
+        """The wrist camera at an optical-frame pose (principal point at the image centre)."""
+        return Camera(width=self.width, height=self.height, fx=self.fx, fy=self.fy,
+                      cx=(self.width - 1) / 2.0, cy=(self.height - 1) / 2.0,
+                      T_world_cam=np.asarray(T_world_cam, dtype=float).copy(),
+                      frame_id="wrist_camera_color_optical_frame")
+
+    def intrinsics(self) -> Camera:
+        """The camera model at the identity pose (camera_info without extrinsics)."""
+        return self.camera(np.eye(4))

@@ -22,14 +22,8 @@ equal share of any run of scenes):
 Instructions come from a small grammar with varied phrasing (``_PHRASES``).
 
 Feasibility is decided by geometry before any trial, from the catalogue's physical model
-(never from a planner or a trial):
-
-- the layout is physical: every object on the table, inside the arm's reach, with a gap to
-  every other (:func:`.scenes.layout_problem`), standing on its catalogue base with its
-  centre of mass over its footprint (statically stable);
-- each target is labelled feasible when some part of it fits the hand
-  (:func:`target_feasibility`), infeasible otherwise. A feasible target counts for success;
-  an infeasible one only as a correct or wrong refusal.
+(:mod:`.feasibility`): the layout is physical, with a gap between every two objects
+(:func:`.scenes.layout_problem`), and each target is labelled feasible or not.
 
 Nothing here is tuned to a benchmark number: every range is a geometric or physical bound,
 stated where it is defined.
@@ -37,7 +31,6 @@ stated where it is defined.
 from __future__ import annotations
 
 import math
-import re
 import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -47,34 +40,21 @@ import numpy as np
 
 from agentic_grasp.core.camera import fixed_camera_spec
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.grasping.config import HandConfig, HandLimitsConfig
 from agentic_grasp.core.instructions import SYNONYMS
+from agentic_grasp.core.sim.feasibility import (Feasibility, extent_towards, footprint_radius,
+                                                reachable, stable, target_feasibility)
 from agentic_grasp.core.sim.objects import Catalogue, ObjectModel, load_catalogue
-from agentic_grasp.core.sim.params import PhysicsParams
+from agentic_grasp.core.sim.procedural_ids import (FAMILIES, FAMILY_CATEGORY, PREFIX,
+                                                   parse_procedural_id, procedural_id)
 from agentic_grasp.core.sim.scenes import GENERATED, SceneObjectSpec, TaskSpec, layout_problem
-from agentic_grasp.core.types import (GRIPPER_MAX_FORCE_N, AffordanceType, ObjectState,
-                                      Shape)
+from agentic_grasp.core.types import AffordanceType, ObjectState
 
-PREFIX = "procedural:"
-FAMILIES = ("sg", "it_near", "it_between", "it_hidden", "it_handle", "it_lying", "lh_clear",
-            "lh_sort")
-FAMILY_CATEGORY = {"sg": "SG", "lh_clear": "LH", "lh_sort": "LH"}
-
-#: The Franka Hand's stroke and the payload left with it: the hand's one home
-#: (core/grasping/config.py: 80 mm; 3 kg at the flange less the hand's 0.73 kg).
-HAND_MAX_OPENING_M = HandConfig().max_opening_m
-PAYLOAD_LEFT_KG = HandLimitsConfig().payload_kg - HandLimitsConfig().hand_mass_kg
 #: Where objects are drawn (m, world = panda_link0). x: from 0.36 m (closer, the hand's
 #: 0.2 m body sweeps the base's links) to 0.64 m; y: +-0.22 m. Both are well inside the
-#: Panda's 0.855 m reach for a top grasp (checked by :func:`_reachable`) and inside the
+#: Panda's 0.855 m reach for a top grasp (checked by :func:`reachable`) and inside the
 #: table (0.2..0.8 x -0.4..0.4) with the largest object's half footprint to spare.
 REGION_X = (0.36, 0.64)
 REGION_Y = (-0.22, 0.22)
-#: Panda reach: the wrist centre within 0.855 m of the shoulder (0, 0, 0.333); a top grasp
-#: puts it 0.107 (flange) + 0.1034 (TCP) = 0.21 m above the grasp point.
-SHOULDER = np.array([0.0, 0.0, 0.333])
-REACH_M = 0.855
-WRIST_ABOVE_TCP_M = 0.21
 #: Surface-to-surface gaps between a target and its neighbours (m). Below 3 cm a 12 mm
 #: finger plus its approach error (8 mm p90) does not fit between two bodies at all; above
 #: 8 cm the hand's 20 cm body clears a neighbour in every wrist turn (an easy scene, which
@@ -103,14 +83,6 @@ _HIDDEN_TARGETS = ("toy_block", "tennis_ball", "wood_cube", "steel_cube", "egg",
                    "smartphone")
 
 
-@dataclass(frozen=True)
-class Feasibility:
-    """Whether some grasp of an object fits the hand, and why (or why not)."""
-
-    feasible: bool
-    reason: str
-
-
 @dataclass
 class ProceduralScene:
     """One drawn scene: the task, its family, and each target's feasibility."""
@@ -135,126 +107,9 @@ class ProceduralScene:
         return [t for t in self.task.targets if not self.feasibility[t].feasible]
 
 
-# ------------------------------------------------------------------ ids
-def procedural_id(scene_seed: int, index: int) -> str:
-    return f"{PREFIX}{int(scene_seed)}:{int(index)}"
-
-
-_ID = re.compile(r"^procedural:(\d{1,10}):(\d{1,9})$")
-
-
-def is_procedural(task: str) -> bool:
-    return str(task).startswith(PREFIX)
-
-
-def parse_procedural_id(task: str) -> Tuple[int, int]:
-    """(scene seed, index) of ``procedural:S:K``; ConfigError for anything else."""
-    m = _ID.match(str(task).strip())
-    if not m:
-        raise ConfigError(f"{task!r}: a procedural scene is named procedural:SEED:INDEX "
-                          "(two non-negative integers)")
-    return int(m.group(1)), int(m.group(2))
-
-
-def family_of(task: str) -> str:
-    return FAMILIES[parse_procedural_id(task)[1] % len(FAMILIES)]
-
-
-# ------------------------------------------------------------------ feasibility
-def _part_width(part, friction: float) -> float:
-    """The narrowest horizontal extent the fingers must span to hold ``part`` (m).
-
-    Fingers close horizontally (they cannot pass under an object on the table): a box
-    part's narrower footprint side; a standing cylinder's diameter, or its wall when it is
-    hollow and open upwards (a rim pinch); a lying cylinder's diameter or length; a sphere
-    is held above its equator where the contact normal is inside the friction cone, on a
-    chord of 2 r cos(atan mu).
-    """
-    sx, sy, sz = (float(v) for v in part.size)
-    if part.shape == Shape.SPHERE:
-        return sx * math.cos(math.atan(friction))
-    if part.shape == Shape.CYLINDER:
-        if part.axis == 2:
-            return float(part.wall_m) if part.wall_m > 0.0 else min(sx, sy)
-    return min(sx, sy)
-
-
-def target_feasibility(model: ObjectModel, state: ObjectState = ObjectState.EMPTY,
-                       physics: Optional[PhysicsParams] = None) -> Feasibility:
-    """Whether some part of ``model`` fits the Franka Hand and can be held (module
-    docstring): its width within the stroke less the fingers' clearance on both sides, a
-    grip force that holds its weight (two pads, Coulomb friction, the sim's dynamic load
-    factor) and, for a part beside the centre of mass, the weight's turning moment (the
-    pads' torsional friction, 2 x (2/3) mu F r over a pad's area), below both the gripper's
-    140 N and its crush limit, its mass within the payload."""
-    physics = physics or PhysicsParams()
-    limit = HAND_MAX_OPENING_M - 2.0 * physics.finger_clearance_m
-    mass = model.mass_kg + (model.fill.mass_kg if state == ObjectState.FILLED and model.fill
-                            else 0.0)
-    if mass > PAYLOAD_LEFT_KG:
-        return Feasibility(False, f"{mass:.2f} kg is above the {PAYLOAD_LEFT_KG:.2f} kg "
-                           "payload left with the hand")
-    best: Optional[Tuple[float, str]] = None
-    reasons = []
-    weight = mass * physics.gravity_mps2 * physics.dynamic_load_factor
-    # a pad's torsional friction acts over the disc of its area: 2 pads x (2/3) mu F r
-    r_pad = math.sqrt(physics.pad_width_m * physics.pad_depth_m / math.pi)
-    for part in model.parts:
-        mu = part.friction if part.friction is not None else model.friction
-        width = _part_width(part, mu)
-        hold = weight / (2.0 * mu)
-        # a part beside the centre of mass (a handle): the weight turns the object about
-        # the closing axis with the arm d, held only by the pads' torsion
-        d = float(np.hypot(*(np.asarray(part.centre, float)[:2]
-                             - np.asarray(model.com, float)[:2])))
-        if part.shape == Shape.CYLINDER and part.axis == 2 and part.wall_m > 0.0:
-            d = max(d, float(part.size[0]) / 2.0)       # a rim pinch holds at the wall
-        hold = max(hold, weight * d / ((4.0 / 3.0) * mu * r_pad))
-        crush = part.crush_limit_n if part.crush_limit_n is not None else model.crush_limit_n
-        if width > limit:
-            reasons.append(f"{part.name} {width * 1e3:.0f} mm wide")
-            continue
-        if hold > min(GRIPPER_MAX_FORCE_N, crush):
-            reasons.append(f"{part.name} needs {hold:.0f} N to hold")
-            continue
-        if best is None or width < best[0]:
-            best = (width, part.name)
-    if best is not None:
-        return Feasibility(True, f"its {best[1]} ({best[0] * 1e3:.0f} mm) fits the "
-                           f"{limit * 1e3:.0f} mm the hand encloses")
-    return Feasibility(False, "no part fits the hand: " + ", ".join(reasons)
-                       + f" (the hand encloses {limit * 1e3:.0f} mm)")
-
-
 # ------------------------------------------------------------------ geometry helpers
 def _camera_xy() -> np.ndarray:
     return np.asarray(fixed_camera_spec()["eye"], dtype=float)[:2]
-
-
-def _reachable(model: ObjectModel, x: float, y: float) -> bool:
-    """A top grasp at the object's top is within the Panda's reach (REACH_M)."""
-    wrist = np.array([x, y, float(model.size[2]) + WRIST_ABOVE_TCP_M])
-    return float(np.linalg.norm(wrist - SHOULDER)) <= REACH_M
-
-
-def _stable(model: ObjectModel) -> bool:
-    """The centre of mass is over the footprint (objects stand on their catalogue base)."""
-    half = np.asarray(model.size, dtype=float)[:2] / 2.0
-    com = np.asarray(model.com, dtype=float)[:2]
-    return bool(np.all(np.abs(com) <= half))
-
-
-def _radius(model: ObjectModel) -> float:
-    """Half the footprint's diagonal: the object's extent from its centre in any yaw."""
-    return 0.5 * float(np.hypot(model.size[0], model.size[1]))
-
-
-def _extent_towards(model: ObjectModel, yaw: float, direction: np.ndarray) -> float:
-    """Half-extent of the footprint box along ``direction`` (unit, world xy)."""
-    c, s = math.cos(yaw), math.sin(yaw)
-    ax, ay = np.array([c, s]), np.array([-s, c])
-    hx, hy = float(model.size[0]) / 2.0, float(model.size[1]) / 2.0
-    return abs(float(direction @ ax)) * hx + abs(float(direction @ ay)) * hy
 
 
 # ------------------------------------------------------------------ grammar
@@ -292,7 +147,7 @@ class _Draw:
         self.objects: List[SceneObjectSpec] = []
 
     def pool(self, predicate) -> List[str]:
-        return [k for k, m in self.models.items() if predicate(m) and _stable(m)]
+        return [k for k, m in self.models.items() if predicate(m) and stable(m)]
 
     def category_taken(self, key: str) -> bool:
         """Two objects of one category (or of synonym categories) make "the cup" ambiguous."""
@@ -315,7 +170,7 @@ class _Draw:
         model = self.models[key]
         if not (REGION_X[0] - 0.04 <= x <= REGION_X[1] + 0.04
                 and REGION_Y[0] - 0.06 <= y <= REGION_Y[1] + 0.06) \
-                or not _reachable(model, x, y):
+                or not reachable(model, x, y):
             raise _Retry
         oid = f"{model.category.lower().replace(' ', '_')}_{len(self.objects) + 1}"
         self.objects.append(SceneObjectSpec(oid, key, float(x), float(y),
@@ -332,8 +187,8 @@ class _Draw:
                gap: float) -> Tuple[float, float]:
         """Where ``key`` stands ``gap`` beyond ``anchor`` along ``direction`` (surfaces)."""
         a = self.models[anchor.catalogue]
-        d = _extent_towards(a, anchor.yaw, direction) \
-            + _extent_towards(self.models[key], yaw, -direction) + gap
+        d = extent_towards(a, anchor.yaw, direction) \
+            + extent_towards(self.models[key], yaw, -direction) + gap
         return anchor.x + d * float(direction[0]), anchor.y + d * float(direction[1])
 
 
@@ -489,7 +344,8 @@ def _scatter(d: _Draw, keys: Sequence[str]) -> None:
         for _ in range(60):
             x, y = d.anywhere()
             ok = all(math.hypot(x - o.x, y - o.y)
-                     >= _radius(m) + _radius(d.models[o.catalogue]) + CLUTTER_GAP_M
+                     >= footprint_radius(m) + footprint_radius(d.models[o.catalogue])
+                     + CLUTTER_GAP_M
                      for o in d.objects)
             if ok:
                 d.add(key, x, y, d.yaw(), d.state_for(key, 0.0))
@@ -615,6 +471,4 @@ def load_procedural(task: str, catalogue: Optional[Catalogue] = None) -> Procedu
 
 GENERATED[PREFIX] = lambda task, catalogue: load_procedural(task, catalogue).task
 
-__all__ = ["FAMILIES", "Feasibility", "PREFIX", "ProceduralScene", "family_of", "generate",
-           "is_procedural", "load_procedural", "parse_procedural_id", "procedural_id",
-           "scene_rng", "target_feasibility"]
+__all__ = ["ProceduralScene", "generate", "load_procedural", "scene_rng"]

@@ -34,7 +34,7 @@ from agentic_grasp.core.sim.params import PhysicsParams, QualityParams
 from agentic_grasp.core.types import GRIPPER_MAX_WIDTH_M, GraspParameters, GraspType
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentic_grasp.core.sim.bodies import Body
+    from agentic_grasp.core.sim.physics.bodies import Body
 
 
 def ramp(value: float, lo: float, hi: float) -> float:

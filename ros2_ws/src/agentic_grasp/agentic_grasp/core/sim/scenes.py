@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -24,6 +25,25 @@ from agentic_grasp.core.sim.objects import Catalogue, load_catalogue
 from agentic_grasp.core.types import ObjectInstance, ObjectState
 
 logger = logging.getLogger(__name__)
+
+#: The paper's 12 benchmark tasks, in the order the learning check and recorded sessions use.
+BENCHMARK_TASKS = ("sg_cup", "sg_apple", "sg_bottle", "sg_banana", "sg_bowl", "sg_cube",
+                   "it_cup_near_vase", "it_phone_near_wine_glass", "it_ball_behind_box",
+                   "it_screwdriver_side_grasp", "lh_clear_table", "lh_sort_by_fragility")
+
+
+def task_key(task: str) -> str:
+    """The id a task is known by in seeds and records: a scene path's stem, or the id."""
+    text = str(task)
+    return Path(text).stem if text.endswith((".yaml", ".yml")) else text
+
+
+def trial_seed(seed: int, task: str, trial: int) -> int:
+    """The seed of trial ``trial`` of ``task`` in repetition ``seed`` (same for every
+    configuration). A stable hash (CRC-32 of the task id, not Python's salted ``hash``) so
+    every process and every run derives the same value."""
+    entropy = [int(seed), zlib.crc32(task_key(task).encode("utf-8")), int(trial)]
+    return int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint32)[0])
 
 CATEGORIES = ("SG", "IT", "LH")
 #: Smallest gap kept between two objects' footprints (m).

@@ -19,13 +19,18 @@ from typing import Any, Dict, List, Optional, Union
 import numpy as np
 
 from agentic_grasp.core import paths
+from agentic_grasp.core.arm.closing_axis import wrist_yaw_for_closing_axis
+from agentic_grasp.core.arm.kinematics import PandaKinematics
 from agentic_grasp.core.config import node_params
 from agentic_grasp.core.errors import UnknownTargetError, ValidationError, WorkspaceError
+from agentic_grasp.core.geometry import yaw_matrix
 from agentic_grasp.core.sim.objects import Catalogue, load_catalogue
 from agentic_grasp.core.sim.params import PhysicsParams, QualityParams
-from agentic_grasp.core.sim.physics import AttemptNoise, AttemptPlan, Body, plan_attempt
+from agentic_grasp.core.sim.physics.bodies import AttemptNoise, AttemptPlan, Body
+from agentic_grasp.core.sim.physics.attempt import plan_attempt
 from agentic_grasp.core.sim.scenes import TaskSpec, load_task
-from agentic_grasp.core.sim.view import ViewMotion, WristCameraMount, plan_view
+from agentic_grasp.core.sim.view import ViewMotion, plan_view
+from agentic_grasp.core.sim.params import WristCameraMount
 from agentic_grasp.core.stats import percentiles
 from agentic_grasp.core.types import (GRIPPER_MAX_FORCE_N, GRIPPER_MAX_WIDTH_M, AttemptOutcome,
                                       GraspParameters, ObjectInstance, Phase)
@@ -54,7 +59,6 @@ class Simulator:
                  catalogue: Optional[Catalogue] = None,
                  wrist_camera: Optional[WristCameraMount] = None) -> None:
         if kinematics is None:
-            from agentic_grasp.core.kinematics import PandaKinematics
             kinematics = PandaKinematics()
         self.params = params or PhysicsParams()
         self.quality_params = quality or QualityParams()
@@ -303,9 +307,6 @@ def bench_attempt(n: int = 500, task: str = "sg_banana", seed: int = 0) -> Dict[
     Each trial loads the task with a new seed (scene set-up is not timed) and executes a
     top-down grasp at the target's centre closing across the object's y axis.
     """
-    from agentic_grasp.core.geometry import yaw_matrix
-    from agentic_grasp.core.closing_axis import wrist_yaw_for_closing_axis
-
     sim = Simulator.from_config(seed=seed)
     times, successes = [], 0
     for i in range(n):

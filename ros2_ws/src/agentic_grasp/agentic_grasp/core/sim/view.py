@@ -1,94 +1,32 @@
-"""A wrist camera on the Franka Hand and the arm motion that points it (issue 23, item 3).
+"""A wrist camera on the Franka Hand and the arm motion that points it.
 
 Most Franka set-ups carry an RGB-D camera on the hand (a RealSense D435 on a bracket beside
 the fingers). The planner asks for a *camera* pose (where the optical frame should be); the
 simulator turns it into the TCP pose through the fixed mount (:class:`WristCameraMount`),
-solves the arm's inverse kinematics (core/kinematics.py), checks the hand at that pose
+solves the arm's inverse kinematics (core/arm/kinematics.py), checks the hand at that pose
 against the table and every object, and reports the camera that the joint solution really
 gives (forward kinematics of the solved joints times the mount). Nothing in the scene moves:
 a view is contact-free, so the physics of the grasp is untouched; a view pose whose hand
 would touch something is refused before the motion, as a motion planner refuses a colliding
 goal.
 
-The render of that camera is :func:`agentic_grasp.core.render.render_view` with the returned
+The render of that camera is :func:`agentic_grasp.core.render.views.render_view` with the returned
 :class:`~agentic_grasp.core.camera.Camera`, exactly as for the fixed camera.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, fields
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
 from agentic_grasp.core.camera import Camera
-from agentic_grasp.core.errors import ConfigError, ValidationError
-from agentic_grasp.core.sim.approach import gripper_boxes
-from agentic_grasp.core.sim.bodies import Body
+from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.core.sim.physics.approach import gripper_boxes
+from agentic_grasp.core.sim.physics.bodies import Body
 from agentic_grasp.core.sim.collision import separation
-from agentic_grasp.core.sim.params import PhysicsParams
+from agentic_grasp.core.sim.params import PhysicsParams, WristCameraMount
 from agentic_grasp.core.types import GRIPPER_MAX_WIDTH_M
-
-
-def _d(text: str) -> dict:
-    return {"description": text}
-
-
-@dataclass
-class WristCameraMount:
-    """Where the wrist camera sits on the hand and what it sees (config/sim.yaml
-    ``wrist_camera``; the comments there say where each value comes from)."""
-
-    offset_m: Tuple[float, float, float] = field(default=(0.06, 0.0, -0.085), metadata=_d(
-        "Wrist camera optical centre in the TCP frame (m; axes as the TCP's, z = approach)"))
-    width: int = field(default=640, metadata=_d("Wrist camera image width (px)"))
-    height: int = field(default=480, metadata=_d("Wrist camera image height (px)"))
-    fx: float = field(default=554.26, metadata=_d("Wrist camera focal length x (px)"))
-    fy: float = field(default=554.26, metadata=_d("Wrist camera focal length y (px)"))
-    min_range_m: float = field(default=0.18, metadata=_d(
-        "Wrist camera nearest valid depth (m); views are never closer"))
-
-    def __post_init__(self) -> None:
-        off = tuple(float(v) for v in self.offset_m)
-        if len(off) != 3 or not all(math.isfinite(v) for v in off):
-            raise ConfigError("wrist_camera.offset_m must be 3 finite numbers")
-        self.offset_m = off
-        self.width, self.height = int(self.width), int(self.height)
-        if self.width < 8 or self.height < 8:
-            raise ConfigError("wrist_camera: width and height must be >= 8 px")
-        for name in ("fx", "fy", "min_range_m"):
-            value = float(getattr(self, name))
-            if not math.isfinite(value) or value <= 0.0:
-                raise ConfigError(f"wrist_camera.{name} must be > 0")
-            setattr(self, name, value)
-
-    @classmethod
-    def from_mapping(cls, data: Optional[Mapping[str, Any]],
-                     source: str = "sim.yaml") -> "WristCameraMount":
-        data = dict(data or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"{source}: unknown wrist_camera parameter(s) {unknown}")
-        return cls(**data)
-
-    @property
-    def T_tcp_cam(self) -> np.ndarray:
-        """Optical frame in the TCP frame: same axes (z = approach), shifted by the mount."""
-        pose = np.eye(4)
-        pose[:3, 3] = self.offset_m
-        return pose
-
-    def camera(self, T_world_cam: np.ndarray) -> Camera:
-        """The wrist camera at an optical-frame pose (principal point at the image centre)."""
-        return Camera(width=self.width, height=self.height, fx=self.fx, fy=self.fy,
-                      cx=(self.width - 1) / 2.0, cy=(self.height - 1) / 2.0,
-                      T_world_cam=np.asarray(T_world_cam, dtype=float).copy(),
-                      frame_id="wrist_camera_color_optical_frame")
-
-    def intrinsics(self) -> Camera:
-        """The camera model at the identity pose (camera_info without extrinsics)."""
-        return self.camera(np.eye(4))
 
 
 @dataclass
@@ -140,4 +78,4 @@ def plan_view(T_world_cam: np.ndarray, mount: WristCameraMount, kinematics: Any,
                       clearance_m=clearance, nearest=nearest, duration_s=prm.transit_time_s)
 
 
-__all__ = ["ViewMotion", "WristCameraMount", "plan_view"]
+__all__ = ["ViewMotion", "plan_view"]

@@ -1,7 +1,7 @@
 """The simulated world as a file, so a restarted simulator comes back in the world it had.
 
 A real world does not change when its driver restarts: the cup that was moved stays moved,
-the apple put in the bin stays there. The sim node (ros/nodes/sim_node.py) writes a
+the apple put in the bin stays there. The sim node (ros/sim/node.py) writes a
 :class:`WorldState` on every change of its world (a scene load, an arm phase that moved
 something, an attempt aborted) and, started again on the same file (a respawn), restores it
 instead of loading its ``task`` parameter's scene.

@@ -1,5 +1,5 @@
 """Message <-> domain conversion, one module per concept, for the nodes and for
-replay alike (issue 27: one converter).
+replay alike (one converter).
 
 Nodes call these at their boundary: message in -> domain object -> core -> domain -> message.
 Bad messages raise ``ValidationError`` with a message that names the field.

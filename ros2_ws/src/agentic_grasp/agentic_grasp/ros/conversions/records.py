@@ -13,7 +13,7 @@ from agentic_grasp_interfaces.msg import GraspOutcome as GraspOutcomeMsg
 from agentic_grasp.ros.conversions.grasp import grasp_to_msg
 
 if TYPE_CHECKING:  # scene_graph pulls in networkx (~0.3 s): imported where it is used
-    from agentic_grasp.core.planner.failure import Diagnosis
+    from agentic_grasp.core.planner.recovery.failure import Diagnosis
     from agentic_grasp.core.planner.outcomes import AttemptRecord as CoreAttemptRecord
     from agentic_grasp.core.planner.recovery import Correction
 

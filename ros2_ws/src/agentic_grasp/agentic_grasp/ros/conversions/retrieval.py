@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # scene_graph pulls in networkx (~0.3 s): imported where it i
     from agentic_grasp.core.retrieval import Experience, ScoredStrategy
 
 if TYPE_CHECKING:
-    from agentic_grasp.core.retrieval.haa_rag import RetrievalResult
+    from agentic_grasp.core.retrieval.results import RetrievalResult
 
 
 # ---- retrieval (HAA-RAG) -------------------------------------------------------------------
@@ -172,7 +172,7 @@ def retrieved_strategy_from_msg(msg: RetrievedStrategyMsg,
     only when the retriever's ``weights`` are given (else ``s_aff_terms`` is empty). The
     penalty goes back from the multiplier to the fraction removed (0.7 -> 0.3).
     """
-    from agentic_grasp.core.retrieval.haa_rag import ScoredStrategy
+    from agentic_grasp.core.retrieval.results import ScoredStrategy
 
     terms: Dict[str, float] = {}
     if weights:
@@ -193,7 +193,7 @@ def retrieval_result_from_msg(response: Any) -> "RetrievalResult":
     A response with success=false becomes an empty result whose reason is the node's
     message, which is what the planner reports when it falls back to its default grasp.
     """
-    from agentic_grasp.core.retrieval.haa_rag import RetrievalResult
+    from agentic_grasp.core.retrieval.results import RetrievalResult
 
     if not response.success:
         return RetrievalResult([], f"retrieval refused the query: {response.message}", 0, 0)

@@ -18,8 +18,9 @@ from agentic_grasp.ros.conversions.fields import float32_decimal, from_xyz, vec3
 from agentic_grasp.ros.conversions.perception import object_from_msg
 
 if TYPE_CHECKING:  # scene_graph pulls in networkx (~0.3 s): imported where it is used
-    from agentic_grasp.core.constraints import Constraint, ConstraintSet
-    from agentic_grasp.core.scene_graph import Relation, SceneGraph
+    from agentic_grasp.core.scene_graph.constraints import Constraint, ConstraintSet
+    from agentic_grasp.core.scene_graph.relations import Relation
+    from agentic_grasp.core.scene_graph.graph import SceneGraph
 
 
 # ---- scene graph, relations and constraints (InferConstraints) ----------------------------
@@ -50,7 +51,7 @@ def relations_to_msgs(relations: Iterable["Relation"]) -> List[RelationMsg]:
 
 def relation_from_msg(msg: RelationMsg) -> "Relation":
     """ValidationError for a relation name outside the 16 types or a bad distance."""
-    from agentic_grasp.core.scene_graph import RELATION_TYPES, Relation  # networkx: lazy
+    from agentic_grasp.core.scene_graph.relations import RELATION_TYPES, Relation  # networkx: lazy
 
     if msg.relation not in RELATION_TYPES:
         raise ValidationError(f"relation {msg.relation!r} ({msg.subject_id} -> "
@@ -93,7 +94,8 @@ def constraint_from_msg(msg: ConstraintMsg) -> "Constraint":
     force_scale must be in (0, 1]: a default-constructed message has 0, which would zero the
     grip force, so it is rejected rather than read as "unchanged".
     """
-    from agentic_grasp.core.constraints import Constraint, ConstraintType  # networkx: lazy
+    from agentic_grasp.core.scene_graph.constraints import (  # networkx: lazy
+        Constraint, ConstraintType)
 
     try:
         kind = ConstraintType(msg.type)
@@ -126,7 +128,7 @@ def constraint_from_msg(msg: ConstraintMsg) -> "Constraint":
 
 def constraint_set_from_msgs(target_id: str, msgs: Iterable[ConstraintMsg]) -> "ConstraintSet":
     """C_vt from an InferConstraints response, ready for apply_constraints."""
-    from agentic_grasp.core.constraints import ConstraintSet  # networkx: lazy
+    from agentic_grasp.core.scene_graph.constraints import ConstraintSet  # networkx: lazy
 
     return ConstraintSet(target_id, [constraint_from_msg(m) for m in msgs])
 

@@ -24,7 +24,7 @@ from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
-from agentic_grasp.core.arm import ArmError, ArmResult, ViewResult, WristCameraInfo
+from agentic_grasp.core.arm.backend import ArmError, ArmResult, ViewResult, WristCameraInfo
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.types import GraspParameters, GraspType
 

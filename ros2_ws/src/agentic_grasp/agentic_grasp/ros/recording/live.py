@@ -44,7 +44,7 @@ def record_next_goal(out_dir: Union[str, Path], timeout_s: float,
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.serialization import deserialize_message
 
-    from agentic_grasp.ros.recording.reader import stamp_ns
+    from agentic_grasp.ros.recording.bag.reader import stamp_ns
     from agentic_grasp.ros.recording.recorder import BagRecorder
     from agentic_grasp_interfaces.msg import AttemptRecord, GoalLog
 

@@ -14,7 +14,8 @@ from dataclasses import asdict
 from typing import Any, Dict, Mapping, Optional
 
 from agentic_grasp.core.planner.memory import (EpisodicMemory, LearnedCorrections, MemoryEntry,
-                                               ObjectKey, TransferRules, _StoredKey)
+                                               ObjectKey, _StoredKey)
+from agentic_grasp.core.planner.sections import TransferRules
 
 
 def _plain(value: Any) -> Any:

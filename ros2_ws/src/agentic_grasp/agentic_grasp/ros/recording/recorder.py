@@ -31,8 +31,9 @@ from rclpy.signals import SignalHandlerOptions
 from rosbags.rosbag2 import StoragePlugin, Writer
 
 from agentic_grasp.core.supervision import enable_stack_dumps
-from agentic_grasp.ros.graph import RECORD_ACTION_TOPICS, RECORD_TOPICS, RECORD_VIEW_TOPICS
-from agentic_grasp.ros.recording.typestore import connection_args
+from agentic_grasp.ros.graph.description import (RECORD_ACTION_TOPICS, RECORD_TOPICS,
+                                                 RECORD_VIEW_TOPICS)
+from agentic_grasp.ros.recording.bag.typestore import connection_args
 
 NODE_NAME = "recorder"
 #: Hidden topics of the planner's GraspObject action: per-step feedback with the goal id

@@ -6,7 +6,7 @@ truth, on the fixed camera's or the wrist camera's topics). Replay gives it to a
 backend built as the perception node builds it (config/perception.yaml: ``create_backend``,
 behind the re-perception policy for a VLM), with the node's per-goal state: re-perception
 starts afresh at each goal and the simulated VLM restarts its noise from the capture's trial
-seed at the goal's first call (ros/nodes/perception_node.py). The answer goes through the
+seed at the goal's first call (ros/perception/node.py). The answer goes through the
 message the node would send, serialized and read back, so the planner gets what it would
 have got live.
 
@@ -44,7 +44,7 @@ class RecordedFrames:
 
     def _load(self) -> Dict[str, List[Tuple[int, Any]]]:
         if self._by is None:
-            from agentic_grasp.ros.recording.reader import BagReader
+            from agentic_grasp.ros.recording.bag.reader import BagReader
 
             topics = [t for cam in CAMERAS.values() for t in cam]
             by = BagReader(self._path).by_topic(topics)
@@ -81,8 +81,8 @@ class RecomputedPerception:
     def __init__(self, exchanges: Exchanges, frames: RecordedFrames,
                  params: Optional[Mapping[str, Any]] = None) -> None:
         from agentic_grasp.core.perception import create_backend, load_params
-        from agentic_grasp.core.perception.reperception import (ReperceivingPerception,
-                                                                ReperceptionConfig)
+        from agentic_grasp.core.perception.reperception import ReperceivingPerception
+        from agentic_grasp.core.perception.config import ReperceptionConfig
 
         self._ex, self._frames = exchanges, frames
         params = dict(params if params is not None else load_params())
@@ -101,7 +101,7 @@ class RecomputedPerception:
         return [o.copy() for o in self._truth]
 
     def _segmentation(self, camera: Any) -> Any:
-        from agentic_grasp.core.render import render_view
+        from agentic_grasp.core.render.views import render_view
 
         objects = self._truth_objects()
         return render_view(objects, camera).instance, objects
@@ -109,11 +109,11 @@ class RecomputedPerception:
     def perceive(self, instruction: str, signal: Any = None, not_before: Any = None,
                  goal_id: str = "", camera: Any = None) -> Any:
         from agentic_grasp.core.camera import fixed_camera_spec
-        from agentic_grasp.ros.backends.perception_service import perception_answer
-        from agentic_grasp.ros.backends.wrist_view import pose_to_msg
+        from agentic_grasp.ros.planner.peers.perception import perception_answer
+        from agentic_grasp.ros.conversions.wrist_view import pose_to_msg
         from agentic_grasp.ros.conversions.images import rgbd_frame_from_msgs
         from agentic_grasp.ros.conversions.scene import scene_objects_from_msg
-        from agentic_grasp.ros.perception_inputs import camera_pose
+        from agentic_grasp.ros.perception.inputs import camera_pose
 
         which = "wrist" if camera is not None else "fixed"
         mine: Dict[str, Any] = {"instruction": instruction, "camera": which}

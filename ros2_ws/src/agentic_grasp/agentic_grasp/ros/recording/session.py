@@ -35,9 +35,9 @@ def record_session(bag: str, goals: Sequence[Tuple[str, int]], bringup: Dict[str
                    say: Callable[[str], None] = print) -> List[Dict[str, Any]]:
     """Record ``goals`` ((task, seed) pairs) to ``bag``; each goal's summary."""
     from agentic_grasp.core.sim.scenes import load_task
-    from agentic_grasp.ros.client import GraphClient, GraphError
-    from agentic_grasp.ros.launcher import Launcher
-    from agentic_grasp.ros.planner_client import PlannerClient, _wait_for_oracle, load_scene
+    from agentic_grasp.ros.client.graph_client import GraphClient, GraphError
+    from agentic_grasp.ros.graph.launcher import Launcher
+    from agentic_grasp.ros.client.planner import PlannerClient, _wait_for_oracle, load_scene
 
     if Path(bag).exists():
         raise FileExistsError(f"{bag} exists: record to a new folder")

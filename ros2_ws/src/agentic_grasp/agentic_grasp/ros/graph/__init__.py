@@ -1,0 +1,1 @@
+"""The node graph, declared once (description), and starting it as processes (launcher)."""

@@ -1,1 +1,0 @@
-"""Thin rclpy wrappers around the core, one class per node."""

@@ -1,0 +1,1 @@
+"""The retrieval node (HAA-RAG over the knowledge base and the acquired experiences)."""

@@ -1,0 +1,1 @@
+"""The scene-graph node and the RViz markers it publishes."""

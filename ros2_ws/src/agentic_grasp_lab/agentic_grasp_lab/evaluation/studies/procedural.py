@@ -1,0 +1,262 @@
+"""The procedural benchmark: N drawn scenes (core/sim/procedural.py) under the paper's protocol.
+
+Each scene is one draw and one trial per configuration; its trial seed is
+:func:`.sweep.trial_seed` of (scene seed, the scene's id ``procedural:S:K``, 0), so it is a
+function of (scene seed, index) alone and the same in every configuration (paired). The
+trials run through the same sweep (:func:`.sweep.run_units`), records and executors (local
+pool, Ray) as the paper's benchmark.
+
+Scoring (from the records and the scenes' geometric labels, never from the planner):
+
+- a scene counts for success when it has a feasible target; it succeeds when every feasible
+  target was grasped (in the instruction's order when the order is the goal: sorting);
+- ``cleared``: the fraction of its feasible targets grasped (the long-horizon column beside
+  the paper's all-or-nothing success);
+- refusals: an infeasible target refused at planning is a correct refusal; a feasible target
+  refused, or an infeasible one attempted, is a wrong one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from agentic_grasp_lab.evaluation.confidence import mean_ci
+from agentic_grasp_lab.evaluation.records import TrialRecord
+from agentic_grasp.core.sim.procedural import (FAMILIES, ProceduralScene, load_procedural,
+                                               procedural_id)
+
+#: Configurations run by default: the full system and the same without the scene graph
+#: (the scene graph's contribution is a headline figure of the paper).
+DEFAULT_CONFIGURATIONS = ("full", "no_scene_graph")
+IT_FAMILIES = tuple(f for f in FAMILIES if f.startswith("it_"))
+
+
+@dataclass
+class SceneScore:
+    """One trial's score against its scene's labels (module docstring)."""
+
+    configuration: str
+    index: int
+    family: str
+    counts: bool                    # has a feasible target
+    success: bool
+    cleared: float
+    refused_correct: int
+    refused_wrong: int
+    feasible_refused: int
+    infeasible_attempted: int
+    n_infeasible: int
+    n_feasible: int
+
+
+def score(record: TrialRecord, scene: ProceduralScene) -> SceneScore:
+    feasible = scene.feasible_targets
+    infeasible = scene.infeasible_targets
+    grasped = list(record.grasped)
+    done = [t for t in feasible if t in grasped]
+    success = bool(feasible) and len(done) == len(feasible)
+    if success and _order_matters(scene):
+        positions = [grasped.index(t) for t in feasible]
+        success = positions == sorted(positions)
+    refused = set(record.refused)
+    f_refused = sum(1 for t in feasible if t in refused)
+    i_refused = sum(1 for t in infeasible if t in refused)
+    return SceneScore(record.configuration, scene.index, scene.family, bool(feasible), success,
+                      len(done) / len(feasible) if feasible else 0.0,
+                      i_refused, f_refused + (len(infeasible) - i_refused), f_refused,
+                      len(infeasible) - i_refused, len(infeasible), len(feasible))
+
+
+def _order_matters(scene: ProceduralScene) -> bool:
+    return scene.family == "lh_sort"
+
+
+def _pct(values: Sequence[float]) -> Dict[str, Any]:
+    ci = mean_ci([100.0 * v for v in values])
+    lo = ci.lo if ci.n >= 2 else ci.mean
+    hi = ci.hi if ci.n >= 2 else ci.mean
+    return {"mean": round(ci.mean, 2), "ci95": [round(lo, 2), round(hi, 2)], "n": ci.n}
+
+
+def summarise(records: Sequence[TrialRecord], scene_seed: int, scenes: int,
+              configurations: Sequence[str]) -> Dict[str, Any]:
+    """The JSON of ``bench procedural --json`` (module docstring)."""
+    by_conf: Dict[str, List[SceneScore]] = {c: [] for c in configurations}
+    for r in records:
+        scene = load_procedural(r.task_id)
+        by_conf.setdefault(r.configuration, []).append(score(r, scene))
+    out: Dict[str, Any] = {"scene_seed": int(scene_seed), "scenes": int(scenes),
+                           "configurations": {}}
+    for conf, rows in by_conf.items():
+        counted = [s for s in rows if s.counts]
+        families: Dict[str, Any] = {}
+        for fam in FAMILIES:
+            frows = [s for s in counted if s.family == fam]
+            if not frows:
+                continue
+            stats = _pct([float(s.success) for s in frows])
+            families[fam] = {"mean": stats["mean"], "ci95": stats["ci95"], "n": len(frows),
+                             "cleared": round(100.0 * sum(s.cleared for s in frows)
+                                              / len(frows), 2)}
+        categories: Dict[str, Any] = {}
+        for cat, fams in (("SG", ("sg",)), ("IT", IT_FAMILIES), ("LH", ("lh_clear",
+                                                                          "lh_sort"))):
+            crows = [s for s in counted if s.family in fams]
+            if crows:
+                categories[cat] = _pct([float(s.success) for s in crows])
+        n_inf = sum(s.n_infeasible for s in rows)
+        n_feas = sum(s.n_feasible for s in rows)
+        out["configurations"][conf] = {
+            "overall": _pct([float(s.success) for s in counted]),
+            "categories": categories,
+            "families": families,
+            "cleared": round(100.0 * sum(s.cleared for s in counted) / len(counted), 2)
+            if counted else None,
+            "refusals": {"correct": sum(s.refused_correct for s in rows),
+                         "wrong": sum(s.refused_wrong for s in rows),
+                         "infeasible_targets": n_inf,
+                         "infeasible_refused_pct": round(100.0 * sum(
+                             s.refused_correct for s in rows) / n_inf, 2) if n_inf else None,
+                         "feasible_targets": n_feas,
+                         "feasible_refused": sum(s.feasible_refused for s in rows),
+                         "feasible_refused_pct": round(100.0 * sum(
+                             s.feasible_refused for s in rows) / n_feas, 2) if n_feas else None,
+                         "infeasible_attempted": sum(s.infeasible_attempted for s in rows)},
+            "failed_scenes": sorted(s.index for s in counted if not s.success),
+        }
+    confs = out["configurations"]
+    if "full" in confs and "no_scene_graph" in confs:
+        out["scene_graph"] = _scene_graph_effect(by_conf["full"], by_conf["no_scene_graph"])
+    return out
+
+
+def _scene_graph_effect(full: Sequence[SceneScore], without: Sequence[SceneScore]
+                        ) -> Dict[str, Any]:
+    """Paired per-family difference full - no_scene_graph, with its 95 % interval."""
+    base = {s.index: s for s in without if s.counts}
+    out: Dict[str, Any] = {}
+    for fam in FAMILIES + ("it_all",):
+        fams = IT_FAMILIES if fam == "it_all" else (fam,)
+        diffs = [100.0 * (float(s.success) - float(base[s.index].success)) for s in full
+                 if s.counts and s.family in fams and s.index in base]
+        if not diffs:
+            continue
+        ci = mean_ci(diffs)
+        out[fam] = {"gain": round(ci.mean, 2),
+                    "ci95": [round(ci.lo, 2), round(ci.hi, 2)] if ci.n >= 2
+                    else [round(ci.mean, 2)] * 2,
+                    "n": ci.n, "worse_beyond_ci": bool(ci.n >= 2 and ci.hi < 0.0)}
+    return out
+
+
+def format_summary(summary: Mapping[str, Any]) -> str:
+    """The same figures as a table."""
+    confs = summary["configurations"]
+    names = list(confs)
+    lines = [f"Procedural scenes: scene seed {summary['scene_seed']}, "
+             f"{summary['scenes']} scenes (one trial per scene and configuration)", ""]
+    head = f"{'family':<12}" + "".join(f"{n:>22}" for n in names)
+    lines += [head, "-" * len(head)]
+    for fam in FAMILIES:
+        cells = []
+        for n in names:
+            f = confs[n]["families"].get(fam)
+            cells.append(f"{f['mean']:6.1f} % (n {f['n']:>4})" if f else "-")
+        lines.append(f"{fam:<12}" + "".join(f"{c:>22}" for c in cells))
+    lines.append("-" * len(head))
+    for cat in ("SG", "IT", "LH"):
+        cells = []
+        for n in names:
+            c = confs[n]["categories"].get(cat)
+            cells.append(f"{c['mean']:6.1f} % (n {c['n']:>4})" if c else "-")
+        lines.append(f"{cat:<12}" + "".join(f"{c:>22}" for c in cells))
+    cells = [f"{confs[n]['overall']['mean']:6.1f} [{confs[n]['overall']['ci95'][0]:.1f}, "
+             f"{confs[n]['overall']['ci95'][1]:.1f}]" for n in names]
+    lines.append(f"{'overall':<12}" + "".join(f"{c:>22}" for c in cells))
+    cells = [f"{confs[n]['cleared']:6.1f} %" if confs[n]['cleared'] is not None else "-"
+             for n in names]
+    lines.append(f"{'cleared':<12}" + "".join(f"{c:>22}" for c in cells))
+    lines.append("")
+    for n in names:
+        r = confs[n]["refusals"]
+        lines.append(f"refusals ({n}): {r['correct']} correct, {r['wrong']} wrong; "
+                     f"infeasible refused {r['infeasible_refused_pct']} % of "
+                     f"{r['infeasible_targets']}, feasible refused {r['feasible_refused_pct']} "
+                     f"% of {r['feasible_targets']}")
+    effect = summary.get("scene_graph")
+    if effect:
+        lines += ["", "scene graph: full - no_scene_graph, paired, points (95 % interval)"]
+        for fam, e in effect.items():
+            flag = "  WORSE" if e["worse_beyond_ci"] else ""
+            lines.append(f"  {fam:<12}{e['gain']:+7.1f} [{e['ci95'][0]:+.1f}, "
+                         f"{e['ci95'][1]:+.1f}] (n {e['n']}){flag}")
+    return "\n".join(lines)
+
+
+def write_figures(summary: Mapping[str, Any], out_dir: Path, scene_seed: int,
+                  max_failed: int = 12) -> Dict[str, str]:
+    """success_per_family.png, and failed_scenes.png: the first failing scenes of the full
+    system (else the first configuration) rendered from the fixed camera, each titled with
+    its index, family and instruction, so a person can see why."""
+    from agentic_grasp_lab.evaluation.figures import _pyplot, _save
+
+    plt = _pyplot()
+    files: Dict[str, str] = {}
+    confs = summary["configurations"]
+    names = list(confs)
+    fig, ax = plt.subplots(figsize=(10, 4))
+    width = 0.8 / max(1, len(names))
+    for i, n in enumerate(names):
+        vals = [confs[n]["families"].get(f, {}).get("mean", 0.0) for f in FAMILIES]
+        ax.bar([k + i * width for k in range(len(FAMILIES))], vals, width, label=n)
+    ax.set_xticks([k + width * (len(names) - 1) / 2 for k in range(len(FAMILIES))])
+    ax.set_xticklabels(FAMILIES, rotation=20)
+    ax.set_ylabel("success %")
+    ax.set_ylim(0, 100)
+    ax.set_title(f"Procedural scenes, seed {scene_seed}: success per family")
+    ax.legend()
+    files["success_per_family"] = str(_save(fig, out_dir / "success_per_family.png"))
+    conf = "full" if "full" in confs else names[0]
+    failed = list(confs[conf]["failed_scenes"])[:max_failed]
+    if failed:
+        from agentic_grasp.core.camera import Camera
+        from agentic_grasp.core.render.views import render_view
+
+        cols = 4
+        rows = (len(failed) + cols - 1) // cols
+        fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.3 * rows), squeeze=False)
+        camera = Camera()
+        for ax, index in zip(axes.flat, failed):
+            scene = load_procedural(procedural_id(scene_seed, index))
+            frame = render_view(scene.task.nominal(), camera)
+            ax.imshow(frame.rgb)
+            ax.set_title(f"#{index} {scene.family}\n{scene.task.instruction}", fontsize=8)
+        for ax in axes.flat:
+            ax.axis("off")
+        files["failed_scenes"] = str(_save(fig, out_dir / "failed_scenes.png"))
+    return files
+
+
+def run_procedural(scene_seed: int, scenes: int, configurations: Sequence[str],
+                   perception: str = "vlm_sim", visual_query: str = "camera",
+                   workers: Optional[int] = None, executor: str = "local",
+                   ray_address: str = "", progress: bool = True,
+                   only_scene: Optional[int] = None, journal: Optional[Path] = None):
+    """Run the scenes (all N, or ``only_scene``) under each configuration; the sweep's
+    :class:`.sweep.SweepResult`."""
+    from agentic_grasp_lab.evaluation.sweep import run_units
+    from agentic_grasp_lab.evaluation.worker import WorkUnit
+
+    indices = [int(only_scene)] if only_scene is not None else list(range(int(scenes)))
+    for k in indices:                       # fail before any trial on a scene that cannot
+        load_procedural(procedural_id(scene_seed, k))          # be built
+    units = [WorkUnit(c, procedural_id(scene_seed, k), int(scene_seed), (0,),
+                      perception=perception, visual_query=visual_query)
+             for c in configurations for k in indices]
+    return run_units(units, workers, progress, executor=executor, ray_address=ray_address,
+                     journal=journal)
+
+
+__all__ = ["DEFAULT_CONFIGURATIONS", "SceneScore", "format_summary", "run_procedural",
+           "score", "summarise", "write_figures"]
