@@ -60,6 +60,36 @@ def test_truth_pairs_with_its_own_capture_only():
     assert why == "" and capture.world_version == 2
 
 
+def test_a_capture_waits_for_its_own_truth_and_depth_not_an_earlier_instants():
+    """The simulator sends a capture per world change, and two can be closer than the skew:
+    a colour image whose own depth and truth are still on their way is not read with the
+    previous capture's (an answer would show the world before the change)."""
+    store = FrameStore(max_skew_s=0.05)
+    store.set_info(CameraInfo())
+    store.add_rgb(_image(10))
+    store.add_depth(_image(10))
+    store.add_truth(Truth(10 * S, 5, []))                    # world version 5 at 10.000 s
+    store.add_rgb(_image(10, 47_000_000))                    # version 7, 47 ms later
+    capture, why = store.find(TOPICS, 10 * S + 1, truth_topic="truth")
+    assert capture is None
+    assert why == "the depth image of the capture at 10.047 s has not come yet (newest " \
+                  "depth 10.000 s)"
+    store.add_depth(_image(10, 47_000_000))
+    capture, why = store.find(TOPICS, 10 * S + 1, truth_topic="truth")
+    assert capture is None
+    assert why == "the ground truth of the capture at 10.047 s has not come yet on truth " \
+                  "(newest truth at 10.000 s)"
+    assert store.find(TOPICS, 0, truth_topic="truth")[0].world_version == 5   # older: settled
+    store.add_truth(Truth(10 * S + 47_000_000, 7, []))
+    capture, why = store.find(TOPICS, 10 * S + 1, truth_topic="truth")
+    assert why == "" and capture.world_version == 7 and capture.stamp_ns == 10_047_000_000
+    store.add_rgb(_image(10, 60_000_000))                    # a real camera's skew: its depth
+    store.add_depth(_image(10, 62_000_000))                  # 2 ms after the colour image
+    store.add_truth(Truth(10 * S + 60_000_000, 8, []))
+    capture, _ = store.find(TOPICS, 10 * S + 50_000_000, truth_topic="truth")
+    assert capture.stamp_ns == 10_060_000_000 and capture.world_version == 8
+
+
 def test_depth_of_another_instant_is_not_paired():
     store = FrameStore(max_skew_s=0.05)
     store.set_info(CameraInfo())

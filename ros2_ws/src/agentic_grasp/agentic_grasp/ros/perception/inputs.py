@@ -6,6 +6,8 @@ is the instant it copied the world), and with the simulator the ground truth of 
 (SceneGraph with the same stamp and the world version it shows). Colour and depth are paired
 by stamp (within ``max_skew_s``), ground truth to the colour image's stamp (within the same
 skew), so a depth image or a truth from another instant is never read with the colour image.
+The pairing waits for the capture's own messages: until a topic has sent one stamped at or
+after the colour image, its nearest within the skew may be an earlier instant's (``_settled``).
 Re-sent messages keep their stamp, so a repeat replaces nothing newer.
 
 A camera that knows the world has not changed since a capture (the simulator: it is the world)
@@ -95,6 +97,19 @@ def _add(history: Deque[Any], item: Any, ns: int, key: Callable[[Any], int]) -> 
     if history and ns < key(history[-1]):
         return                               # older than what we have: a stale re-send
     history.append(item)
+
+
+def _settled(nearest_ns: int, newest_ns: int, t_rgb: int) -> bool:
+    """Whether the message nearest a colour image's stamp can still be beaten by one to come.
+
+    A topic delivers in stamp order (``_add`` drops older re-sends), so once it has sent a
+    message stamped at or after the colour image, no later one is nearer: the pairing is
+    settled. Before that, the nearest is an earlier message within the skew, possibly of
+    another world instant (the simulator sends a capture per world change, which can be
+    closer together than the skew), while the capture's own depth or truth is still on
+    its way: read with it, the colour image would be answered with the old world's truth.
+    """
+    return nearest_ns == t_rgb or newest_ns >= t_rgb
 
 
 class FrameStore:
@@ -200,6 +215,12 @@ class FrameStore:
                               f"{_seconds(rgbs[-1].header.stamp):.3f} s, newest depth "
                               f"{_seconds(depths[-1].header.stamp):.3f} s)")
                 continue
+            if not _settled(stamp_ns(depth.header.stamp), stamp_ns(depths[-1].header.stamp),
+                            t_rgb):
+                why = why or (f"the depth image of the capture at {t_rgb * 1e-9:.3f} s has "
+                              f"not come yet (newest depth "
+                              f"{_seconds(depths[-1].header.stamp):.3f} s)")
+                continue
             truth = None
             if truth_topic:
                 truth = min(truths, key=lambda t: abs(t.stamp_ns - t_rgb), default=None)
@@ -211,6 +232,11 @@ class FrameStore:
                                   f"{t_rgb * 1e-9:.3f} s (newest truth at "
                                   f"{truths[-1].stamp_ns * 1e-9:.3f} s, world version "
                                   f"{truths[-1].world_version})")
+                    continue
+                if not _settled(truth.stamp_ns, truths[-1].stamp_ns, t_rgb):
+                    why = why or (f"the ground truth of the capture at {t_rgb * 1e-9:.3f} s "
+                                  f"has not come yet on {truth_topic} (newest truth at "
+                                  f"{truths[-1].stamp_ns * 1e-9:.3f} s)")
                     continue
                 if truth.objects is None:
                     return None, truth.problem or f"ground truth on {truth_topic} is invalid"
