@@ -101,6 +101,23 @@ class McpGraph:
             self._lock.wait_for(lambda: any(pred(m) for m in self.logs.values()), timeout_s)
             return [m for m in self.logs.values() if pred(m)]
 
+    def wait_announced(self, names, timeout_s: float = 90.0) -> bool:
+        """Whether the nodes ``names`` announce their liveliness within ``timeout_s``: a node
+        does once its runner holds it (ros/common/runner.py), and stops cleanly on SIGINT
+        from then on. A node stopped earlier, while its interpreter is still starting, dies
+        of the KeyboardInterrupt in Python's own start-up, before any of its code runs. A
+        killed node's writer lost its liveliness long before, so only the new one counts
+        (a service or action server's discovery can outlive a killed participant)."""
+        from agentic_grasp.ros.common.liveness import PeerMonitor
+
+        monitor = PeerMonitor(self.client.node, names)
+        deadline = time.monotonic() + timeout_s
+        while not all(monitor.alive(n) for n in names):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
     def close(self):
         self.client.close()
         return self.launcher.stop()
@@ -398,6 +415,9 @@ def test_hostile_calls_are_answered_and_leave_no_goal(graph):
     finally:
         graph.launcher.restart_node("planner")
         graph.launcher.restart_node("grasp_front")
+        # the graph is whole again before the next test or the module's stop
+        assert graph.wait_announced(["planner", "grasp_front"]), \
+            "the restarted planner and front did not come up"
     assert len(answers) == 100
     wrong = [(c, a) for c, a in zip(calls, answers) if c[2] and not a[1]]
     assert not wrong, wrong
