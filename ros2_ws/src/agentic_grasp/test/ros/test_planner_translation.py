@@ -222,20 +222,20 @@ def test_node_settings_refuse_bad_values():
 
 
 def test_a_target_beyond_the_hand_ends_with_its_own_error_code():
-    """A 10 cm ball is refused at planning: zero attempts, ERROR_BEYOND_HAND_LIMITS and a
+    """A 12 cm ball is refused at planning: zero attempts, ERROR_BEYOND_HAND_LIMITS and a
     message naming the width and the limit (core/grasping/limits.py)."""
     from agentic_grasp.core.types import Shape
     from agentic_grasp.ros.planner.goal_session import task_error
     from agentic_grasp_interfaces.action import GraspObject
 
-    apple = make_object("apple_1", "apple", xy=(0.5, 0.0), size=(0.10, 0.10, 0.10),
+    apple = make_object("apple_1", "apple", xy=(0.5, 0.0), size=(0.12, 0.12, 0.12),
                         shape=Shape.SPHERE)
     arm = ScriptedArm([ok()])
     eyes = FunctionPerceiver(lambda _i: perception_of([apple], "apple_1"))
     task = ReflectivePlanner().run_task("pick up the apple", eyes, arm)
     code, message = task_error(task)
     assert code == GraspObject.Result.ERROR_BEYOND_HAND_LIMITS == 9
-    assert not arm.grasps and "94 mm" in message and "78 mm" in message
+    assert not arm.grasps and "89 mm" in message and "78 mm" in message
 
 
 class _WristArm(ScriptedArm):

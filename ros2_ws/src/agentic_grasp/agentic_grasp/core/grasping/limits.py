@@ -33,9 +33,12 @@ from agentic_grasp.core.types import Shape
 
 #: GoalOutcome.status of a target refused at planning (planner.py's other statuses).
 STATUS_BEYOND_HAND = "beyond_hand_limits"
-#: Rubber pads on polished steel, the lowest pad friction of household surfaces (0.3-0.4;
-#: along.CONTENT_PAD_FRICTION): the friction cone a sphere's chord is read with.
-SPHERE_PAD_FRICTION = 0.35
+#: Rubber on the hand's rubber pads, the highest pad friction of household surfaces (0.9;
+#: felt and fruit skin reach 0.8): the friction cone a sphere's chord is read with. The
+#: highest contact on a sphere that the pads still hold is at the tilt atan(mu) above its
+#: equator, so the higher the friction, the narrower the chord that holds: with the highest
+#: friction of any surface, no sphere that some surface would let the pads hold is refused.
+SPHERE_PAD_FRICTION = 0.9
 #: Affordance regions that are the whole body (anything else names a part that may fit).
 BODY_REGIONS = ("", "body", "object", "whole")
 
@@ -47,8 +50,9 @@ def narrowest_width(shape: Any, size: Any, upright: bool = True) -> float:
     shape = Shape(shape) if shape is not None else Shape.BOX
     if shape == Shape.SPHERE:
         # held above its equator, where the contact normal is still inside the pads'
-        # friction cone: a chord of 2 r cos(atan mu), with the lowest pad friction of
-        # common surfaces (SPHERE_PAD_FRICTION), so no sphere that could be held is refused
+        # friction cone: at best a chord of 2 r cos(atan mu), with the highest pad friction
+        # of household surfaces (SPHERE_PAD_FRICTION), so no sphere that could be held is
+        # refused
         return sx * math.cos(math.atan(SPHERE_PAD_FRICTION))
     if shape == Shape.CYLINDER and not upright:
         return min(sx, sz)          # lying: its diameter across, its length along
