@@ -6,13 +6,36 @@ tests) and the ROS nodes run on one configuration.
 """
 from __future__ import annotations
 
+import math
+from dataclasses import fields
 from pathlib import Path
-from typing import Any, Dict, Iterable, Mapping, Union
+from typing import Any, Dict, Iterable, Mapping, Tuple, Union
 
 import yaml
 
 from agentic_grasp.core import paths
 from agentic_grasp.core.errors import ConfigError
+
+
+def require_positive(obj: Any, where: str, allow_zero: Tuple[str, ...] = (),
+                     skip: Tuple[str, ...] = ()) -> None:
+    """Coerce a config dataclass's numeric fields to float and require them finite and > 0
+    (>= 0 where ``allow_zero`` names them; ``skip``: finite only)."""
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if f.name in skip:
+            if not math.isfinite(float(value)):
+                raise ConfigError(f"{where}.{f.name} must be finite, got {value}")
+            setattr(obj, f.name, float(value))
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        value = float(value)
+        if not math.isfinite(value) or value < 0.0 or (value == 0.0
+                                                      and f.name not in allow_zero):
+            raise ConfigError(f"{where}.{f.name} must be a finite number > 0, got {value}")
+        setattr(obj, f.name, value)
+
 
 
 def load_yaml(path: Union[str, Path]) -> Any:

@@ -111,8 +111,10 @@ def _every_import_graph(package_dir: pathlib.Path = PACKAGE) -> nx.DiGraph:
     """Module -> module edges of a package (default agentic_grasp) counting every import
     statement: at module
     level, under ``if TYPE_CHECKING:``, inside functions and classes; absolute and relative.
-    ``from pkg import name`` depends on ``pkg.name`` when that is a module, else on ``pkg``;
-    the edge every submodule has to its own package (its ``__init__`` runs first) is left
+    ``from pkg import name`` depends on ``pkg.name`` when that is a module, else on ``pkg``.
+    Importing ``a.b.c`` from outside ``a.b`` runs ``a.b``'s ``__init__`` first, so it
+    depends on ``a.b`` (and ``a``) too: a package whose ``__init__`` re-exports a module that
+    imports the importer is a cycle. The edge every submodule has to its own package is left
     out, as a package importing its submodules would otherwise always be a cycle."""
     mods = {}
     for p in package_dir.rglob("*.py"):
@@ -148,6 +150,11 @@ def _every_import_graph(package_dir: pathlib.Path = PACKAGE) -> nx.DiGraph:
                 dep = resolve(target) if target.startswith("agentic_grasp") else None
                 if dep and dep != mod and not (mod.startswith(dep + ".") and dep != target):
                     graph.add_edge(mod, dep)
+                parts = (dep or "").split(".")
+                for parent in (".".join(parts[:i]) for i in range(1, len(parts))):
+                    if parent in mods and mods[parent][1] and parent != mod \
+                            and not mod.startswith(parent + "."):
+                        graph.add_edge(mod, parent)        # its __init__ runs first
     return graph
 
 
@@ -175,6 +182,23 @@ def test_every_import_graph_sees_hidden_and_relative_imports(tmp_path):
     (pkg / "sub" / "c.py").write_text("from . import a\n")
     cycles = [sorted(c) for c in nx.simple_cycles(_every_import_graph(pkg))]
     assert cycles == [["agentic_grasp.sub.a", "agentic_grasp.sub.b", "agentic_grasp.sub.c"]]
+
+
+def test_every_import_graph_sees_a_cycle_through_a_package_init(tmp_path):
+    """Importing a module of a package runs the package's __init__ first: an __init__ that
+    re-exports a module importing the importer is a cycle, though no module names the other."""
+    pkg = tmp_path / "agentic_grasp"
+    (pkg / "high").mkdir(parents=True)
+    (pkg / "low").mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "high" / "__init__.py").write_text("from agentic_grasp.high.loop import run\n")
+    (pkg / "high" / "loop.py").write_text("from agentic_grasp.low.tool import use\n")
+    (pkg / "high" / "helpers.py").write_text("X = 1\n")
+    (pkg / "low" / "__init__.py").write_text("")
+    (pkg / "low" / "tool.py").write_text(
+        "def use():\n    from agentic_grasp.high.helpers import X\n    return X\n")
+    cycles = [sorted(c) for c in nx.simple_cycles(_every_import_graph(pkg))]
+    assert cycles == [["agentic_grasp.high", "agentic_grasp.high.loop", "agentic_grasp.low.tool"]]
 
 
 #: The planner's house limits: modules short enough to read whole, folders small enough to

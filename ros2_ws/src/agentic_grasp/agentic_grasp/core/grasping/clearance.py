@@ -25,7 +25,7 @@ from agentic_grasp.core.grasping.candidates import (Candidate, CandidateSet, eva
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig
 from agentic_grasp.core.grasping.fit import extent_at
 from agentic_grasp.core.grasping.hand import Box, HandModel, obb_gap, object_box
-from agentic_grasp.core.planner.recovery import clamp_grasp, with_approach
+from agentic_grasp.core.grasping.operations import clamp_grasp, with_approach
 from agentic_grasp.core.types import GraspParameters, ObjectInstance, ObjectState
 
 

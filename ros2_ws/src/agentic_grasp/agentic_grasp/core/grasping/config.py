@@ -8,10 +8,50 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, Mapping, Tuple
 
+from agentic_grasp.core.config import require_positive as _positive
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.types import GRIPPER_MAX_WIDTH_M
+from agentic_grasp.core.types import GRIPPER_MAX_FORCE_N, GRIPPER_MAX_WIDTH_M, GraspType
 
 CONSTRAINT_MODES = ("paper", "clearance")
+
+
+@dataclass
+class Limits:
+    min_force_n: float = 2.0
+    max_force_n: float = GRIPPER_MAX_FORCE_N
+    max_width_m: float = GRIPPER_MAX_WIDTH_M
+    min_approach_height_m: float = 0.02
+    max_approach_height_m: float = 0.30
+    min_speed_mps: float = 0.01
+    max_speed_mps: float = 0.5
+    min_grasp_z_m: float = 0.0
+
+    def __post_init__(self) -> None:
+        _positive(self, "planner.limits", allow_zero=("min_grasp_z_m",))
+        if self.min_force_n > self.max_force_n or self.min_speed_mps > self.max_speed_mps \
+                or self.min_approach_height_m > self.max_approach_height_m:
+            raise ConfigError("planner.limits: a minimum exceeds its maximum")
+
+
+@dataclass
+class Level2Config:
+    grasp_type_order: Tuple[str, ...] = ("power", "pinch", "side")
+    force_scale: float = 0.9
+    power_depth_m: float = 0.03
+    pinch_depth_m: float = 0.012
+    pinch_width_m: float = 0.03
+    side_height_fraction: float = 0.5
+    side_min_height_m: float = 0.05
+    opening_margin_m: float = 0.02
+
+    def __post_init__(self) -> None:
+        order = tuple(GraspType.parse(str(t)).value for t in self.grasp_type_order)
+        if len(set(order)) != len(order) or not order:
+            raise ConfigError("planner.level2.grasp_type_order must list distinct grasp types")
+        self.grasp_type_order = order
+        _positive(self, "planner.level2")
+        if not 0.0 < self.side_height_fraction <= 1.0:
+            raise ConfigError("planner.level2.side_height_fraction must be in (0, 1]")
 
 
 @dataclass

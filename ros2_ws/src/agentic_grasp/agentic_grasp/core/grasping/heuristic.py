@@ -44,6 +44,7 @@ from agentic_grasp.core.arm.closing_axis import wrist_yaw_for_closing_axis
 from agentic_grasp.core.geometry import wrap_angle
 from agentic_grasp.core.grasping.config import HeuristicConfig
 from agentic_grasp.core.grasping.fit import extent_at, footprint_extent
+from agentic_grasp.core.grasping.operations import VERTICAL, narrow_side, type_template
 from agentic_grasp.core.grasping.rim import rim_grasp
 from agentic_grasp.core.types import (
     GRIPPER_MAX_WIDTH_M, GraspParameters, GraspType, ObjectInstance, Shape)
@@ -109,10 +110,6 @@ def geometric_grasps(obj: ObjectInstance, synth, level2, limits,
     """The heuristic's grasps of the perceived ``obj``, best rule first (module docstring);
     ``synth``: GraspSynthesisConfig, ``level2``: the level-2 templates' constants,
     ``limits``: the planner's grasp limits."""
-    # planner.recovery on use: the planner package's __init__ imports planner.planner, which
-    # imports this module, so a module-level import would meet this module half made
-    from agentic_grasp.core.planner.recovery import VERTICAL, narrow_side, type_template
-
     cfg = cfg or HeuristicConfig()
     max_w = synth.hand.max_opening_m
     fits = max_w - 2.0 * synth.finger_clearance_m
@@ -163,7 +160,6 @@ def _handle_grasp(obj: ObjectInstance, base: GraspParameters, handle_yaw: float,
                   cfg: HeuristicConfig) -> GraspParameters:
     """Fingers on the handle: ``handle_reach_m`` outside the body on the perceived side,
     closing across the handle (tangentially), at mid-height."""
-    from agentic_grasp.core.planner.recovery import VERTICAL  # on use, see geometric_grasps
 
     out_dir = np.array([math.cos(handle_yaw), math.sin(handle_yaw), 0.0])
     radius = footprint_extent(obj.shape, obj.size, out_dir, float(obj.yaw)) / 2.0

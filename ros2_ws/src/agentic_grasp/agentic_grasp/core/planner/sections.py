@@ -1,7 +1,8 @@
 """The sections of config/planner.yaml: one dataclass per section, defaults equal to the
-file (where each value is derived). Configuration only: no module here imports a planner
-algorithm, so the algorithms (failure, recovery, memory, uncover) and PlannerConfig
-(configurations.py) all read their constants from here.
+file (where each value is derived); the grasp limits and the level-2 templates are grasp
+configuration and live in core/grasping/config.py. Configuration only: no module here
+imports a planner algorithm, so the algorithms (failure, recovery, memory, uncover) and
+PlannerConfig (configurations.py) all read their constants from here.
 
 The hand's physical bounds are not restated: the planner's force and width ceilings default to
 the gripper's (core/types.py GRIPPER_MAX_FORCE_N, GRIPPER_MAX_WIDTH_M).
@@ -10,30 +11,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, Mapping, Tuple
+from typing import Any, Dict, Mapping
 
+from agentic_grasp.core.config import require_positive as _positive
 from agentic_grasp.core.errors import ConfigError
-from agentic_grasp.core.types import (GRIPPER_MAX_FORCE_N, GRIPPER_MAX_WIDTH_M,
-                                      QUALITY_FACTOR_NAMES, GraspType)
-
-
-def _positive(obj: Any, where: str, allow_zero: Tuple[str, ...] = (),
-              skip: Tuple[str, ...] = ()) -> None:
-    """Coerce numeric fields to float and require them finite and > 0 (>= 0 if allowed)."""
-    for f in fields(obj):
-        value = getattr(obj, f.name)
-        if f.name in skip:
-            if not math.isfinite(float(value)):
-                raise ConfigError(f"{where}.{f.name} must be finite, got {value}")
-            setattr(obj, f.name, float(value))
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        value = float(value)
-        if not math.isfinite(value) or value < 0.0 or (value == 0.0
-                                                      and f.name not in allow_zero):
-            raise ConfigError(f"{where}.{f.name} must be a finite number > 0, got {value}")
-        setattr(obj, f.name, value)
+# the grasp limits and the level-2 templates are grasp configuration (their home is
+# core/grasping/config.py); PlannerConfig holds them as sections of planner.yaml
+from agentic_grasp.core.grasping.config import Level2Config, Limits
+from agentic_grasp.core.types import QUALITY_FACTOR_NAMES, GraspType
 
 
 @dataclass
@@ -48,24 +33,6 @@ class DefaultGrasp:
     def __post_init__(self) -> None:
         _positive(self, "planner.default_grasp", skip=("wrist_yaw_rad",))
         self.grasp_type = GraspType.parse(str(self.grasp_type)).value
-
-
-@dataclass
-class Limits:
-    min_force_n: float = 2.0
-    max_force_n: float = GRIPPER_MAX_FORCE_N
-    max_width_m: float = GRIPPER_MAX_WIDTH_M
-    min_approach_height_m: float = 0.02
-    max_approach_height_m: float = 0.30
-    min_speed_mps: float = 0.01
-    max_speed_mps: float = 0.5
-    min_grasp_z_m: float = 0.0
-
-    def __post_init__(self) -> None:
-        _positive(self, "planner.limits", allow_zero=("min_grasp_z_m",))
-        if self.min_force_n > self.max_force_n or self.min_speed_mps > self.max_speed_mps \
-                or self.min_approach_height_m > self.max_approach_height_m:
-            raise ConfigError("planner.limits: a minimum exceeds its maximum")
 
 
 @dataclass
@@ -112,27 +79,6 @@ class CorrectionConfig:
 
     def __post_init__(self) -> None:
         _positive(self, "planner.corrections")
-
-
-@dataclass
-class Level2Config:
-    grasp_type_order: Tuple[str, ...] = ("power", "pinch", "side")
-    force_scale: float = 0.9
-    power_depth_m: float = 0.03
-    pinch_depth_m: float = 0.012
-    pinch_width_m: float = 0.03
-    side_height_fraction: float = 0.5
-    side_min_height_m: float = 0.05
-    opening_margin_m: float = 0.02
-
-    def __post_init__(self) -> None:
-        order = tuple(GraspType.parse(str(t)).value for t in self.grasp_type_order)
-        if len(set(order)) != len(order) or not order:
-            raise ConfigError("planner.level2.grasp_type_order must list distinct grasp types")
-        self.grasp_type_order = order
-        _positive(self, "planner.level2")
-        if not 0.0 < self.side_height_fraction <= 1.0:
-            raise ConfigError("planner.level2.side_height_fraction must be in (0, 1]")
 
 
 @dataclass

@@ -32,8 +32,9 @@ The package, one step of the reflection each:
 
 - :mod:`.failure`: ClassifyFailure, the taxonomy type F_r of a failed attempt (Diagnosis);
 - :mod:`.level1`: the level-1 rules (parameter tuning per failure type, CorrectionOps);
-- :mod:`.grasps`: grasp operations the levels share (limits, approach, the level-2 type
-  templates, the grasp-type rotation);
+- :mod:`agentic_grasp.core.grasping.operations`: grasp operations the levels share (limits,
+  approach, the level-2 type templates, the grasp-type rotation), in the grasping package
+  because the candidate search and the heuristic use them too;
 - :mod:`.correction`: GetCorrection / ApplyCorrection at a level, and the escalation rule.
 
 The public names of the correction modules are importable from the package itself
@@ -43,7 +44,7 @@ from agentic_grasp.core.geometry import wrap_angle
 from agentic_grasp.core.planner.recovery.correction import (Correction, CorrectionContext,
                                                             NextCandidates, correction_level,
                                                             get_correction, retry_level)
-from agentic_grasp.core.planner.recovery.grasps import (VERTICAL, clamp_grasp, describe_change,
+from agentic_grasp.core.grasping.operations import (VERTICAL, clamp_grasp, describe_change,
                                                         extent_across, narrow_side,
                                                         next_grasp_type, rebase_grasp,
                                                         same_grasp, turned_side,

@@ -14,7 +14,7 @@ from agentic_grasp.core.grasping.along import on_part
 from agentic_grasp.core.grasping.rim import rim_grasp
 from agentic_grasp.core.planner.configurations import PlannerConfig
 from agentic_grasp.core.planner.recovery.failure import Diagnosis
-from agentic_grasp.core.planner.recovery.grasps import (CENTRED_M, VERTICAL, clamp_grasp,
+from agentic_grasp.core.grasping.operations import (CENTRED_M, VERTICAL, clamp_grasp,
                                                         describe_change, extent_across,
                                                         next_grasp_type, same_grasp,
                                                         turned_side, type_template,

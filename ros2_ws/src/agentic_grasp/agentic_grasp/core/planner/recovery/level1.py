@@ -61,7 +61,7 @@ from agentic_grasp.core.arm.closing_axis import closing_axis
 from agentic_grasp.core.grasping.along import CONTENT_SAFETY, HAND_CONTINUOUS_FORCE_N, on_part
 from agentic_grasp.core.grasping.fit import footprint_extent
 from agentic_grasp.core.planner.recovery.failure import Diagnosis
-from agentic_grasp.core.planner.recovery.grasps import SIDE_APPROACH_Z, narrows_upward
+from agentic_grasp.core.grasping.operations import SIDE_APPROACH_Z, narrows_upward
 from agentic_grasp.core.planner.sections import CorrectionConfig
 from agentic_grasp.core.types import (GRIPPER_MAX_WIDTH_M, FailureType, GraspParameters,
                                       ObjectInstance, Shape)

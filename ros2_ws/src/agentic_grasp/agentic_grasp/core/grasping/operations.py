@@ -1,8 +1,9 @@
-"""Grasp operations the correction levels share: the grasp inside the planner's limits, a
-new approach that keeps the finger line, a grasp carried along to a moved object, the
-perceived object's extents, the level-2 grasp-type templates (the recovery package's
-docstring), the grasp-type rotation, the side turned away from neighbours, and how two grasps
-differ."""
+"""Grasp operations the correction levels, the candidate search and the heuristic share: the
+grasp inside the planner's limits, a new approach that keeps the finger line, a grasp carried
+along to a moved object, the perceived object's extents, the level-2 grasp-type templates
+(the recovery package's docstring), the grasp-type rotation, the side turned away from
+neighbours, and how two grasps differ. Geometry of grasps only: nothing here imports the
+planner, which builds on it."""
 from __future__ import annotations
 
 import math
@@ -13,7 +14,7 @@ import numpy as np
 from agentic_grasp.core.arm.closing_axis import closing_axis, wrist_yaw_for_closing_axis
 from agentic_grasp.core.geometry import grasp_to_object_frame, grasp_to_world, wrap_angle
 from agentic_grasp.core.numeric import allclose_finite, clip_float
-from agentic_grasp.core.planner.sections import Level2Config, Limits
+from agentic_grasp.core.grasping.config import Level2Config, Limits
 from agentic_grasp.core.types import GraspParameters, GraspType, ObjectInstance, Shape
 
 VERTICAL = np.array([0.0, 0.0, -1.0])
