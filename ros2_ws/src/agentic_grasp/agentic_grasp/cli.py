@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import logging
 import sys
 from typing import Dict, List, Optional, Tuple
@@ -46,10 +47,8 @@ EPILOG = ("bench (benchmarks) and eval (evaluations against the paper's tables) 
 def extra_commands() -> Dict[str, Tuple[str, str]]:
     """subcommand -> (module, one-line help) of every installed package's entry points in
     COMMAND_GROUP; a name the runtime already has, or a second time, is left out."""
-    from importlib.metadata import entry_points
-
     found: Dict[str, Tuple[str, str]] = {}
-    for entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
+    for entry in sorted(importlib.metadata.entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
         if entry.name in COMMANDS or entry.name in found:
             continue
         module = importlib.import_module(entry.value)

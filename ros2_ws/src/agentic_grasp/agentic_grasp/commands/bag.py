@@ -36,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _record(args: argparse.Namespace) -> int:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core.sim.scenes import BENCHMARK_TASKS
     from agentic_grasp.ros.recording.session import parse_seeds, record_session, task_goals
 
@@ -58,6 +59,7 @@ def _record(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.bag_command == "record":
         return _record(args)
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.ros.recording.bag.reader import BagError, bag_info
 
     try:

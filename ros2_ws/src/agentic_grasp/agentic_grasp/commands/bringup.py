@@ -44,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.ros.graph.launcher import Launcher
 
     launcher = Launcher({"arm": args.arm, "perception": args.perception,

@@ -18,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.ros.client.graph_client import GraphClient, GraphError
     from agentic_grasp.core.arm.backend import ArmError
     from agentic_grasp.core.grasping.heuristic import heuristic_grasp

@@ -19,6 +19,7 @@ from typing import Any, Dict, List
 from agentic_grasp.ros.client.grasp_report import ERROR_EXIT, exit_code, result_report
 from agentic_grasp.ros.client.planner import (PlannerClient, _wait_for_oracle, load_scene,
                                               wait_until_perceived)  # noqa: F401
+from agentic_grasp.core.errors import ConfigError
 
 #: Pause after a scene load before the goal, for the perception node to take the new
 #: ground truth (s); see load_scene.
@@ -75,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _procedural(args: argparse.Namespace) -> str:
     """Resolve --procedural S:K into --task, --seed and the instruction; "" or an error."""
-    from agentic_grasp.core.errors import ConfigError
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core.sim.scenes import trial_seed
     from agentic_grasp.core.sim.procedural import load_procedural
 
@@ -95,6 +96,7 @@ def _procedural(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.ros.client.graph_client import GraphClient, GraphError
 
     if args.procedural:

@@ -26,6 +26,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
+from agentic_grasp.core.errors import ConfigError
+
 
 def _time(text: Optional[str]) -> Optional[float]:
     if text is None:
@@ -94,12 +96,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _path(args: argparse.Namespace) -> Path:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core.retrieval.acquired.acquisition import default_acquired_path
 
     return Path(args.acquired) if args.acquired else default_acquired_path()
 
 
 def _filter(args: argparse.Namespace):
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core.retrieval.acquired.pg_store import Filter
 
     return Filter(robots=tuple(getattr(args, "robot", []) or ()),
@@ -108,6 +112,7 @@ def _filter(args: argparse.Namespace):
 
 
 def _import(args: argparse.Namespace) -> int:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core.retrieval.jsonl import read_jsonl
     from agentic_grasp.core.retrieval.acquired.store import FleetStore, default_robot
     from agentic_grasp.core.retrieval.taxonomy import Taxonomy
@@ -141,7 +146,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentic_grasp.core.errors import ConfigError
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core.retrieval.acquired.pg_store import StoreUnavailable
 
     try:
@@ -152,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core.retrieval import validate_kb
     from agentic_grasp.core.retrieval.acquired import file as acquired_file
     from agentic_grasp.core.retrieval.acquired.store import FileStore, FleetStore

@@ -19,9 +19,14 @@ Transport: stdio by default; ``--http HOST:PORT`` serves the SDK's streamable HT
 # (get_type_hints) for its JSON schema, and the tools are closures whose annotations name
 # locals of build_server, which string annotations could not resolve.
 import argparse
+import asyncio
+import base64
 import logging
 import sys
-from typing import Any, Optional, Tuple
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Optional, Tuple
+
+from agentic_grasp.core.paths import scenes_dir
 
 _LOG = logging.getLogger(__name__)
 
@@ -60,10 +65,7 @@ def build_server(bridge: Any, allow_motion: bool, confirm: bool,
     """The MCPServer with the five tools over ``bridge`` (a ros.mcp_bridge.GraphBridge, or
     None with ``bridge_factory``: made in the server's lifespan, after the stdio transport
     has diverted stray output away from the wire)."""
-    import asyncio
-    from contextlib import asynccontextmanager
-    from typing import Annotated
-
+    # on use: cli.py imports every command's module to build its parser
     import anyio
     from mcp.server.mcpserver import (AcceptedElicitation, Context, Elicit, ElicitationResult,
                                       MCPServer, Resolve)
@@ -71,8 +73,8 @@ def build_server(bridge: Any, allow_motion: bool, confirm: bool,
     from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
     from pydantic import BaseModel, Field
 
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core import mcp_tools as tools
-    from agentic_grasp.core.paths import scenes_dir
 
     holder = {"bridge": bridge}
 
@@ -101,6 +103,7 @@ def build_server(bridge: Any, allow_motion: bool, confirm: bool,
 
     async def blocking(what: str, fn: Any, *args: Any) -> Any:
         """A bridge call in a worker thread; a graph failure becomes the tool error."""
+        # on use: cli.py imports every command's module to build its parser
         from agentic_grasp.ros.client.graph_client import GraphError
 
         try:
@@ -263,6 +266,7 @@ def build_server(bridge: Any, allow_motion: bool, confirm: bool,
     def catalogue_entries() -> list:
         """The object catalogue's models as query defaults (read once)."""
         if not entries:
+            # on use: cli.py imports every command's module to build its parser
             from agentic_grasp.core.sim.objects import load_catalogue
 
             entries.extend({"name": m.name, "category": m.category,
@@ -310,8 +314,6 @@ def build_server(bridge: Any, allow_motion: bool, confirm: bool,
                  annotations=ToolAnnotations(title="Picture of the last attempt",
                                              read_only_hint=True, open_world_hint=False))
     async def show_last_attempt() -> CallToolResult:
-        import base64
-
         png, caption = await blocking("show_last_attempt", graph().last_attempt_png)
         return CallToolResult(content=[
             ImageContent(type="image", data=base64.b64encode(png).decode("ascii"),
@@ -322,6 +324,7 @@ def build_server(bridge: Any, allow_motion: bool, confirm: bool,
 
 
 def run(args: argparse.Namespace) -> int:
+    # on use: cli.py imports every command's module to build its parser
     import anyio
 
     try:
@@ -338,6 +341,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
 
     def make_bridge() -> Any:
+        # on use: cli.py imports every command's module to build its parser
         from agentic_grasp.ros.client.mcp_bridge import GraphBridge
 
         return GraphBridge(server_timeout_s=args.server_timeout,

@@ -21,6 +21,8 @@ import json
 import sys
 from typing import Any, Dict
 
+from agentic_grasp.core.errors import ConfigError
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bag", help="rosbag2 folder (agentic-grasp bringup --record DIR)")
@@ -85,7 +87,7 @@ def print_report(report: Dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentic_grasp.core.errors import ConfigError
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.ros.recording.bag.reader import BagError
     from agentic_grasp.ros.recording.replay import ReplayRefused, replay_bag
 

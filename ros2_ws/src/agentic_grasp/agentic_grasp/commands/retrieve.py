@@ -31,6 +31,8 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from agentic_grasp.core.errors import ConfigError, ValidationError
+
 #: Fields of the query and the command-line option that sets each.
 _QUERY_OPTIONS = (("category", "--category"), ("type", "--affordance"),
                   ("material", "--material"), ("fragility", "--fragility"),
@@ -83,6 +85,7 @@ def build_query(args: argparse.Namespace) -> Tuple[Dict[str, Any], Optional[np.n
                              "region": args.region}
     crop = None
     if args.crop_from_object:
+        # on use: cli.py imports every command's module to build its parser
         from agentic_grasp.core.config import node_params
         from agentic_grasp.core.render.views import render_object_crop
         from agentic_grasp.core.sim.objects import load_catalogue
@@ -115,7 +118,7 @@ def _affordance(query: Dict[str, Any]) -> Dict[str, Any]:
 def retrieve_local(args: argparse.Namespace, query: Dict[str, Any],
                    crop: Optional[np.ndarray]) -> Dict[str, Any]:
     """The report of HAARAG.retrieve run here with the configured knowledge base."""
-    from agentic_grasp.core.errors import ValidationError
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core.retrieval import RetrievalConfig, build_retriever
 
     config = RetrievalConfig.from_config(args.params_file or None)
@@ -147,13 +150,12 @@ def retrieve_local(args: argparse.Namespace, query: Dict[str, Any],
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentic_grasp.core.errors import ConfigError, ValidationError
-
     try:
         query, crop = build_query(args)
         if args.local:
             report = retrieve_local(args, query, crop)
         else:
+            # on use: cli.py imports every command's module to build its parser
             from agentic_grasp.ros.client.retrieval import retrieve_service
 
             report = retrieve_service(args.service, args.timeout, query, crop, args.k, args.mode)

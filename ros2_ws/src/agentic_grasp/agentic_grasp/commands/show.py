@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.ros.recording.bag.reader import BagError
     from agentic_grasp.ros.recording.show import write_pictures
 
@@ -35,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     bag = args.bag
     if args.live:
+        # on use: cli.py imports every command's module to build its parser
         from agentic_grasp.ros.recording.live import record_next_goal
 
         try:

@@ -174,13 +174,13 @@ def test_constraint_mode_of_a_sweep_reaches_the_planner():
             seen["candidates"] = [a.candidate for g in result.task.goals for a in g.attempts]
             return result
 
-        import agentic_grasp.core.planner.episode as episode
-        episode.run_trial, saved = spy, episode.run_trial
+        import agentic_grasp_lab.evaluation.worker as worker   # where the runner looks it up
+        worker.run_trial, saved = spy, worker.run_trial
         try:
             runner.run("full", "it_cup_near_vase", 0, 0, perception="vlm_sim",
                        constraint_mode=mode)
         finally:
-            episode.run_trial = saved
+            worker.run_trial = saved
         assert all((c is not None) == has_candidate for c in seen["candidates"]), mode
     with pytest.raises(ConfigError, match="table_v_constraint_modes"):
         SweepConfig(table_v_constraint_modes=("fixed",))

@@ -14,7 +14,8 @@ import agentic_grasp
 import agentic_grasp_lab
 from agentic_grasp import cli
 
-from test_house_order import ROS_PACKAGES, _every_import_graph, _external_imports
+from test_house_order import (ROS_PACKAGES, _every_import_graph, _external_imports,
+                              uncommented_local_imports)
 
 RUNTIME = pathlib.Path(agentic_grasp.__file__).parent
 LAB = pathlib.Path(agentic_grasp_lab.__file__).parent
@@ -192,3 +193,7 @@ def test_each_benchmark_has_only_its_own_options():
     assert options("peer-calls") == {"-h", "--help", "-n", "--json", "--rounds", "--fresh"}
     args = cli.build_parser().parse_args(["bench", "paper", "--only", "table2", "--trials", "2"])
     assert (args.benchmark, args.only, args.trials) == ("paper", "table2", 2)
+
+
+def test_every_function_local_import_of_the_lab_says_why():
+    assert uncommented_local_imports(LAB) == []

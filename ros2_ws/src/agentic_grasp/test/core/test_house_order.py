@@ -201,6 +201,52 @@ def test_every_import_graph_sees_a_cycle_through_a_package_init(tmp_path):
     assert cycles == [["agentic_grasp.high", "agentic_grasp.high.loop", "agentic_grasp.low.tool"]]
 
 
+def uncommented_local_imports(package_dir: pathlib.Path) -> list:
+    """Function-local imports of a package with no comment saying why: an import inside a
+    function must be on use for a reason (an optional or heavy dependency, a CLI command that
+    loads what it runs only when it runs), stated on its line or on the comment line just
+    above its block of imports (or above the ``try:`` or ``if`` holding it)."""
+    found = []
+    for path in sorted(package_dir.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        tree = ast.parse("\n".join(lines))
+        parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+        local = sorted({n.lineno: n for fn in ast.walk(tree)
+                        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))
+                        }.values(), key=lambda n: n.lineno)
+        ends = {n.end_lineno for n in local}
+        for node in local:
+            head = node
+            while (head.lineno - 1) in ends:            # the first import of its block
+                head = next(n for n in local if n.end_lineno == head.lineno - 1)
+            holder = parents.get(head)
+            candidates = [lines[node.lineno - 1], lines[head.lineno - 2]]
+            if isinstance(holder, (ast.Try, ast.If)) and holder.body and holder.body[0] is head:
+                candidates += [lines[holder.lineno - 1], lines[holder.lineno - 2]]
+            if not any("#" in line for line in candidates):
+                found.append(f"{path.relative_to(package_dir.parent)}:{node.lineno}")
+    return found
+
+
+def test_every_function_local_import_says_why():
+    """Imports live at module level; one inside a function carries a comment (its reason)."""
+    assert uncommented_local_imports(PACKAGE) == []
+    assert any(True for _ in PACKAGE.rglob("*.py"))
+
+
+def test_the_local_import_check_sees_one_without_a_reason(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "a.py").write_text(
+        "def f():\n    import json\n    return json\n\n\n"
+        "def g():\n    # torch: an optional extra\n    import torch\n    import numpy\n"
+        "    return torch, numpy\n\n\n"
+        "def h():\n    try:    # matplotlib is optional\n        import matplotlib\n"
+        "    except ImportError:\n        return None\n")
+    assert uncommented_local_imports(pkg) == ["pkg/a.py:2"]
+
+
 #: The planner's house limits: modules short enough to read whole, folders small enough to
 #: see what belongs together.
 PLANNER_MAX_LINES = 500

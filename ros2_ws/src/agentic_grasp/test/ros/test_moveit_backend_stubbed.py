@@ -338,8 +338,7 @@ def test_close_calls_shutdown_before_dropping_moveit(moveit_arm):
 
 
 def test_start_waits_for_joint_states_and_remaps_only_another_topic(moveit_arm, monkeypatch):
-    import rclpy.wait_for_message as wfm
-
+    wfm = moveit_arm                 # the backend's own name for rclpy's wait_for_message
     seen = []
     monkeypatch.setattr(wfm, "wait_for_message",
                         lambda msg_type, node, topic, **kw: (seen.append(topic) or (False, None)))

@@ -21,6 +21,8 @@ database. Then, in this one process:
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
+import os
 import resource
 import time
 from pathlib import Path
@@ -28,14 +30,19 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from agentic_grasp.core.planner.episode import retriever_for
+from agentic_grasp.core.retrieval.acquired.live import LiveRetriever
+from agentic_grasp.core.retrieval.acquired.pg_store import PostgresStore
+from agentic_grasp.core.retrieval.acquired.store import FleetSource, FleetStore
+from agentic_grasp.core.retrieval.knowledge_base import KnowledgeBase
+from agentic_grasp.core.sim.objects import load_catalogue
+
 CATEGORY_FILES = ("cup", "bottle", "bowl", "fruit", "glass", "ball", "block", "phone", "tool",
                   "other")
 
 
 def synthetic_records(n: int, cells: int = 100, seed: int = 0, robots: int = 4):
     """Yield n valid acquired records (see module docstring)."""
-    from agentic_grasp.core.retrieval.knowledge_base import KnowledgeBase
-
     kb = KnowledgeBase.load()
     templates: Dict[str, Any] = {}
     for e in kb:
@@ -83,9 +90,8 @@ def fill(dsn: str, path: Path, n: int, file_records: int, cells: int) -> Dict[st
     included, spans every cell (without it the join's order put 20 cells in the first
     2 x 10^4 rows, and the file side served 20 entries, not 400). Python-side generation
     would take minutes of CPU at 10^6."""
-    from psycopg.types.json import Jsonb
+    from psycopg.types.json import Jsonb    # as pg_store: the driver loads where a server runs
 
-    from agentic_grasp.core.retrieval.acquired.pg_store import PostgresStore
 
     store = PostgresStore(dsn)
     conn = store.connection()
@@ -161,10 +167,6 @@ def _latency(lives: List[Any], queries: List[Dict[str, Any]], repeats: int
 def run_scale(dsn: str, workdir: Path, records: int = 10 ** 5,
               file_records: Optional[int] = None, cells: int = 100,
               repeats: int = 40) -> Dict[str, Any]:
-    from agentic_grasp.core.planner.episode import retriever_for
-    from agentic_grasp.core.retrieval.acquired.live import LiveRetriever
-    from agentic_grasp.core.retrieval.acquired.store import FleetSource
-
     file_records = records if file_records is None else min(int(file_records), records)
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / "fleet_scale.jsonl"
@@ -185,7 +187,6 @@ def run_scale(dsn: str, workdir: Path, records: int = 10 ** 5,
                 queries.append({"category": e.category, "affordance": e.affordance,
                                 "embedding": np.asarray(kb.vectors[i]),
                                 "embedding_model": kb.embedding_model})
-    from agentic_grasp.core.sim.objects import load_catalogue
 
     load_catalogue()          # the renderer's catalogue: loaded once per process, not timed
     pg = _startup(lambda: LiveRetriever(authored, "postgres", cache=False, source=FleetSource(
@@ -223,8 +224,6 @@ def format_scale(r: Dict[str, Any]) -> str:
 
 def _writer(dsn: str, n: int, gap_s: float, conn) -> None:
     """Child: commits n records, one every ``gap_s``, sending (id, commit time) of each."""
-    from agentic_grasp.core.retrieval.acquired.store import FleetStore
-
     store = FleetStore(dsn, robot="writer", fsync=False)
     for rec in synthetic_records(n, cells=n, seed=7):
         rec["id"] = "delay-" + rec["id"]
@@ -243,13 +242,6 @@ def run_delay(dsn: str, workdir: Path, n: int = 200, gap_s: float = 0.2,
     The machine's load average is reported beside it (the tail is scheduling on a shared
     machine); the pick-up CPU is the thread CPU of each refresh that changed the served KB
     (now done by the retriever's pick-up thread when the notification arrives)."""
-    import multiprocessing as mp
-    import os
-
-    from agentic_grasp.core.planner.episode import retriever_for
-    from agentic_grasp.core.retrieval.acquired.live import LiveRetriever
-    from agentic_grasp.core.retrieval.acquired.store import FleetSource
-
     authored = retriever_for(None)
     lives = [LiveRetriever(authored, "postgres", cache=False, source=FleetSource(
         dsn, workdir / f"delay-cache{i}.jsonl", None)) for i in range(2)]

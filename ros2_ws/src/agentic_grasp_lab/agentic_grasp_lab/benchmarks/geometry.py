@@ -37,6 +37,9 @@ from agentic_grasp.core.render.raycast import TableSpec
 from agentic_grasp.core.render.parts import drawn_parts
 from agentic_grasp.core.sim.objects import Catalogue, ObjectModel, load_catalogue
 from agentic_grasp.core.types import ObjectInstance, Shape
+from agentic_grasp.core.planner.episode import CameraPerception
+from agentic_grasp.core.sim import Simulator
+from agentic_grasp.core.sim.scenes import list_tasks
 
 BOUNDS = {"centre_p90_mm": 5.0, "extent_p90_mm": 8.0, "yaw_p90_deg": 8.0,
           "handle_accuracy": 0.95, "ms_per_object": 5.0}
@@ -302,10 +305,6 @@ def scene_handle_sides(trials: int = 30, seed: int = 0, tasks: Optional[Sequence
     true one (the object's +x, config/objects.yaml). Hidden handles reported unknown are
     counted apart.
     """
-    from agentic_grasp.core.planner.episode import CameraPerception
-    from agentic_grasp.core.sim import Simulator
-    from agentic_grasp.core.sim.scenes import list_tasks
-
     sim = Simulator.from_config()
     camera = Camera()
     table = TableSpec()

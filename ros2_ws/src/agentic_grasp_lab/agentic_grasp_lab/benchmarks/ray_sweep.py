@@ -32,13 +32,14 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from agentic_grasp_lab.evaluation.records import sort_records
-from agentic_grasp_lab.evaluation.sweep import make_units, run_units
+from agentic_grasp_lab.evaluation.sweep import (group_units, make_units, run_units, SweepConfig,
+                                                TrialRunner)
+from agentic_grasp.core.sim import list_tasks
+from agentic_grasp_lab.evaluation import executors
+from agentic_grasp_lab.testing.ray_cluster import LocalRayCluster
 
 
 def _units(n_units: int, trials: int, perception: str) -> List[Any]:
-    from agentic_grasp_lab.evaluation.sweep import SweepConfig
-    from agentic_grasp.core.sim import list_tasks
-
     cfg = SweepConfig.from_config()
     seeds = list(range(max(1, -(-n_units // (len(cfg.configurations) * 12)))))
     units = make_units(cfg.configurations, list_tasks(), trials, seeds,
@@ -48,12 +49,6 @@ def _units(n_units: int, trials: int, perception: str) -> List[Any]:
 
 def overhead(n_units: int = 24, trials: int = 30, perception: str = "vlm_sim"
              ) -> Dict[str, Any]:
-    from agentic_grasp_lab.evaluation import executors
-    from agentic_grasp_lab.evaluation.sweep import TrialRunner
-    from agentic_grasp_lab.testing.ray_cluster import LocalRayCluster
-
-    from agentic_grasp_lab.evaluation.sweep import group_units
-
     units = _units(n_units, trials, perception)
     runner = TrialRunner()
     runner.run_unit(units[0])                       # imports, first-call caches
@@ -124,7 +119,7 @@ def soak(trials_total: int = 10_000, perception: str = "oracle", workers: int = 
     """``two_node``: on a head + worker node started with ``ray start`` (1 CPU each, as the
     executor tests use) instead of ``ray.init``'s local cluster, whose raylet can time out
     waiting for its metrics agent on a heavily loaded machine."""
-    if two_node:
+    if two_node:    # ray_cluster needs the optional ray extra
         from agentic_grasp_lab.testing.ray_cluster import LocalRayCluster
 
         with LocalRayCluster() as cluster:

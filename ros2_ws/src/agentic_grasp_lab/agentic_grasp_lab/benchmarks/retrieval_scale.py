@@ -27,6 +27,7 @@ import numpy as np
 from agentic_grasp.core.retrieval.embedding import DescriptorEmbedder
 from agentic_grasp.core.retrieval.index import AFFORDANCE_TYPES, RetrievalIndex, _TYPE_INDEX
 from agentic_grasp.core.retrieval.haa_rag import HAARAG, _TAU_EPS
+from agentic_grasp.core.retrieval.knowledge_base import KnowledgeBase
 from agentic_grasp.core.retrieval.config import RetrievalConfig
 from agentic_grasp.core.retrieval.taxonomy import Taxonomy
 from agentic_grasp.core.stats import percentiles
@@ -162,8 +163,6 @@ def run_scale_bench(sizes: Sequence[int] = (10 ** 3, 10 ** 5, 10 ** 6), queries:
     base = Taxonomy.load()
     dim = DescriptorEmbedder.dim
     if include_kb:
-        from agentic_grasp.core.retrieval.knowledge_base import KnowledgeBase
-
         kb = KnowledgeBase.load(embedder=DescriptorEmbedder())
         rag = HAARAG(kb, config, DescriptorEmbedder())
         rng = np.random.default_rng(seed)

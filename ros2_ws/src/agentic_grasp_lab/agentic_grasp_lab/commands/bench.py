@@ -49,12 +49,14 @@ def _json(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_paper(parser: argparse.ArgumentParser) -> None:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.commands.bench_paper import add_paper_arguments
 
     add_paper_arguments(parser)
 
 
 def _add_procedural(parser: argparse.ArgumentParser) -> None:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.commands.bench_paper import add_paper_arguments
     from agentic_grasp_lab.commands.bench_procedural import add_procedural_arguments
 
@@ -70,6 +72,7 @@ def _add_procedural(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_learning(parser: argparse.ArgumentParser) -> None:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.commands.bench_learning import add_learning_arguments
     from agentic_grasp_lab.commands.bench_paper import add_paper_arguments
 
@@ -82,6 +85,7 @@ def _add_learning(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_fleet(parser: argparse.ArgumentParser) -> None:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.commands.bench_fleet import add_fleet_arguments
     from agentic_grasp_lab.commands.bench_learning import add_learn_seed
     from agentic_grasp_lab.commands.bench_paper import add_paper_arguments
@@ -144,6 +148,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _bench_sim(args) -> dict:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.benchmarks.timing import line
     from agentic_grasp.core.sim.simulator import bench_attempt
 
@@ -155,6 +160,7 @@ def _bench_sim(args) -> dict:
               f"success {inproc['success_rate']:.0%}")
     if args.inprocess_only:
         return out
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.ros.benchmarks.executor_bench import run
 
     ros = run(n=args.n or 100)
@@ -168,6 +174,7 @@ def _bench_sim(args) -> dict:
 
 
 def _bench_graph(args) -> dict:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.ros.benchmarks.planner_bench import report, run
 
     result = run(n=args.n or 50)
@@ -177,6 +184,7 @@ def _bench_graph(args) -> dict:
 
 
 def _bench_retrieval(args) -> dict:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.benchmarks.retrieval_scale import format_scale_table, run_scale_bench
 
     rows = run_scale_bench(queries=args.n or 200)
@@ -186,6 +194,7 @@ def _bench_retrieval(args) -> dict:
 
 
 def _bench_scene_graph(args) -> dict:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.benchmarks.scene_graph import main, run_bench
 
     if not args.json:
@@ -195,6 +204,7 @@ def _bench_scene_graph(args) -> dict:
 
 
 def _bench_perception(args) -> dict:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.benchmarks.perception_client import run_client_bench
 
     result = run_client_bench(n=args.n or 200)
@@ -204,6 +214,7 @@ def _bench_perception(args) -> dict:
 
 
 def _bench_soak(args) -> dict:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.ros.benchmarks.soak import format_checkpoint, report, run
 
     result = run(n=args.n or 1000, every=args.every, perception=args.soak_perception,
@@ -215,6 +226,7 @@ def _bench_soak(args) -> dict:
 
 
 def _bench_vlm_sim(args) -> dict:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core.perception.vlm.sim import bench_calls
 
     result = bench_calls(n=args.n or 20)
@@ -230,18 +242,21 @@ def _bench_vlm_sim(args) -> dict:
 
 
 def _bench_learning(args) -> dict:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.commands.bench_learning import run_learning_bench
 
     return run_learning_bench(args)
 
 
 def _bench_fleet(args) -> dict:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.commands.bench_fleet import run_fleet_bench
 
     return run_fleet_bench(args)
 
 
 def _bench_geometry(args) -> dict:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.benchmarks.geometry import format_report, run_geometry_bench
 
     result = run_geometry_bench(poses=args.n or 12, seed=args.geometry_seed,
@@ -254,6 +269,7 @@ def _bench_geometry(args) -> dict:
 
 
 def _bench_peer_calls(args) -> dict:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.ros.benchmarks.peer_calls import report, run
 
     result = run(n=args.n or 200, rounds=args.rounds, fresh=args.fresh)
@@ -264,10 +280,12 @@ def _bench_peer_calls(args) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     if args.benchmark == "paper":
+        # on use: cli.py imports every command's module to build its parser
         from agentic_grasp_lab.commands.bench_paper import run_paper
 
         return run_paper(args)
     if args.benchmark == "procedural":
+        # on use: cli.py imports every command's module to build its parser
         from agentic_grasp_lab.commands.bench_procedural import run_procedural_bench
 
         return run_procedural_bench(args)

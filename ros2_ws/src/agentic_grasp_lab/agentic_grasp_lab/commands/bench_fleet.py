@@ -50,6 +50,7 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_fleet_bench(args: argparse.Namespace) -> dict:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.testing.pg_server import PgServer
 
     parts = {p.strip() for p in args.fleet_parts.split(",") if p.strip()}
@@ -59,6 +60,7 @@ def run_fleet_bench(args: argparse.Namespace) -> dict:
     server = PgServer()
     try:
         if "learning" in parts:
+            # on use: cli.py imports every command's module to build its parser
             from agentic_grasp_lab.evaluation.studies.fleet import format_fleet, run_fleet
 
             res = run_fleet(goals=args.fleet_goals, block=args.fleet_block,
@@ -72,6 +74,7 @@ def run_fleet_bench(args: argparse.Namespace) -> dict:
             print(format_fleet(res), flush=True)
             result["learning"] = res.to_dict()
         if "delay" in parts:
+            # on use: cli.py imports every command's module to build its parser
             from agentic_grasp_lab.benchmarks.fleet_scale import run_delay
 
             d = run_delay(server.create_database("fleet_delay"), out_dir, args.delay_records)
@@ -84,6 +87,7 @@ def run_fleet_bench(args: argparse.Namespace) -> dict:
                   f"{d['loadavg_1min_before_after'][1]} on {d['cpus']} CPUs", flush=True)
             result["delay"] = d
         if "scale" in parts:
+            # on use: cli.py imports every command's module to build its parser
             from agentic_grasp_lab.benchmarks.fleet_scale import format_scale, run_scale
 
             s = run_scale(server.create_database("fleet_scale"), out_dir, args.scale_records,

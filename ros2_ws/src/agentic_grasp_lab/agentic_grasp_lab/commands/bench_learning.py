@@ -32,6 +32,7 @@ def add_learn_seed(group) -> None:
 
 
 def run_learning_bench(args: argparse.Namespace) -> dict:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.evaluation.studies.learning import (format_learning, plot_learning,
                                                                run_learning, save_learning)
 

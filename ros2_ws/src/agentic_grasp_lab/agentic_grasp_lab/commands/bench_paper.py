@@ -117,8 +117,10 @@ def _split(text: Optional[str]) -> Optional[List[str]]:
 
 
 def _config(args: argparse.Namespace):
+    # on use: cli.py imports every command's module to build its parser
     from dataclasses import replace
 
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.evaluation.sweep import SweepConfig
 
     cfg = SweepConfig.from_config(args.config)
@@ -154,6 +156,7 @@ def _config(args: argparse.Namespace):
 
 def run_paper(args: argparse.Namespace) -> int:
     """Run the paper benchmark as selected by ``args``; 0 on success, 2 on a usage error."""
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core.errors import ConfigError
     from agentic_grasp_lab.evaluation.report import (PaperBenchOptions, load_records,
                                                      run_paper_benchmark, tabulate,
@@ -222,6 +225,7 @@ def run_paper(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 130
     if args.profile:
+        # on use: cli.py imports every command's module to build its parser
         from agentic_grasp_lab.evaluation.timing import format_profile, profile_trials
 
         profile = profile_trials(cfg.configurations, cfg.task_list(), int(args.profile))
@@ -252,6 +256,7 @@ def run_paper(args: argparse.Namespace) -> int:
 def _ros_refusal(args: argparse.Namespace, cfg) -> str:
     """Why ``--ros`` cannot honour the options given ("" when it can): every option of the
     in-process benchmark is run the same way through the graph or refused, never ignored."""
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.ros.benchmarks.ros_sweep import check_ros_options
 
     asked = set(_split(args.only) or [])
@@ -272,6 +277,7 @@ def _run_ros(args: argparse.Namespace, cfg, as_json: bool, start: float) -> int:
     """Table II (and what derives from it) from trials run through the ROS graph, then the
     same trials in process (``--workers`` applies there) and their agreement, trial by
     trial (agentic_grasp_lab/evaluation/agreement.py)."""
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp_lab.ros.benchmarks.ros_sweep import run_ros_sweep
     from agentic_grasp_lab.evaluation.agreement import agreement, format_agreement
     from agentic_grasp_lab.evaluation.records import write_json, write_records

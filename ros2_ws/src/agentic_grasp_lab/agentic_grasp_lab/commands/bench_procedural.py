@@ -29,6 +29,7 @@ def add_procedural_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_procedural_bench(args: argparse.Namespace) -> int:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core.errors import ConfigError
     from agentic_grasp_lab.evaluation.studies.procedural import (DEFAULT_CONFIGURATIONS,
                                                                  format_summary, run_procedural,

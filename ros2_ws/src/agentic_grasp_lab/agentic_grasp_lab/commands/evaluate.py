@@ -16,6 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core.retrieval import evaluate_retrieval, format_table
 
     results = evaluate_retrieval()

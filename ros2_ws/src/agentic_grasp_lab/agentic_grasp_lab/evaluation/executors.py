@@ -354,7 +354,7 @@ class Tally:
 def import_ray() -> Any:
     """``ray``, or a ConfigError saying how to install the optional extra."""
     try:
-        import ray
+        import ray      # the optional extra (requirements-ray.txt)
     except ImportError:
         raise ConfigError("--executor ray needs the optional 'ray' package: run "
                           "scripts/setup.sh --with-ray (requirements-ray.txt)") from None

@@ -25,10 +25,11 @@ _LOG = logging.getLogger(__name__)
 
 
 def _pyplot():
+    # matplotlib on use: the Agg backend is chosen before pyplot loads, and only figures need it
     import matplotlib
 
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # once the backend is chosen
 
     return plt
 

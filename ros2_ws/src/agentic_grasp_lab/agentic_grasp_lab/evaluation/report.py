@@ -25,6 +25,13 @@ from agentic_grasp.core import paths
 from agentic_grasp_lab.evaluation import tables as T
 from agentic_grasp_lab.evaluation.records import TrialRecord, read_records, write_json
 from agentic_grasp_lab.evaluation.sweep import SweepConfig, run_sweep
+from agentic_grasp.core.grasping.config import CONSTRAINT_MODES
+from agentic_grasp.core.planner.configurations import PlannerConfig
+from agentic_grasp_lab.evaluation.figures import ood_success, perception_per_task, write_figures
+from agentic_grasp_lab.evaluation import comparisons as C
+from agentic_grasp_lab.evaluation.studies.ood import (SPLITS, format_validation, load_splits,
+                                                      run_ood, validate_splits)
+from agentic_grasp.core.sim import load_task
 
 _LOG = logging.getLogger(__name__)
 
@@ -60,8 +67,6 @@ class PaperBenchOptions:
 
 def _planner_constraint_mode() -> str:
     """config/planner.yaml's grasp_synthesis.constraint_mode: the mode of every other run."""
-    from agentic_grasp.core.planner.configurations import PlannerConfig
-
     return PlannerConfig.from_config().grasp_synthesis.constraint_mode
 
 
@@ -102,8 +107,6 @@ def run_paper_benchmark(options: PaperBenchOptions) -> Dict[str, Any]:
         totals["table_ii_sweep"] = result.totals()
         files["records"] = str(path)
     if options.table_v:
-        from agentic_grasp.core.sim import load_task
-
         it_tasks = [t for t in tasks if load_task(t).category == "IT"]
         have = set(cfg.configurations) if options.table_ii else set()
         extra = [c for c in cfg.table_v_configurations if c not in have]
@@ -126,8 +129,6 @@ def run_paper_benchmark(options: PaperBenchOptions) -> Dict[str, Any]:
             files[f"table_v_{mode}_records"] = str(path)
     ood_labels: Dict[str, str] = {}
     if options.ood:
-        from agentic_grasp_lab.evaluation.studies.ood import (format_validation, load_splits,
-                                                              run_ood, validate_splits)
 
         splits = load_splits(paths.config_dir() / cfg.ood_splits_file)
         ood_labels = splits.labels()
@@ -181,8 +182,6 @@ def tabulate(records: Dict[str, Sequence[TrialRecord]], cfg: SweepConfig,
         tables["table_iii"] = T.table_iii(index, ("no_recovery", "full"), conf)
         tables["failure_types"] = T.failure_histogram(index)
         tables["recovery_levels"] = T.level_histogram(index, "full")
-        from agentic_grasp_lab.evaluation import comparisons as C
-
         tables["comparisons"] = C.comparisons(index, conf)
         tables["refusals"] = T.refusal_table(index)
         text += [T.format_table_ii(tables["table_ii"], tables["sg_objects"]),
@@ -208,8 +207,6 @@ def tabulate(records: Dict[str, Sequence[TrialRecord]], cfg: SweepConfig,
             tables[f"table_v_{mode}"] = T.table_v(index, cfg.table_v_configurations, conf)
             text.append(T.format_table_v(tables[f"table_v_{mode}"], mode))
     if records.get("ood"):
-        from agentic_grasp_lab.evaluation.studies.ood import SPLITS, load_splits
-
         if not ood_labels:
             ood_labels = load_splits(paths.config_dir() / cfg.ood_splits_file).labels()
         index = T.RecordIndex(records["ood"])
@@ -228,19 +225,13 @@ def tabulate(records: Dict[str, Sequence[TrialRecord]], cfg: SweepConfig,
 def write_report_figures(tables: Dict[str, Any], out: Path,
                          ood_labels: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     """The PNG figures of whatever tables were computed."""
-    from agentic_grasp_lab.evaluation.figures import write_figures
-
     if "per_task" not in tables:
         if "ood" in tables:
-            from agentic_grasp_lab.evaluation.figures import ood_success
-
             return {"ood": str(ood_success(tables["ood"], out / "ood.png", ood_labels))}
         return {}
     files = write_figures(out, tables["per_task"], tables["failure_types"],
                           tables["recovery_levels"], tables.get("ood"), ood_labels)
     if "perception_per_task" in tables:
-        from agentic_grasp_lab.evaluation.figures import perception_per_task
-
         files["perception_per_task"] = str(perception_per_task(
             tables["perception_per_task"], out / "perception_per_task.png"))
     return files
@@ -249,7 +240,6 @@ def write_report_figures(tables: Dict[str, Any], out: Path,
 def load_records(out_dir: Path, fmt: str = "") -> Dict[str, List[TrialRecord]]:
     """Records of a previous run found in ``out_dir`` (any of the sweeps)."""
     found: Dict[str, List[TrialRecord]] = {}
-    from agentic_grasp.core.grasping.config import CONSTRAINT_MODES
 
     stems = dict(RECORD_FILES, **{f"table_v_{m}": f"table_v_{m}_records"
                                   for m in CONSTRAINT_MODES})

@@ -44,6 +44,11 @@ from agentic_grasp_lab.evaluation.records import TrialRecord, sort_records
 from agentic_grasp.core.sim.scenes import task_key, trial_seed
 from agentic_grasp_lab.evaluation import worker as _worker
 from agentic_grasp_lab.evaluation.worker import TrialRunner, WorkUnit, _init_worker, _run_group
+from agentic_grasp.core.grasping.config import CONSTRAINT_MODES
+from agentic_grasp.core.planner.configurations import VISUAL_QUERIES, get_configuration
+from agentic_grasp.core.planner.episode import PERCEPTION_MODES
+from agentic_grasp.core.sim import list_tasks
+from agentic_grasp_lab.evaluation.executors import EXECUTORS, Journal, Tally, run_ray
 
 _LOG = logging.getLogger(__name__)
 
@@ -88,9 +93,6 @@ class SweepConfig:
     ray_address: str = ""
 
     def __post_init__(self) -> None:
-        from agentic_grasp.core.planner.configurations import VISUAL_QUERIES, get_configuration
-        from agentic_grasp.core.planner.episode import PERCEPTION_MODES
-
         if self.perception not in PERCEPTION_MODES:
             raise ConfigError(f"evaluation.perception must be one of {PERCEPTION_MODES}, got "
                               f"{self.perception!r}")
@@ -100,7 +102,6 @@ class SweepConfig:
 
         self.configurations = tuple(str(c) for c in self.configurations)
         self.table_v_configurations = tuple(str(c) for c in self.table_v_configurations)
-        from agentic_grasp.core.grasping.config import CONSTRAINT_MODES
 
         self.table_v_constraint_modes = tuple(str(m) for m in self.table_v_constraint_modes)
         for mode in self.table_v_constraint_modes:
@@ -130,7 +131,6 @@ class SweepConfig:
         if self.memory_scope not in MEMORY_SCOPES:
             raise ConfigError(f"evaluation.memory_scope must be one of {MEMORY_SCOPES}, got "
                               f"{self.memory_scope!r}")
-        from agentic_grasp_lab.evaluation.executors import EXECUTORS
 
         if self.executor not in EXECUTORS:
             raise ConfigError(f"evaluation.executor must be one of {EXECUTORS}, got "
@@ -159,8 +159,6 @@ class SweepConfig:
         return cls.from_params(node_params(NODE_NAME, file), str(file))
 
     def task_list(self) -> List[str]:
-        from agentic_grasp.core.sim import list_tasks
-
         return list(self.tasks) or list_tasks()
 
 
@@ -248,8 +246,6 @@ class SweepResult:
     @property
     def records(self) -> List[TrialRecord]:
         if self.held is None:
-            from agentic_grasp_lab.evaluation.executors import Journal
-
             self.held = Journal(self.path, self.fmt).load() if self.path else []
         return self.held
 
@@ -279,7 +275,7 @@ def _ray_task(group: List[WorkUnit]) -> Tuple[List[List[Dict[str, Any]]], Dict[s
     runner is built once per Ray worker process, as in the local pool; its build time is
     in that worker's first task. It lives here, beside the units it runs, so executors
     never imports this module."""
-    import ray
+    import ray      # the optional extra (requirements-ray.txt), in a Ray worker only
 
     start, cpu0 = time.time(), time.process_time()
     rows = _run_group(group)
@@ -301,8 +297,6 @@ def run_units(units: Sequence[WorkUnit], workers: Optional[int] = None,
     unit by unit as they finish and rewritten sorted at the end; with ``resume`` the units
     whose records it already holds are not run again.
     """
-    from agentic_grasp_lab.evaluation.executors import EXECUTORS, Journal, Tally, run_ray
-
     if executor not in EXECUTORS:
         raise ConfigError(f"executor must be one of {EXECUTORS}, got {executor!r}")
     all_units = list(units)

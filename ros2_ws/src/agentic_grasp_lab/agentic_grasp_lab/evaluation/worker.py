@@ -10,6 +10,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from agentic_grasp.core.sim.scenes import trial_seed
 from agentic_grasp_lab.evaluation.records import TrialRecord
+from agentic_grasp.core.planner.configurations import PlannerConfig, get_configuration
+from agentic_grasp.core.planner.episode import retriever_for, run_trial
+from agentic_grasp.core.planner.memory import EpisodicMemory
+from agentic_grasp.core.sim import Simulator
 
 
 @dataclass(frozen=True)
@@ -31,10 +35,6 @@ class TrialRunner:
     """Runs trials with resources built once: simulator, planner constants, HAA-RAG."""
 
     def __init__(self) -> None:
-        from agentic_grasp.core.planner.configurations import PlannerConfig
-        from agentic_grasp.core.planner.episode import retriever_for
-        from agentic_grasp.core.sim import Simulator
-
         # The sweep hands every trial its memory itself (run_unit): run_trial's process-wide
         # session memory would depend on which worker ran which trials before.
         self.planner_config = replace(PlannerConfig.from_config(), memory_scope="trial")
@@ -45,8 +45,6 @@ class TrialRunner:
             split: str = "", memory: Any = None, perception: str = "oracle",
             visual_query: str = "none", constraint_mode: str = "") -> TrialRecord:
         """One trial; ``memory`` None = a fresh episodic memory (trial scope)."""
-        from agentic_grasp.core.planner.episode import run_trial
-
         tseed = trial_seed(seed, task, trial)
         planner_config = self.planner_config
         if constraint_mode and constraint_mode != planner_config.grasp_synthesis.constraint_mode:
@@ -62,8 +60,6 @@ class TrialRunner:
         """None (a fresh memory per trial), or the one memory of a "series" unit."""
         if unit.memory_scope != "series":
             return None
-        from agentic_grasp.core.planner.configurations import get_configuration
-        from agentic_grasp.core.planner.memory import EpisodicMemory
 
         return EpisodicMemory(enabled=get_configuration(unit.configuration).memory)
 

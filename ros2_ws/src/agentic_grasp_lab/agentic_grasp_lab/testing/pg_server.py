@@ -113,7 +113,7 @@ class PgServer:
         time.sleep(0.5)                  # the backends notice the postmaster is gone
 
     def create_database(self, name: str) -> str:
-        import psycopg
+        import psycopg      # the fleet store's driver, needed only once a server runs
 
         with psycopg.connect(self.dsn(), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')

@@ -21,6 +21,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from agentic_grasp_lab.evaluation import sweep
+
 #: The nodes' variable naming the hold folder.
 HOLD_ENV = "AGENTIC_GRASP_RAY_HOLD_DIR"
 
@@ -29,8 +31,6 @@ __doc__ = __doc__ % HOLD_ENV
 
 def held_unit_task(group: Any) -> Tuple[List[List[Dict[str, Any]]], Dict[str, Any]]:
     """The sweep's Ray task body, held at its start (module docstring)."""
-    from agentic_grasp_lab.evaluation import sweep
-
     folder = Path(os.environ[HOLD_ENV])
     name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
     tmp = folder / f"{name}.tmp"

@@ -73,6 +73,7 @@ _CORPUS = [
 
 def build(out: Path, seed: int = 0, vocab_size: int = 1024) -> dict:
     """Write the checkpoint into ``out``; returns a summary (parameters, seconds)."""
+    # torch, tokenizers and transformers: the vLLM venv's (.venv-vllm), where this runs
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import (PreTrainedTokenizerFast, Qwen2VLImageProcessor, Qwen3VLConfig,

@@ -230,7 +230,9 @@ class OpenClipEmbedder(VisualEmbedder):
                               "(retrieval.embedding.open_clip.pretrained_path); nothing is "
                               "ever downloaded")
         try:
-            import open_clip  # noqa: WPS433 (optional heavy dependency, imported on use)
+            # open_clip_torch and torch: optional heavy dependencies (requirements-clip.txt),
+            # imported on use so the builtin embedder needs neither
+            import open_clip
             import torch
         except Exception as exc:  # ImportError, or a broken torch/torchvision pairing
             raise ConfigError(f"the open_clip backend needs open_clip_torch and torch: {exc}"

@@ -20,7 +20,7 @@ from agentic_grasp.ros.common.dependencies import OrderedActionClient as ActionC
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
-from agentic_grasp.ros.common import qos
+from agentic_grasp.ros.common import dependencies, qos
 from agentic_grasp.ros.conversions.grasp import grasp_to_msg
 from agentic_grasp.ros.conversions.perception import objects_from_msgs
 from agentic_grasp.core.types import GraspParameters, ObjectInstance
@@ -28,6 +28,7 @@ from agentic_grasp.ros.common.futures import wait_done
 from agentic_grasp_interfaces.action import ExecuteGrasp
 from agentic_grasp_interfaces.msg import SceneGraph
 from agentic_grasp_interfaces.srv import LoadScene
+from agentic_grasp.ros.common.peer_call import PeerCall, service_call
 
 
 class GraphError(RuntimeError):
@@ -117,9 +118,6 @@ class GraphClient:
         """A service call whose request is sent again every GOAL_RESEND_S while unanswered
         (a fresh client's first request can be lost to DDS matching, see
         common.dependencies.GOAL_RESEND_S). For calls that may be answered twice."""
-        from agentic_grasp.ros.common import dependencies
-        from agentic_grasp.ros.common.peer_call import PeerCall, service_call
-
         caller = PeerCall(what.split("/")[0], timeout_s, resend_s=dependencies.GOAL_RESEND_S,
                           resend_always=True)
         try:

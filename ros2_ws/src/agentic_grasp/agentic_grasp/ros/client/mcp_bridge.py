@@ -23,12 +23,22 @@ from collections import deque
 from concurrent.futures import Future
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
+import cv2
+from sensor_msgs.msg import CameraInfo, Image
+from visualization_msgs.msg import MarkerArray
+
 from agentic_grasp.ros.planner import goal_log
 from agentic_grasp.ros.common import qos
 from agentic_grasp.ros.client.graph_client import GraphClient, GraphError
 from agentic_grasp.ros.client.planner import PlannerClient, _wait_for_oracle, load_scene
-from agentic_grasp_interfaces.msg import AttemptRecord, GoalLog, PerceptionResult, SceneGraph
+from agentic_grasp_interfaces.msg import (AffordanceDescriptor, AttemptRecord, GoalLog,
+                                          PerceptionResult, SceneGraph)
 from agentic_grasp_interfaces.srv import InferConstraints, Perceive, RetrieveStrategies
+from agentic_grasp.ros.client.grasp_report import result_report
+from agentic_grasp.ros.client.retrieval import strategy_from_msg
+from agentic_grasp.ros.recording.show import attempt_picture
+from agentic_grasp.ros.recording.views import (AttemptView, camera_of, constraint_summary,
+                                               default_extrinsics, rgb_image)
 
 #: Pause after a scene load for the perception node to take the new ground truth (s), as
 #: ``agentic-grasp grasp --task`` does.
@@ -76,9 +86,6 @@ class _Pictures:
               "graph": ("scene_graph/graph", SceneGraph, qos.LATCHED)}
 
     def __init__(self, node: Any) -> None:
-        from sensor_msgs.msg import CameraInfo, Image
-        from visualization_msgs.msg import MarkerArray
-
         self._lock = threading.Lock()
         self._count = 0
         self.history: Dict[str, Deque[Tuple[int, Any]]] = {}
@@ -107,13 +114,6 @@ class _Pictures:
 
     def last_attempt_png(self) -> Tuple[bytes, str]:
         """(PNG bytes, caption) of the last attempt record received; GraphError when none."""
-        import cv2
-
-        from agentic_grasp.ros.recording.show import attempt_picture
-        from agentic_grasp.ros.recording.views import (AttemptView, camera_of,
-                                                       constraint_summary, default_extrinsics,
-                                                       rgb_image)
-
         with self._lock:
             if not self.history["attempt"]:
                 raise GraphError("no grasp attempt seen since this server started (the "
@@ -212,8 +212,6 @@ class GraphBridge:
         return handle, future
 
     def _wait_result(self, handle: Any, future: Future) -> None:
-        from agentic_grasp.ros.client.grasp_report import result_report
-
         try:
             outcome: Any = result_report(self.planner.result(handle, self.goal_timeout_s))
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
@@ -298,9 +296,6 @@ class GraphBridge:
     # ---- retrieval ------------------------------------------------------------------------------
     def retrieve(self, query: Dict[str, Any]) -> Dict[str, Any]:
         """One RetrieveStrategies call: ros/client/retrieval.py's JSON report."""
-        from agentic_grasp.ros.client.retrieval import strategy_from_msg
-        from agentic_grasp_interfaces.msg import AffordanceDescriptor
-
         request = RetrieveStrategies.Request(
             category=query["category"], k=int(query["k"]),
             affordance=AffordanceDescriptor(type=query["type"], material=query["material"],

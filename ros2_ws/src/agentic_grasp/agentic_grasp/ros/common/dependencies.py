@@ -18,6 +18,8 @@ import uuid
 from typing import Any, Callable, Dict, List, Optional, Set
 
 from rclpy.action import ActionClient
+from rclpy.action.client import ClientGoalHandle
+from unique_identifier_msgs.msg import UUID
 
 from agentic_grasp.ros.common.futures import wait_done
 
@@ -180,8 +182,6 @@ class OrderedActionClient(ActionClient):
         within ``timeout_s``. Copies carry one goal id; when a copy is rejected after an
         earlier one was sent, the server's status list tells whether the earlier one was
         accepted with its answer lost (rclpy rejects a goal id it already tracks)."""
-        from unique_identifier_msgs.msg import UUID
-
         goal_id = UUID(uuid=list(uuid.uuid4().bytes))
         answered = threading.Event()
         futures: List[Any] = []
@@ -202,8 +202,6 @@ class OrderedActionClient(ActionClient):
 
     def accepted_copy(self, goal_id: Any, futures: List[Any]) -> Optional[Any]:
         """The handle of the goal when an earlier copy was accepted, else None."""
-        from rclpy.action.client import ClientGoalHandle
-
         key = bytes(goal_id.uuid)
         deadline = time.monotonic() + STATUS_WAIT_S
         with self._status_changed:
@@ -257,8 +255,6 @@ class GoalCopies:
 
     def __init__(self, client: "OrderedActionClient", goal: Any,
                  feedback_callback: Optional[Callable] = None, goal_id: Any = None) -> None:
-        from unique_identifier_msgs.msg import UUID
-
         self._client, self._goal, self._feedback = client, goal, feedback_callback
         self.goal_id = goal_id if goal_id is not None else UUID(uuid=list(uuid.uuid4().bytes))
         self._lock = threading.Lock()

@@ -10,7 +10,7 @@ import numpy as np
 from agentic_grasp.core.types import (AffordanceDescriptor, AffordanceType, AttemptOutcome,
                                       GraspParameters, Phase, PhysicalEvent, event_from_text,
                                       event_to_text)
-from agentic_grasp_interfaces.msg import (AffordanceDescriptor as AffordanceMsg,
+from agentic_grasp_interfaces.msg import (AffordanceDescriptor as AffordanceMsg, GraspEvent,
                                           GraspOutcome as GraspOutcomeMsg,
                                           GraspParameters as GraspMsg)
 from agentic_grasp.ros.conversions.fields import (GRASP_TYPE_NAMES, enum_code, enum_value,
@@ -69,8 +69,6 @@ def outcome_to_msg(outcome: AttemptOutcome) -> GraspOutcomeMsg:
 
 
 def event_to_msg(event: PhysicalEvent) -> Any:
-    from agentic_grasp_interfaces.msg import GraspEvent
-
     return GraspEvent(kind=event.kind, phase=event.phase.value, other_id=event.other_id,
                       detail=event.detail)
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, Optional
 from std_msgs.msg import Header
 
 from agentic_grasp.core.types import GraspParameters
-from agentic_grasp_interfaces.msg import GraspOutcome as GraspOutcomeMsg
+from agentic_grasp_interfaces.msg import (AttemptRecord as AttemptRecordMsg, FailureDiagnosis,
+                                          GraspOutcome as GraspOutcomeMsg)
 from agentic_grasp.ros.conversions.grasp import grasp_to_msg
 
 if TYPE_CHECKING:  # scene_graph pulls in networkx (~0.3 s): imported where it is used
@@ -25,8 +26,6 @@ def failure_diagnosis_to_msg(diagnosis: Optional["Diagnosis"],
     None (a successful attempt, or one not reflected on) is failure_type "none"; retry_level
     is the level of the correction computed from this failure (0 when there is none).
     """
-    from agentic_grasp_interfaces.msg import FailureDiagnosis
-
     if diagnosis is None:
         return FailureDiagnosis(failure_type=FailureDiagnosis.NONE)
     return FailureDiagnosis(failure_type=diagnosis.failure_type.value,
@@ -53,8 +52,6 @@ def attempt_record_to_msg(record: "CoreAttemptRecord", goal_id: str, subgoal_ind
     attempt's time as the node saw it (Thought to Observation). ``record.candidate`` is the
     planner's clearance report of the executed grasp (None: no clearance reasoning ran).
     """
-    from agentic_grasp_interfaces.msg import AttemptRecord as AttemptRecordMsg
-
     msg = AttemptRecordMsg(header=header if header is not None else Header(),
                            goal_id=goal_id, subgoal_index=int(subgoal_index),
                            target_id=target_id, attempt=int(record.index),

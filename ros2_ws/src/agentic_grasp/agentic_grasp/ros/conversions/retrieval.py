@@ -4,23 +4,19 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
 from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.core.retrieval import Experience, ScoredStrategy
+from agentic_grasp.core.retrieval.results import RetrievalResult
 from agentic_grasp.ros.conversions.fields import float32_decimal
 from agentic_grasp_interfaces.msg import (Experience as ExperienceMsg,
                                           RetrievedStrategy as RetrievedStrategyMsg)
 from agentic_grasp.ros.conversions.grasp import (affordance_from_msg, affordance_to_msg,
                                                  grasp_from_msg, grasp_to_msg)
 from agentic_grasp.ros.conversions.images import rgb_from_msg
-
-if TYPE_CHECKING:  # scene_graph pulls in networkx (~0.3 s): imported where it is used
-    from agentic_grasp.core.retrieval import Experience, ScoredStrategy
-
-if TYPE_CHECKING:
-    from agentic_grasp.core.retrieval.results import RetrievalResult
 
 
 # ---- retrieval (HAA-RAG) -------------------------------------------------------------------
@@ -29,7 +25,7 @@ if TYPE_CHECKING:
 CROP_ENCODINGS = ("rgb8", "bgr8", "rgba8", "bgra8")
 
 
-def experience_to_msg(experience: "Experience") -> ExperienceMsg:
+def experience_to_msg(experience: Experience) -> ExperienceMsg:
     """A knowledge-base experience; its grasp stays in the OBJECT frame (see Experience.msg),
     with the object it was recorded on and its fit record, which grasp fitting needs."""
     spec = experience.render_spec or {}
@@ -50,7 +46,7 @@ def experience_to_msg(experience: "Experience") -> ExperienceMsg:
                          fit_yaw_ref=str(fit.get("yaw_ref", "")))
 
 
-def retrieved_strategy_to_msg(strategy: "ScoredStrategy",
+def retrieved_strategy_to_msg(strategy: ScoredStrategy,
                               weights: Mapping[str, float]) -> RetrievedStrategyMsg:
     """One HAA-RAG strategy with its breakdown, in the message's conventions.
 
@@ -130,15 +126,13 @@ def retrieval_query_from_msg(request: Any) -> Dict[str, Any]:
             "perception_backend": str(request.perception_backend).strip() or None}
 
 
-def experience_from_msg(msg: ExperienceMsg) -> "Experience":
+def experience_from_msg(msg: ExperienceMsg) -> Experience:
     """A knowledge-base experience of a RetrievedStrategy; its grasp stays in the object frame.
 
     The message carries the object the grasp was recorded on (render_spec) and the fit
     record, so the planner fits the strategy as it does in process; no embedding (the
     planner needs none).
     """
-    from agentic_grasp.core.retrieval.knowledge_base import Experience
-
     affordance = affordance_from_msg(msg.affordance)
     if affordance is None:
         raise ValidationError(f"experience {msg.id!r} has no affordance")
@@ -165,15 +159,13 @@ def experience_from_msg(msg: ExperienceMsg) -> "Experience":
 
 def retrieved_strategy_from_msg(msg: RetrievedStrategyMsg,
                                 weights: Optional[Mapping[str, float]] = None
-                                ) -> "ScoredStrategy":
+                                ) -> ScoredStrategy:
     """A ScoredStrategy of a RetrievedStrategy (inverse of retrieved_strategy_to_msg).
 
     The message carries the weighted Eq. 1 terms; the raw terms of ScoredStrategy come back
     only when the retriever's ``weights`` are given (else ``s_aff_terms`` is empty). The
     penalty goes back from the multiplier to the fraction removed (0.7 -> 0.3).
     """
-    from agentic_grasp.core.retrieval.results import ScoredStrategy
-
     terms: Dict[str, float] = {}
     if weights:
         weighted = {"type": msg.s_aff_type, "material": msg.s_aff_material,
@@ -187,14 +179,12 @@ def retrieved_strategy_from_msg(msg: RetrievedStrategyMsg,
                           explanation=msg.explanation)
 
 
-def retrieval_result_from_msg(response: Any) -> "RetrievalResult":
+def retrieval_result_from_msg(response: Any) -> RetrievalResult:
     """The core RetrievalResult of a RetrieveStrategies response.
 
     A response with success=false becomes an empty result whose reason is the node's
     message, which is what the planner reports when it falls back to its default grasp.
     """
-    from agentic_grasp.core.retrieval.results import RetrievalResult
-
     if not response.success:
         return RetrievalResult([], f"retrieval refused the query: {response.message}", 0, 0)
     return RetrievalResult([retrieved_strategy_from_msg(s) for s in response.strategies],

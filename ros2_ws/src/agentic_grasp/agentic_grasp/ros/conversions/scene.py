@@ -10,6 +10,7 @@ import numpy as np
 from std_msgs.msg import Header
 
 from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.core.scene_graph.relations import RELATION_TYPES, Relation
 from agentic_grasp.core.types import ObjectInstance
 from agentic_grasp_interfaces.msg import ObjectObservation as ObjectMsg
 from agentic_grasp_interfaces.msg import (Constraint as ConstraintMsg, SceneGraph as SceneGraphMsg,
@@ -17,9 +18,9 @@ from agentic_grasp_interfaces.msg import (Constraint as ConstraintMsg, SceneGrap
 from agentic_grasp.ros.conversions.fields import float32_decimal, from_xyz, vec3
 from agentic_grasp.ros.conversions.perception import object_from_msg
 
-if TYPE_CHECKING:  # scene_graph pulls in networkx (~0.3 s): imported where it is used
+if TYPE_CHECKING:  # constraints and graph pull in networkx (~0.2 s), which the nodes that
+    # convert no constraints (perception, retrieval, executor, sim, front) never load
     from agentic_grasp.core.scene_graph.constraints import Constraint, ConstraintSet
-    from agentic_grasp.core.scene_graph.relations import Relation
     from agentic_grasp.core.scene_graph.graph import SceneGraph
 
 
@@ -40,19 +41,17 @@ def scene_objects_from_msg(scene: SceneGraphMsg) -> List[ObjectInstance]:
     return out
 
 
-def relation_to_msg(relation: "Relation") -> RelationMsg:
+def relation_to_msg(relation: Relation) -> RelationMsg:
     return RelationMsg(subject_id=relation.subject, relation=relation.relation,
                        object_id=relation.object, distance=float(relation.distance))
 
 
-def relations_to_msgs(relations: Iterable["Relation"]) -> List[RelationMsg]:
+def relations_to_msgs(relations: Iterable[Relation]) -> List[RelationMsg]:
     return [relation_to_msg(r) for r in relations]
 
 
-def relation_from_msg(msg: RelationMsg) -> "Relation":
+def relation_from_msg(msg: RelationMsg) -> Relation:
     """ValidationError for a relation name outside the 16 types or a bad distance."""
-    from agentic_grasp.core.scene_graph.relations import RELATION_TYPES, Relation  # networkx: lazy
-
     if msg.relation not in RELATION_TYPES:
         raise ValidationError(f"relation {msg.relation!r} ({msg.subject_id} -> "
                               f"{msg.object_id}) is not one of {', '.join(RELATION_TYPES)}")

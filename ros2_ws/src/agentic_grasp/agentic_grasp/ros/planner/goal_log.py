@@ -15,6 +15,8 @@ from typing import Any
 
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from agentic_grasp_interfaces.msg import GoalLog
+
 TOPIC = "planner/goal_log"
 #: Goals a late subscriber receives (a session of a few hundred goals keeps its last 100).
 HISTORY = 100
@@ -27,8 +29,6 @@ def goal_log_msg(goal_id: str, instruction: str, requested_configuration: str,
                  configuration: str, start_stamp: Any, end_stamp: Any, result: Any) -> Any:
     """The GoalLog of one goal from its GraspObject result (attempts are counted, not
     copied: they are on ``planner/attempts``)."""
-    from agentic_grasp_interfaces.msg import GoalLog
-
     return GoalLog(version=GoalLog.VERSION, goal_id=goal_id, instruction=instruction,
                    requested_configuration=requested_configuration,
                    configuration=configuration, start_stamp=start_stamp,

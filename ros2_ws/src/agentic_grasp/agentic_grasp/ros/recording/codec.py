@@ -27,6 +27,8 @@ import numpy as np
 from agentic_grasp.core.arm.backend import ArmError, ArmResult, ViewResult, WristCameraInfo
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.types import GraspParameters, GraspType
+from agentic_grasp.ros.conversions.grasp import outcome_from_msg, outcome_to_msg
+from agentic_grasp_interfaces.msg import GraspOutcome
 
 _B64 = "__b64__"
 _MSG_TYPE = re.compile(r"^(?:sequence<)?([A-Za-z0-9_]+)/([A-Za-z0-9_]+)(?:\[\d+\])?"
@@ -146,17 +148,12 @@ def camera_from_data(data: Optional[Mapping[str, Any]]) -> Optional[Camera]:
 def arm_result_data(result: ArmResult) -> Dict[str, Any]:
     """An ArmResult; its outcome as the GraspOutcome message the executor sent (the message
     round trip outcome_to_msg(outcome_from_msg(m)) == m is tested)."""
-    from agentic_grasp.ros.conversions.grasp import outcome_to_msg
-
     return {"error": int(result.error), "message": str(result.message),
             "outcome": (None if result.outcome is None
                         else msg_to_data(outcome_to_msg(result.outcome)))}
 
 
 def arm_result_from_data(data: Mapping[str, Any]) -> ArmResult:
-    from agentic_grasp.ros.conversions.grasp import outcome_from_msg
-    from agentic_grasp_interfaces.msg import GraspOutcome
-
     outcome = data.get("outcome")
     return ArmResult(ArmError(int(data["error"])), str(data["message"]),
                      None if outcome is None

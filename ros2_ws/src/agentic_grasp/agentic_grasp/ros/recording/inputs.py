@@ -34,6 +34,7 @@ import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from agentic_grasp.ros.recording.codec import msg_to_data
+from agentic_grasp.ros.recording.memory_state import memory_state
 
 TOPIC = "planner/decision_inputs"
 #: Layout version of the documents; replay refuses any other (it names what differs).
@@ -49,6 +50,7 @@ MOTIONS = ("execute", "move_camera")
 
 
 def qos() -> Any:
+    # on use: importing this module loads no rclpy (a bag is read with rosbags alone)
     from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
     return QoSProfile(depth=HISTORY, history=HistoryPolicy.KEEP_LAST,
@@ -122,8 +124,6 @@ def goal_header(instruction: str, requested: str, configuration: str, seed: int,
     """The ``goal`` document's content (module docstring); ``node``: the planner node (its
     settings: memory lifetime, visual query, perception retries; its parameters, from which
     the PlannerConfig it runs is built again)."""
-    from agentic_grasp.ros.recording.memory_state import memory_state
-
     settings = node.settings
     params = {name: _plain(p.value)
               for name, p in sorted(node.get_parameters_by_prefix("").items())}

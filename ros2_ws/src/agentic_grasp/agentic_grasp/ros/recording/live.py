@@ -21,6 +21,9 @@ import time
 from pathlib import Path
 from typing import Optional, Tuple, Union
 
+from agentic_grasp.ros.recording.bag.reader import stamp_ns
+from agentic_grasp_interfaces.msg import AttemptRecord, GoalLog
+
 ATTEMPTS_TOPIC = "/planner/attempts"
 GOAL_LOG_TOPIC = "/planner/goal_log"
 #: The planner topics a live recording must be connected to before it says it is attached.
@@ -40,13 +43,13 @@ def record_next_goal(out_dir: Union[str, Path], timeout_s: float,
 
     ``ready`` is set once the recorder is attached (tests).
     """
+    # on use: importing this module loads no rclpy (a bag is read with rosbags alone)
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.serialization import deserialize_message
 
-    from agentic_grasp.ros.recording.bag.reader import stamp_ns
+    # on use: importing this module loads no rclpy (a bag is read with rosbags alone)
     from agentic_grasp.ros.recording.recorder import BagRecorder
-    from agentic_grasp_interfaces.msg import AttemptRecord, GoalLog
 
     bag = Path(out_dir).resolve() / time.strftime("live-%Y%m%d-%H%M%S")
     context = rclpy.Context()

@@ -18,6 +18,7 @@ Run: ``python -m agentic_grasp.ros.recording.recorder --ros-args -p output:=DIR
 """
 from __future__ import annotations
 
+import importlib
 import signal
 import sys
 import threading
@@ -76,8 +77,6 @@ def recorded_topics() -> List[str]:
 
 def _python_type(ros_type: str):
     """The rclpy message class of ``pkg/msg/Name`` (``pkg/action/X_FeedbackMessage`` too)."""
-    import importlib
-
     package, kind, name = ros_type.split("/")
     if kind == "action":
         action, _, part = name.rpartition("_")

@@ -19,8 +19,23 @@ import bisect
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
+from builtin_interfaces.msg import Time
+from std_msgs.msg import Header
+
 from agentic_grasp.ros.recording import codec
 from agentic_grasp.ros.recording.compare import Divergence, Exchanges, data_diff
+from agentic_grasp.core.camera import fixed_camera_spec
+from agentic_grasp.core.perception import create_backend, load_params
+from agentic_grasp.core.perception.config import ReperceptionConfig
+from agentic_grasp.core.perception.reperception import ReperceivingPerception
+from agentic_grasp.core.render.views import render_view
+from agentic_grasp.ros.conversions.images import rgbd_frame_from_msgs
+from agentic_grasp.ros.conversions.perception import perception_result_to_msg
+from agentic_grasp.ros.conversions.scene import scene_objects_from_msg
+from agentic_grasp.ros.conversions.wrist_view import pose_to_msg
+from agentic_grasp.ros.perception.inputs import camera_pose
+from agentic_grasp.ros.recording.bag.reader import BagReader
+from agentic_grasp_interfaces.srv import Perceive
 
 #: (colour, depth, camera info, ground truth) topics of each camera, as the node reads them.
 CAMERAS = {"fixed": ("/camera/color/image_raw", "/camera/depth/image_raw",
@@ -44,8 +59,6 @@ class RecordedFrames:
 
     def _load(self) -> Dict[str, List[Tuple[int, Any]]]:
         if self._by is None:
-            from agentic_grasp.ros.recording.bag.reader import BagReader
-
             topics = [t for cam in CAMERAS.values() for t in cam]
             by = BagReader(self._path).by_topic(topics)
             self._by = {t: sorted(((_ns(m.header.stamp), m) for _, m in by.get(t, [])),
@@ -80,10 +93,6 @@ class RecomputedPerception:
 
     def __init__(self, exchanges: Exchanges, frames: RecordedFrames,
                  params: Optional[Mapping[str, Any]] = None) -> None:
-        from agentic_grasp.core.perception import create_backend, load_params
-        from agentic_grasp.core.perception.reperception import ReperceivingPerception
-        from agentic_grasp.core.perception.config import ReperceptionConfig
-
         self._ex, self._frames = exchanges, frames
         params = dict(params if params is not None else load_params())
         self._truth: Any = None
@@ -101,19 +110,13 @@ class RecomputedPerception:
         return [o.copy() for o in self._truth]
 
     def _segmentation(self, camera: Any) -> Any:
-        from agentic_grasp.core.render.views import render_view
-
         objects = self._truth_objects()
         return render_view(objects, camera).instance, objects
 
     def perceive(self, instruction: str, signal: Any = None, not_before: Any = None,
                  goal_id: str = "", camera: Any = None) -> Any:
-        from agentic_grasp.core.camera import fixed_camera_spec
+        # on use: importing this module loads no rclpy (a bag is read with rosbags alone)
         from agentic_grasp.ros.planner.peers.perception import perception_answer
-        from agentic_grasp.ros.conversions.wrist_view import pose_to_msg
-        from agentic_grasp.ros.conversions.images import rgbd_frame_from_msgs
-        from agentic_grasp.ros.conversions.scene import scene_objects_from_msg
-        from agentic_grasp.ros.perception.inputs import camera_pose
 
         which = "wrist" if camera is not None else "fixed"
         mine: Dict[str, Any] = {"instruction": instruction, "camera": which}
@@ -149,12 +152,9 @@ class RecomputedPerception:
 def _as_received(result: Any, instruction: str, rgb: Any, world_version: int) -> Any:
     """The Perceive response the node would send for ``result``, serialized and read back
     (float32 fields rounded as on the wire)."""
+    # on use: importing this module loads no rclpy (a bag is read with rosbags alone)
     from rclpy.serialization import deserialize_message, serialize_message
-    from builtin_interfaces.msg import Time
-    from std_msgs.msg import Header
 
-    from agentic_grasp.ros.conversions.perception import perception_result_to_msg
-    from agentic_grasp_interfaces.srv import Perceive
 
     stamp = Time(sec=int(rgb.header.stamp.sec), nanosec=int(rgb.header.stamp.nanosec))
     msg = perception_result_to_msg(result, instruction, Header(stamp=stamp, frame_id="world"))

@@ -49,6 +49,12 @@ from agentic_grasp.ros.recording.inputs import TOPIC as _INPUTS, InputsError, pa
 from agentic_grasp.ros.recording.replay_peers import (Quiet, RecordedArm, RecordedPerception,
                                                       RecordedRetrieval, raise_recorded,
                                                       recorded_scene_graph)
+from agentic_grasp.core.retrieval import build_retriever
+from agentic_grasp.core.retrieval.acquired.live import build_live_retriever
+from agentic_grasp.core.retrieval.config import RetrievalConfig
+from agentic_grasp.ros.recording.bag.reader import BagReader, goals_before
+from agentic_grasp.ros.recording.memory_state import memory_from_state
+from agentic_grasp_interfaces.action import GraspObject
 
 _LOG = logging.getLogger(__name__)
 
@@ -112,8 +118,6 @@ def read_session(path: Union[str, Path]) -> RecordedSession:
     that ended before the recording began (only its latched goal log and attempts are in the
     bag, recording.reader.goals_before) is not a recorded goal.
     """
-    from agentic_grasp.ros.recording.bag.reader import BagReader, goals_before
-
     reader = BagReader(path)
     topics = reader.by_topic([INPUTS_TOPIC, ATTEMPTS_TOPIC, FEEDBACK_TOPIC, GOAL_LOG_TOPIC])
     present = {c.topic for c in reader.bag.channels.values()}
@@ -139,7 +143,6 @@ def read_session(path: Union[str, Path]) -> RecordedSession:
                           [rec for _, rec in topics.get(ATTEMPTS_TOPIC, [])])
     order = list(docs) + [g for g in dict.fromkeys(list(attempts) + list(with_feedback))
                           if g not in docs]
-    from agentic_grasp_interfaces.action import GraspObject
 
     invalid_goal = int(GraspObject.Result.ERROR_INVALID_GOAL)   # refused: nothing decided
     goals, cut, refused = [], [], []
@@ -180,10 +183,6 @@ class AcquiredAsThen:
         self.notes: List[str] = []
 
     def __call__(self, doc: Optional[Mapping[str, Any]], goal_path: Optional[str]) -> Any:
-        from agentic_grasp.core.retrieval import build_retriever
-        from agentic_grasp.core.retrieval.config import RetrievalConfig
-        from agentic_grasp.core.retrieval.acquired.live import build_live_retriever
-
         upto = None if doc is None else doc.get("acquired_bytes")
         path = self._source or goal_path
         if upto is None or not path:
@@ -267,11 +266,11 @@ def replay_goal(goal: RecordedGoal, configuration: Optional[str] = None,
     (compare.verdict) and its metrics. ``config``: None = the one the goal ran with (its
     recorded parameters); ``frames``: the bag's camera frames, for recomputed perception. A
     planner that raises is reported as the node reports it (ERROR_INTERNAL), not raised."""
+    # on use: importing this module loads no rclpy (a bag is read with rosbags alone)
     from agentic_grasp.ros.common.dependencies import GoalSignal
     from agentic_grasp.ros.planner.goal_peers import (BoundPerception, BoundRetriever,
                                                       BoundSceneGraph, TargetCrops, WorldClock)
     from agentic_grasp.ros.planner.goal_session import exception_error, task_error
-    from agentic_grasp.ros.recording.memory_state import memory_from_state
 
     header = goal.header or {}
     recorded_conf = str(header.get("configuration") or goal.log.configuration)
@@ -296,6 +295,7 @@ def replay_goal(goal: RecordedGoal, configuration: Optional[str] = None,
     rng = header.get("rng_seed", config.seed)
     planner.reseed(rng)
     if "perception" in recompute:
+        # on use: importing this module loads no rclpy (a bag is read with rosbags alone)
         from agentic_grasp.ros.recording.reperceive import RecomputedPerception
 
         if frames is None:
@@ -319,8 +319,6 @@ def replay_goal(goal: RecordedGoal, configuration: Optional[str] = None,
     except Divergence as exc:
         divergence = exc
     except Exception as exc:  # noqa: BLE001 - what the node makes of an error, as live
-        from agentic_grasp_interfaces.action import GraspObject
-
         code, message = exception_error(exc) or (
             GraspObject.Result.ERROR_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
         grasped = [e.target_id for e in events if isinstance(e, ResultEvent) and e.success]
@@ -370,6 +368,7 @@ def replay_bag(path: Union[str, Path], configuration: Optional[str] = None,
     retrieval = AcquiredAsThen(acquired) if "retrieval" in names else None
     frames = None
     if "perception" in names:
+        # on use: importing this module loads no rclpy (a bag is read with rosbags alone)
         from agentic_grasp.ros.recording.reperceive import RecordedFrames
 
         frames = RecordedFrames(path)

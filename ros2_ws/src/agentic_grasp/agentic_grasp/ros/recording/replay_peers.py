@@ -14,14 +14,22 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 import numpy as np
+from builtin_interfaces.msg import Time
 
 from agentic_grasp.core.arm.backend import ArmBackend, CancelCheck, PhaseCallback
 from agentic_grasp.ros.recording import codec
 from agentic_grasp.ros.recording.compare import Exchanges, data_diff, grasp_diff
+from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.ros.conversions.retrieval import (retrieval_query_from_msg,
+                                                     retrieval_result_from_msg,
+                                                     retrieved_strategy_to_msg)
+from agentic_grasp.ros.conversions.wrist_view import pose_to_msg
+from agentic_grasp_interfaces.srv import InferConstraints, Perceive, RetrieveStrategies
 
 
 def raise_recorded(error: Mapping[str, Any]) -> None:
     """Raise again what a peer call raised live."""
+    # on use: importing this module loads no rclpy (a bag is read with rosbags alone)
     from agentic_grasp.ros.common.dependencies import (DependencyError, DependencyTimeout,
                                                        GoalCanceled, PeerLost)
 
@@ -44,9 +52,8 @@ class RecordedPerception:
 
     def perceive(self, instruction: str, signal: Any = None, not_before: Any = None,
                  goal_id: str = "", camera: Any = None) -> Any:
+        # on use: importing this module loads no rclpy (a bag is read with rosbags alone)
         from agentic_grasp.ros.planner.peers.perception import perception_answer
-        from agentic_grasp.ros.conversions.wrist_view import pose_to_msg
-        from agentic_grasp_interfaces.srv import Perceive
 
         mine: Dict[str, Any] = {"instruction": instruction,
                                 "camera": "wrist" if camera is not None else "fixed"}
@@ -73,9 +80,8 @@ class RecordedRetrieval:
                  embedding_model: Optional[str] = None, k: Optional[int] = None,
                  mode: Optional[str] = None, size: Optional[Sequence[float]] = None,
                  perception_backend: Optional[str] = None, signal: Any = None) -> Any:
+        # on use: importing this module loads no rclpy (a bag is read with rosbags alone)
         from agentic_grasp.ros.planner.peers.retrieval import retrieval_request
-        from agentic_grasp.ros.conversions.retrieval import retrieval_result_from_msg
-        from agentic_grasp_interfaces.srv import RetrieveStrategies
 
         request = retrieval_request(category, affordance, embedding, None, embedding_model, k,
                                     mode, size, perception_backend)
@@ -100,11 +106,8 @@ class RecordedRetrieval:
 def answer_retrieval(rag: Any, request: Any) -> Any:
     """The retrieval node's answer to ``request`` (ros/retrieval/node.py _on_retrieve,
     without its logging)."""
-    from agentic_grasp.core.errors import ValidationError
-    from agentic_grasp.ros.conversions.retrieval import (retrieval_query_from_msg,
-                                                         retrieved_strategy_to_msg)
+    # on use: importing this module loads no rclpy (a bag is read with rosbags alone)
     from agentic_grasp.ros.retrieval.node import affordance_weights
-    from agentic_grasp_interfaces.srv import RetrieveStrategies
 
     response = RetrieveStrategies.Response()
     try:
@@ -122,9 +125,8 @@ def answer_retrieval(rag: Any, request: Any) -> Any:
 
 def recorded_scene_graph(exchanges: Exchanges) -> Any:
     """A SceneGraphService whose InferConstraints answers come from the recording."""
-    from builtin_interfaces.msg import Time
+    # on use: importing this module loads no rclpy (a bag is read with rosbags alone)
     from agentic_grasp.ros.planner.peers.scene_graph import SceneGraphService
-    from agentic_grasp_interfaces.srv import InferConstraints
 
     class _Clock:
         def now(self) -> "_Clock":

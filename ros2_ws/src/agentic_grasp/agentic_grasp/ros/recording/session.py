@@ -13,6 +13,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from agentic_grasp.core.sim.scenes import load_task
+from agentic_grasp.ros.graph.launcher import Launcher
+
 #: Topics the recorder must have subscribed to before the first goal.
 WATCHED = ("/planner/decision_inputs", "/planner/attempts", "/planner/goal_log")
 
@@ -34,9 +37,8 @@ def record_session(bag: str, goals: Sequence[Tuple[str, int]], bringup: Dict[str
                    timeout_s: float = 300.0, server_timeout_s: float = 120.0,
                    say: Callable[[str], None] = print) -> List[Dict[str, Any]]:
     """Record ``goals`` ((task, seed) pairs) to ``bag``; each goal's summary."""
-    from agentic_grasp.core.sim.scenes import load_task
+    # on use: importing this module loads no rclpy (a bag is read with rosbags alone)
     from agentic_grasp.ros.client.graph_client import GraphClient, GraphError
-    from agentic_grasp.ros.graph.launcher import Launcher
     from agentic_grasp.ros.client.planner import PlannerClient, _wait_for_oracle, load_scene
 
     if Path(bag).exists():

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import cv2
 
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.geometry import quaternion_yaw, yaw_matrix
@@ -143,8 +144,6 @@ class _Zoom:
 def draw_scene(view: AttemptView) -> np.ndarray:
     """The camera image (BGR) with objects, relations and the projected gripper, zoomed to
     the objects and the hand."""
-    import cv2
-
     cam = view.camera or Camera()
     target = view.record.target_id
     points = _object_points(view, cam)
@@ -285,8 +284,6 @@ def panel_lines(view: AttemptView, result: str = "") -> List[Tuple[str, str]]:
 
 def draw_panel(lines: List[Tuple[str, str]], height: int, width: int = PANEL_WIDTH
                ) -> np.ndarray:
-    import cv2
-
     panel = np.full((height, width, 3), _BGR["panel"], np.uint8)
     y = 18
     chars = max(20, (width - 16) // 7)
@@ -311,8 +308,6 @@ def attempt_picture(view: AttemptView, result: str = "") -> np.ndarray:
 def contact_sheet(goal: GoalView, pictures: Sequence[np.ndarray], columns: int = 2,
                   scale: float = 0.5) -> np.ndarray:
     """The goal's attempts side by side (scaled), under a header with its result."""
-    import cv2
-
     small = [cv2.resize(p, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
              for p in pictures]
     h, w = small[0].shape[:2]
@@ -336,8 +331,6 @@ def write_pictures(path: Union[str, Path], out: Union[str, Path], goal: Optional
     """Render every attempt of the bag (or of goal ids starting with ``goal``) into ``out``:
     ``<goal8>_attempt<k>.png`` and ``<goal8>_sheet.png``. Returns what was written, where a
     damaged bag stops and the warnings."""
-    import cv2
-
     goals, stopped, warnings = goal_views(path, goal)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from agentic_grasp.core.camera import Camera, look_at
+from agentic_grasp.core.config import node_params
+from agentic_grasp.ros.recording.bag.reader import BagReader, goals_before, stamp_ns
 
 _LOG = logging.getLogger(__name__)
 
@@ -91,8 +93,6 @@ def rgb_image(msg: Any) -> Optional[np.ndarray]:
 def default_extrinsics() -> np.ndarray:
     """T_world_cam from config/perception.yaml's camera.eye / camera.target."""
     try:
-        from agentic_grasp.core.config import node_params
-
         params = node_params("perception")
         eye = params.get("camera.eye") or params.get("camera", {}).get("eye")
         target = params.get("camera.target") or params.get("camera", {}).get("target")
@@ -124,8 +124,6 @@ def constraint_summary(markers: Any) -> List[str]:
 def goal_views(path: Union[str, Path], goal: Optional[str] = None
                ) -> Tuple[List[GoalView], str, List[str]]:
     """(goals with their attempts, where a damaged bag stops or "", warnings)."""
-    from agentic_grasp.ros.recording.bag.reader import BagReader, goals_before, stamp_ns
-
     reader = BagReader(path)
     t = reader.by_topic(TOPICS)
     warnings = [f"{topic}: {why}" for topic, why in sorted(reader.undecodable.items())]

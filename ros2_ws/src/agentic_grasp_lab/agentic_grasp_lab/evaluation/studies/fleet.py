@@ -26,11 +26,23 @@ from __future__ import annotations
 import multiprocessing as mp
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
+from agentic_grasp.core.planner.episode import retriever_for, run_trial
+from agentic_grasp.core.retrieval.acquired.acquisition import Acquirer, AcquisitionContext
 from agentic_grasp.core.retrieval.acquired.consolidation import wilson_interval
+from agentic_grasp.core.retrieval.acquired.live import LiveRetriever
+from agentic_grasp.core.retrieval.acquired.store import FileStore, FleetSource, FleetStore
+from agentic_grasp.core.retrieval.acquired.pg_store import PostgresStore
+from agentic_grasp.core.retrieval.taxonomy import Taxonomy
+from agentic_grasp.core.sim.objects import load_catalogue
+from agentic_grasp.core.sim.scenes import load_task
+from agentic_grasp_lab.evaluation.studies.learning import learning_tasks
+from agentic_grasp_lab.evaluation.studies.ood import load_splits
+from agentic_grasp_lab.evaluation.sweep import trial_seed
 
 ROBOTS = 4
 EVAL_OFFSET = 100003
@@ -38,9 +50,6 @@ EVAL_OFFSET = 100003
 
 def fleet_objects(groups: Sequence[str] = ("far_ood", "near_ood")) -> List[str]:
     """Scene paths of the groups, in split order."""
-    from agentic_grasp_lab.evaluation.studies.learning import learning_tasks
-    from agentic_grasp_lab.evaluation.studies.ood import load_splits
-
     tasks = learning_tasks()
     splits = load_splits().splits
     return [t for g in groups for t in (tasks.get(g) or (
@@ -51,10 +60,6 @@ def target_superclass(scene: str) -> str:
     """The knowledge-base superclass of a scene's (first) target, from the scene file and the
     object catalogue. Benchmark set-up only (which robot gets which object): the planner
     never sees it; it perceives the category from pixels."""
-    from agentic_grasp.core.retrieval.taxonomy import Taxonomy
-    from agentic_grasp.core.sim.objects import load_catalogue
-    from agentic_grasp.core.sim.scenes import load_task
-
     spec = load_task(scene)
     first = next(o for o in spec.objects_spec if o.id == spec.targets[0])
     category = load_catalogue().models[first.catalogue].category
@@ -99,12 +104,6 @@ def _robot_main(conn, robot: str, objects: List[str], mode: str, store_arg: str,
     """Child process: one robot. Receives round numbers (or 'eval' / 'stop') on ``conn``,
     answers each with {object: [success, ...]} for that round."""
     try:
-        from agentic_grasp_lab.evaluation.sweep import trial_seed
-        from agentic_grasp.core.planner.episode import retriever_for, run_trial
-        from agentic_grasp.core.retrieval.acquired.acquisition import Acquirer, AcquisitionContext
-        from agentic_grasp.core.retrieval.acquired.live import LiveRetriever
-        from agentic_grasp.core.retrieval.acquired.store import FileStore, FleetSource, FleetStore
-
         authored = retriever_for(None)
         work = Path(tempfile.mkdtemp(prefix=f"fleet-{robot}-"))
         if mode == "fleet":
@@ -142,8 +141,6 @@ def _robot_main(conn, robot: str, objects: List[str], mode: str, store_arg: str,
         store.close()
         conn.send("bye")
     except BaseException as exc:  # noqa: BLE001 - report, never hang the parent
-        import traceback
-
         conn.send({"error": f"{robot}: {exc!r}\n{traceback.format_exc()}"})
 
 
@@ -264,8 +261,6 @@ def run_fleet(goals: int = 10, block: int = 5, eval_trials: int = 5, seed: int =
               dsn: str = "", robots: int = ROBOTS, how: str = "split",
               progress: bool = True) -> FleetResult:
     """Both modes (module docstring) on the fleet store at ``dsn`` (an empty database)."""
-    from agentic_grasp.core.retrieval.acquired.pg_store import PostgresStore
-
     dealt = deal(fleet_objects(groups), robots, how)
     results = [RobotResult(f"robot{r}", objs) for r, objs in enumerate(dealt)]
     out = FleetResult(results, int(goals), int(block), how=how)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,11 @@ from typing import Any, Dict, List, Optional, Sequence
 from agentic_grasp.core import paths
 from agentic_grasp.core.retrieval.acquired.consolidation import wilson_interval
 from agentic_grasp.core.sim.scenes import BENCHMARK_TASKS
+from agentic_grasp.core.planner.episode import retriever_for, run_trial
+from agentic_grasp.core.retrieval.acquired.acquisition import Acquirer, AcquisitionContext
+from agentic_grasp.core.retrieval.acquired.live import LiveRetriever
+from agentic_grasp_lab.evaluation.studies.ood import load_splits
+from agentic_grasp_lab.evaluation.sweep import trial_seed
 
 _LOG = logging.getLogger(__name__)
 
@@ -41,8 +47,6 @@ EVAL_OFFSET = 100003
 
 def learning_tasks() -> Dict[str, List[str]]:
     """Series tasks by group: far_ood, near_ood (config/ood/splits.yaml), placements."""
-    from agentic_grasp_lab.evaluation.studies.ood import load_splits
-
     splits = load_splits()
     out = {"far_ood": [str(p) for p in splits.splits["far_ood"].paths],
            "near_ood": [str(p) for p in splits.splits["near_ood"].paths]}
@@ -119,13 +123,6 @@ def run_learning(groups: Sequence[str] = ("far_ood",), goals: int = 100, block: 
                  progress: bool = True) -> LearningResult:
     """Run the benchmark (module docstring). ``tasks`` overrides the groups' task lists
     (then the group is 'custom'); ``check_trials`` = 0 skips the 12-task check."""
-    import tempfile
-
-    from agentic_grasp_lab.evaluation.sweep import trial_seed
-    from agentic_grasp.core.planner.episode import retriever_for, run_trial
-    from agentic_grasp.core.retrieval.acquired.acquisition import Acquirer, AcquisitionContext
-    from agentic_grasp.core.retrieval.acquired.live import LiveRetriever
-
     started = time.perf_counter()
     workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="learn-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -220,11 +217,11 @@ def format_learning(result: LearningResult) -> str:
 
 def plot_learning(result: LearningResult, out: Path) -> Optional[Path]:
     """PNG of the learning curves with CI bands (None when matplotlib is missing)."""
-    try:
+    try:    # matplotlib is optional here: without it, no plot
         import matplotlib
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # once the backend is chosen
     except ImportError:
         _LOG.warning("matplotlib is not installed: no plot")
         return None

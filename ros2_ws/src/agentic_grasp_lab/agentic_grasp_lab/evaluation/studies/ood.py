@@ -22,6 +22,11 @@ from agentic_grasp.core import paths
 from agentic_grasp.core.config import load_yaml
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp_lab.evaluation.sweep import SweepResult, run_sweep
+from agentic_grasp.core.planner.configurations import get_configuration
+from agentic_grasp.core.planner.episode import retriever_for
+from agentic_grasp.core.retrieval.relevance import load_table_iv
+from agentic_grasp.core.retrieval.taxonomy import Taxonomy
+from agentic_grasp.core.sim import load_catalogue, load_task
 
 _LOG = logging.getLogger(__name__)
 
@@ -98,7 +103,6 @@ def load_splits(path: Union[str, Path, None] = None) -> OODSplits:
     all_paths = [p for s in splits.values() for p in s.paths]
     if len(set(all_paths)) != len(all_paths):
         raise ConfigError(f"{file}: a scene is in more than one split")
-    from agentic_grasp.core.planner.configurations import get_configuration
 
     configuration = str(data.get("configuration", "full"))
     get_configuration(configuration)
@@ -107,8 +111,6 @@ def load_splits(path: Union[str, Path, None] = None) -> OODSplits:
 
 def table_i_objects() -> List[str]:
     """Names of the 12 Table I objects (the Table IV queries)."""
-    from agentic_grasp.core.retrieval.relevance import load_table_iv
-
     return [q.object for q in load_table_iv()["queries"]]
 
 
@@ -118,10 +120,6 @@ def validate_splits(splits: OODSplits) -> List[Dict[str, Any]]:
     Rows: split, task_id, object id, catalogue name, category, material, mass, fragility,
     affordance, whether the taxonomy knows the category, and what retrieval returns for it.
     """
-    from agentic_grasp.core.planner.episode import retriever_for
-    from agentic_grasp.core.retrieval.taxonomy import Taxonomy
-    from agentic_grasp.core.sim import load_catalogue, load_task
-
     taxonomy = Taxonomy.load()
     table_i = {name.lower() for name in table_i_objects()}
     catalogue = load_catalogue()

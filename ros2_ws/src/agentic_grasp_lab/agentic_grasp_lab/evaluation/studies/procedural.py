@@ -25,6 +25,11 @@ from agentic_grasp_lab.evaluation.confidence import mean_ci
 from agentic_grasp_lab.evaluation.records import TrialRecord
 from agentic_grasp.core.sim.procedural import (FAMILIES, ProceduralScene, load_procedural,
                                                procedural_id)
+from agentic_grasp_lab.evaluation.figures import _pyplot, _save
+from agentic_grasp_lab.evaluation.sweep import run_units
+from agentic_grasp_lab.evaluation.worker import WorkUnit
+from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.render.views import render_view
 
 #: Configurations run by default: the full system and the same without the scene graph
 #: (the scene graph's contribution is a headline figure of the paper).
@@ -199,8 +204,6 @@ def write_figures(summary: Mapping[str, Any], out_dir: Path, scene_seed: int,
     """success_per_family.png, and failed_scenes.png: the first failing scenes of the full
     system (else the first configuration) rendered from the fixed camera, each titled with
     its index, family and instruction, so a person can see why."""
-    from agentic_grasp_lab.evaluation.figures import _pyplot, _save
-
     plt = _pyplot()
     files: Dict[str, str] = {}
     confs = summary["configurations"]
@@ -220,9 +223,6 @@ def write_figures(summary: Mapping[str, Any], out_dir: Path, scene_seed: int,
     conf = "full" if "full" in confs else names[0]
     failed = list(confs[conf]["failed_scenes"])[:max_failed]
     if failed:
-        from agentic_grasp.core.camera import Camera
-        from agentic_grasp.core.render.views import render_view
-
         cols = 4
         rows = (len(failed) + cols - 1) // cols
         fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.3 * rows), squeeze=False)
@@ -245,9 +245,6 @@ def run_procedural(scene_seed: int, scenes: int, configurations: Sequence[str],
                    only_scene: Optional[int] = None, journal: Optional[Path] = None):
     """Run the scenes (all N, or ``only_scene``) under each configuration; the sweep's
     :class:`.sweep.SweepResult`."""
-    from agentic_grasp_lab.evaluation.sweep import run_units
-    from agentic_grasp_lab.evaluation.worker import WorkUnit
-
     indices = [int(only_scene)] if only_scene is not None else list(range(int(scenes)))
     for k in indices:                       # fail before any trial on a scene that cannot
         load_procedural(procedural_id(scene_seed, k))          # be built

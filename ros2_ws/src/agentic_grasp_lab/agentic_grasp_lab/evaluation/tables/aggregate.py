@@ -13,6 +13,7 @@ from agentic_grasp_lab.evaluation.tables.paper import (CATEGORIES, PAPER_ATTEMPT
                                                        PAPER_RECOVERY_RATE, PAPER_SG_OBJECTS,
                                                        PAPER_TABLE_II, PAPER_TABLE_III,
                                                        PAPER_TABLE_V)
+from agentic_grasp.core.retrieval import evaluate_retrieval, format_table
 
 # ----------------------------------------------------------------- grouping
 class RecordIndex:
@@ -185,8 +186,6 @@ def _mean(values: Sequence[float]) -> Optional[float]:
 # ----------------------------------------------------------------- Table IV
 def table_iv() -> Tuple[Dict[str, Any], str]:
     """Table IV through core/retrieval (evaluate_retrieval + format_table)."""
-    from agentic_grasp.core.retrieval import evaluate_retrieval, format_table
-
     results = evaluate_retrieval()
     return results, format_table(results, per_query=False)
 

@@ -11,6 +11,7 @@ from agentic_grasp.ros.common.dependencies import OrderedActionClient as ActionC
 
 from agentic_grasp_lab.benchmarks.timing import summarize
 from agentic_grasp.ros.client.graph_client import GraphClient
+from agentic_grasp.ros.conversions.grasp import grasp_to_msg
 from agentic_grasp.core.grasping.heuristic import heuristic_grasp
 from agentic_grasp.ros.graph.launcher import Launcher
 from agentic_grasp_interfaces.action import ExecuteGrasp
@@ -43,8 +44,6 @@ def run(n: int = 100, warmup: int = 10, settle_s: float = 0.15) -> Dict[str, Dic
             loaded = graph.load_scene("sg_banana", 0, timeout_s=30.0)
             target = loaded.target_ids[0]
             banana = {o.id: o for o in graph.ground_truth()}[target]
-            from agentic_grasp.ros.conversions.grasp import grasp_to_msg
-
             goal = ExecuteGrasp.Goal(target_id=target,
                                      grasp=grasp_to_msg(heuristic_grasp(banana)))
             execute = ActionClient(graph.node, ExecuteGrasp, "execute_grasp")

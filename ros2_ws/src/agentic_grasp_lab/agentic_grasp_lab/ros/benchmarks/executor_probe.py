@@ -28,6 +28,12 @@ import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
+import rclpy
+from rcl_interfaces.srv import GetParameters
+from rclpy.executors import ExternalShutdownException
+
+from agentic_grasp.ros.common.runner import EXECUTOR_ENV, make_executor
+
 KINDS = ("multi", "events")
 SERVICE = "executor_probe"
 MODULE = "agentic_grasp_lab.ros.benchmarks.executor_probe"
@@ -48,17 +54,11 @@ def probe_domain() -> int:
 def _executor(kind: str):
     """The nodes' own choice of executor (runner.make_executor); probe_pair clears its
     environment override in the children, so ``kind`` is what runs."""
-    from agentic_grasp.ros.common.runner import make_executor
-
     return make_executor(kind, num_threads=2)
 
 
 def serve(kind: str) -> None:
     """The server process: answer until SIGINT/SIGTERM."""
-    import rclpy
-    from rclpy.executors import ExternalShutdownException
-    from rcl_interfaces.srv import GetParameters
-
     rclpy.init()
     node = rclpy.create_node("executor_probe_server")
     node.create_service(GetParameters, SERVICE, lambda _req, resp: resp)
@@ -74,9 +74,6 @@ def serve(kind: str) -> None:
 
 def call(kind: str, calls: int, timeout_s: float) -> None:
     """The client process: one line, "answered N p50 MS" or "unanswered I"."""
-    import rclpy
-    from rcl_interfaces.srv import GetParameters
-
     rclpy.init()
     node = rclpy.create_node("executor_probe_client")
     client = node.create_client(GetParameters, SERVICE)
@@ -104,8 +101,6 @@ def probe_pair(server: str, client: str, calls: int, timeout_s: float,
                domain: Optional[int] = None) -> Tuple[str, Optional[float]]:
     """(the client's line, its p50 in ms or None) for one pair, in fresh processes in ROS
     domain ``domain`` (None: :func:`probe_domain`)."""
-    from agentic_grasp.ros.common.runner import EXECUTOR_ENV
-
     me = [sys.executable, "-m", MODULE]
     env = {k: v for k, v in os.environ.items() if k != EXECUTOR_ENV}
     env["ROS_DOMAIN_ID"] = str(probe_domain() if domain is None else int(domain))

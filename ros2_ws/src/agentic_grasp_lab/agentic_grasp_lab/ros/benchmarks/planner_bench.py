@@ -41,6 +41,9 @@ from agentic_grasp.ros.client.planner import load_scene, wait_until_perceived
 from agentic_grasp.ros.graph.launcher import Launcher
 from agentic_grasp_interfaces.action import ExecuteGrasp, GraspObject
 from agentic_grasp_interfaces.srv import Perceive
+from agentic_grasp.core.grasping.heuristic import heuristic_grasp
+from agentic_grasp.core.planner import run_trial
+from agentic_grasp.ros.conversions.grasp import grasp_to_msg
 
 TASK = "sg_banana"
 INSTRUCTION = "pick up the banana"
@@ -119,8 +122,6 @@ class _CpuMeter:
 
 
 def _inprocess(n: int) -> Dict[str, float]:
-    from agentic_grasp.core.planner import run_trial
-
     run_trial(TASK, "full", 0)                      # builds the shared resources once
     return summarize([run_trial(TASK, "full", i % 5).wall_s for i in range(n)])
 
@@ -235,9 +236,6 @@ def _client(graph: GraphClient, action_type: Any, name: str) -> OrderedActionCli
 def _execute_goal(graph: GraphClient, target_id: str) -> ExecuteGrasp.Goal:
     """The heuristic grasp of the target, from the simulator's ground truth (the
     benchmark's shortcut: no perception in this measurement)."""
-    from agentic_grasp.ros.conversions.grasp import grasp_to_msg
-    from agentic_grasp.core.grasping.heuristic import heuristic_grasp
-
     target = {o.id: o for o in graph.ground_truth()}[target_id]
     return ExecuteGrasp.Goal(target_id=target_id, grasp=grasp_to_msg(heuristic_grasp(target)))
 

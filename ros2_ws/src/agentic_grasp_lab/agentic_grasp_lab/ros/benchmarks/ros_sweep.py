@@ -22,6 +22,13 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from agentic_grasp_lab.evaluation.records import TrialRecord
 from agentic_grasp_lab.evaluation.sweep import trial_seed
+from agentic_grasp.core.scene_graph.config import SceneGraphConfig
+from agentic_grasp.core.sim import load_task
+from agentic_grasp.ros.client.graph_client import GraphClient
+from agentic_grasp.ros.client.planner import PlannerClient, load_scene, wait_until_perceived
+from agentic_grasp.ros.graph.launcher import Launcher
+from agentic_grasp.ros.planner.goal_session import is_view_record
+from agentic_grasp_interfaces.srv import InferConstraints, Perceive, RetrieveStrategies
 
 # The same events the in-process episode runner counts (core/planner/episode.py).
 _VIOLATION_KINDS = ("constraint_violation", "spill")
@@ -67,8 +74,6 @@ def graph_params(perception: str, visual_query: str) -> Dict[str, Dict[str, obje
 
 def _record(spec, configuration: str, seed: int, trial: int, tseed: int, result,
             fragile: dict, threshold: float, wall_s: float, perception: str) -> TrialRecord:
-    from agentic_grasp.ros.planner.goal_session import is_view_record
-
     # the wrist-camera views are recorded like attempts but grasp nothing: as in process
     # (TaskOutcome.attempts), they are not counted as attempts
     attempts = [a for a in result.attempts if not is_view_record(a)]
@@ -106,8 +111,6 @@ def _wait_for_peers(graph, perceive, timeout_s: float = 180.0) -> None:
     """Every service the planner calls is up before the first trial: the retrieval node
     embeds its knowledge base at start (seconds, more on a loaded machine), and a first goal
     sent before would end in a dependency timeout that the in-process run never sees."""
-    from agentic_grasp_interfaces.srv import InferConstraints, RetrieveStrategies
-
     clients = [perceive, graph.node.create_client(RetrieveStrategies, "retrieve_strategies"),
                graph.node.create_client(InferConstraints, "infer_constraints")]
     for client in clients:
@@ -128,12 +131,6 @@ def run_ros_sweep(configurations: Sequence[str], tasks: Sequence[str], trials: i
     why = check_ros_options(perception, visual_query, memory_scope)
     if why:
         raise ValueError(why)
-    from agentic_grasp.ros.client.graph_client import GraphClient
-    from agentic_grasp.ros.client.planner import PlannerClient, load_scene, wait_until_perceived
-    from agentic_grasp.core.scene_graph.config import SceneGraphConfig
-    from agentic_grasp.core.sim import load_task
-    from agentic_grasp.ros.graph.launcher import Launcher
-    from agentic_grasp_interfaces.srv import Perceive
 
     threshold = SceneGraphConfig.from_config().fragile_threshold
     # One memory per goal, like the in-process sweep's trial scope.

@@ -19,8 +19,12 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from agentic_grasp_lab.benchmarks.timing import summarize
+from agentic_grasp_lab.benchmarks.timing import line, summarize
 from agentic_grasp.core import paths
+from agentic_grasp.ros.client.graph_client import GraphClient, GraphError
+from agentic_grasp.ros.client.planner import PlannerClient, load_scene, wait_until_perceived
+from agentic_grasp.ros.graph.launcher import Launcher
+from agentic_grasp_interfaces.srv import Perceive
 
 #: The 12 benchmark scenes in a fixed order (config/scenes/*.yaml, Sec. V-A).
 TASKS: List[str] = sorted(p.stem for p in (paths.config_dir() / "scenes").glob("*.yaml"))
@@ -51,11 +55,6 @@ def growth_per_1000(checkpoints: List[Dict[str, Any]], node: str) -> Optional[fl
 
 def run(n: int = 1000, every: int = 100, goal_timeout_s: float = 60.0,
         on_checkpoint=None, perception: str = "oracle") -> Dict[str, Any]:
-    from agentic_grasp.ros.client.graph_client import GraphClient, GraphError
-    from agentic_grasp.ros.client.planner import PlannerClient, load_scene, wait_until_perceived
-    from agentic_grasp.ros.graph.launcher import Launcher
-    from agentic_grasp_interfaces.srv import Perceive
-
     launcher = Launcher({"acquired": "none", "perception": perception},
                         extra_params={"planner": {"memory_lifetime": "goal"}})
     launcher.start()
@@ -125,8 +124,6 @@ def format_checkpoint(point: Dict[str, Any]) -> str:
 
 
 def report(result: Dict[str, Any]) -> str:
-    from agentic_grasp_lab.benchmarks.timing import line
-
     rows = [format_checkpoint(p) for p in result["checkpoints"]]
     growth = ", ".join(f"{name} {value:+.1f}" for name, value in
                        result["rss_growth_mb_per_1000"].items() if value is not None)

@@ -52,6 +52,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
+from rclpy.wait_for_message import wait_for_message
 
 from agentic_grasp.ros.common import qos
 from agentic_grasp.ros.executor.moveit.translation import (PSM_START_FAILURE, JointStatesMissing,
@@ -166,8 +167,6 @@ class MoveItArmBackend(MoveItPlanningMixin, MoveItViewMixin, ArmBackend):
         MoveItCpp constructor leaves the rclcpp node and executor thread MoveItPy made
         behind (moveit_py/src/moveit/moveit_ros/moveit_cpp/moveit_cpp.cpp:124-142, 2.12.4), and it
         holds the GIL for the whole wait_for_initial_state_timeout."""
-        from rclpy.wait_for_message import wait_for_message
-
         topic = self.cfg.joint_state_topic
         received, _ = wait_for_message(JointState, self._node, topic,
                                        qos_profile=qos_profile_sensor_data,

@@ -49,7 +49,7 @@ class _Gripper:
         self._cfg = cfg
         self._active_goal = None
         if cfg.gripper_interface == "franka":
-            try:
+            try:    # franka_msgs: franka_ros2's messages, on the MoveIt image only
                 from franka_msgs.action import Grasp, Homing, Move
             except ImportError as exc:
                 raise ImportError("moveit.gripper_interface 'franka' needs franka_msgs "
@@ -59,6 +59,7 @@ class _Gripper:
             self._clients = {k: ActionClient(node, t, f"{ns}/{k}", callback_group=group)
                              for k, t in self._types.items()}
         else:
+            # control_msgs: ros2_control's messages, on the MoveIt image only (like moveit_py)
             from control_msgs.action import GripperCommand
             self._types = {"command": GripperCommand}
             self._clients = {"command": ActionClient(node, GripperCommand,

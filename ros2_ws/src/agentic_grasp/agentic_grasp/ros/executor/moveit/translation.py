@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -370,8 +371,6 @@ def start_with_retries(start: Callable[[], Any], attempts: int, retry_s: float,
     that cannot be built, no planning pipeline) is a configuration error: reported once and
     raised as a ConfigError at once.
     """
-    import time
-
     sleep = sleep or time.sleep
     attempt = 0
     while True:

@@ -24,6 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+import yaml
+from mcap.exceptions import McapError
+from mcap.records import Channel as McapChannel, Footer, Message, Schema
+from mcap.stream_reader import StreamReader
+
 STORAGE_MCAP = "mcap"
 STORAGE_SQLITE3 = "sqlite3"
 STORAGES = (STORAGE_MCAP, STORAGE_SQLITE3)
@@ -64,7 +69,6 @@ def _load_metadata(folder: Path) -> Optional[dict]:
     meta = folder / "metadata.yaml"
     if not meta.is_file():
         return None
-    import yaml
 
     try:
         data = yaml.safe_load(meta.read_text())
@@ -146,10 +150,6 @@ class BagFile:
                               f"({reason}); {self.state.messages} messages read before it")
 
     def _scan_mcap(self, path: Path) -> Iterator[Tuple[Channel, int, bytes]]:
-        from mcap.exceptions import McapError
-        from mcap.records import Channel as McapChannel, Footer, Message, Schema
-        from mcap.stream_reader import StreamReader
-
         schemas: Dict[int, Schema] = {}
         with path.open("rb") as stream:
             reader = StreamReader(stream, validate_crcs=True)

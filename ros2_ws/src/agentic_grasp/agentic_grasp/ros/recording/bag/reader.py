@@ -21,6 +21,7 @@ from rosbags.typesys import Stores, get_typestore, get_types_from_msg
 from rosbags.typesys.store import Typestore
 
 from agentic_grasp.ros.recording.bag.bagfile import BagError, BagFile, Channel, ScanState
+from agentic_grasp.ros.recording.bag.typestore import interface_types
 
 _LOG = logging.getLogger(__name__)
 
@@ -96,8 +97,6 @@ class BagReader:
                 _register(self.store, get_types_from_msg(qualify_nested(channel.msgdef),
                                                          channel.msgtype))
             if channel.msgtype not in self.store.fielddefs and not self._fallback_done:
-                from agentic_grasp.ros.recording.bag.typestore import interface_types
-
                 self._fallback_done = True
                 _register(self.store, interface_types())
             ok = channel.msgtype in self.store.fielddefs
