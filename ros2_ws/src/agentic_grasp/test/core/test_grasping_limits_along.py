@@ -220,6 +220,51 @@ def test_a_handle_grasp_of_an_empty_container_grips_against_its_weight():
     assert planner._pivot_grip(on_handle, mug)[0].force == on_handle.force
 
 
+def test_a_kettle_handle_that_cannot_hold_its_weight_starts_at_the_rim():
+    """The 15 x 22 cm kettle's handle, 92.5 mm off the axis: by the content bound (3.9 l of
+    water) its pads' torsional friction needs about 1000 N, and still 260 N for the
+    lightest container per volume, more than the hand's 70 N: it would turn out of the
+    pads whatever it weighs, so the grasp starts as a rim pinch (closing radially, the
+    pads half a pad below the rim) with the hand's continuous grip. A mug's handle, which
+    the hand can hold, stays; so does a filled or a fragile kettle's, or one with no rim
+    seen."""
+    from agentic_grasp.core.grasping.along import (LIGHTEST_CONTAINER_FRACTION,
+                                                   part_cannot_hold)
+    from agentic_grasp.core.planner.planner import ReflectivePlanner
+    from agentic_grasp.core.arm.closing_axis import closing_axis
+
+    planner = ReflectivePlanner()
+    kettle = obj("kettle", size=(0.15, 0.15, 0.22), fragility=0.1)
+    kettle.category = "kettle"
+    on_handle = grasp([0.5925, 0.0, 0.18], width=0.03, wrist=0.0)
+    assert part_cannot_hold(on_handle, kettle, CFG)
+    need = 1.5 * np.pi * 0.075 ** 2 * 0.22 * 1000.0 * 9.81 * 0.0925 / (4 / 3 * 0.35 * 0.011284)
+    assert need * LIGHTEST_CONTAINER_FRACTION > 70.0
+    planner._rim_z = None                                 # no opening seen: the handle stays
+    assert planner._rim_over_part(on_handle, kettle)[0] is on_handle
+    planner._rim_z = 0.22
+    rim, note = planner._rim_over_part(on_handle, kettle)
+    assert "rim pinch" in note
+    centre = kettle.position[:2]
+    assert np.hypot(*(rim.position[:2] - centre)) == pytest.approx(0.075, abs=1e-6)
+    assert rim.position[2] == pytest.approx(0.22 - CFG.hand.pad_depth_m / 2.0)
+    radial = (rim.position[:2] - centre) / 0.075
+    assert abs(float(closing_axis(rim.approach, rim.wrist_yaw)[:2] @ radial)) \
+        == pytest.approx(1.0, abs=1e-6)
+    assert rim.force == pytest.approx(70.0)
+    # the constrain step the planner runs on every base grasp takes it too
+    assert planner._pivot_grip(rim, kettle)[0].force == pytest.approx(70.0)
+    mug = obj("mug", size=(0.07, 0.07, 0.10), fragility=0.3)
+    mug.category = "mug"
+    mug_handle = grasp([0.5475, 0.0, 0.05], width=0.03)
+    assert not part_cannot_hold(mug_handle, mug, CFG)
+    assert planner._rim_over_part(mug_handle, mug)[0] is mug_handle
+    kettle.state = ObjectState.FILLED                     # a finger would enter the water
+    assert planner._rim_over_part(on_handle, kettle)[0] is on_handle
+    kettle.state, kettle.fragility = ObjectState.EMPTY, 0.8
+    assert planner._rim_over_part(on_handle, kettle)[0] is on_handle
+
+
 def test_filled_cup_handle_pinch_grips_hard_enough_not_to_turn():
     from agentic_grasp.core.grasping.along import content_grip_force
 

@@ -156,6 +156,39 @@ def pivot_grip_force(grasp: GraspParameters, target: ObjectInstance,
     return content_grip_force(grasp, target, cfg)
 
 
+#: The lightest a rigid container weighs for the water its perceived volume holds: the
+#: 8 x 9 cm ceramic cup, 118 g against 450 g (0.26; pivot_grip_force's docstring). The
+#: content bound of :func:`content_grip_force` over-states an empty container's weight by
+#: at most 1 / LIGHTEST_CONTAINER_FRACTION, so the grip a part grasp needs is at least that
+#: fraction of the bound (a fragile paper cup, lighter still, is never held by pivot rules).
+LIGHTEST_CONTAINER_FRACTION = 0.118 / 0.45
+
+
+def part_cannot_hold(grasp: GraspParameters, target: ObjectInstance,
+                     cfg: GraspSynthesisConfig) -> bool:
+    """A part grasp (a handle) whose pads' torsional friction cannot hold the container's
+    weight's moment at the hand's continuous grip, however light the container is for its
+    size: even LIGHTEST_CONTAINER_FRACTION of the content bound needs more than
+    HAND_CONTINUOUS_FORCE_N. The 15 x 22 cm kettle's handle, 92 mm from the axis, needs
+    about 1000 N by the bound, 260 N at that fraction; a 7 x 10 cm mug's handle 51 N and 13
+    N, which the hand gives."""
+    need = content_grip_force(grasp, target, cfg)
+    return need * LIGHTEST_CONTAINER_FRACTION > HAND_CONTINUOUS_FORCE_N
+
+
+def rim_grip_force(target: ObjectInstance, cfg: GraspSynthesisConfig) -> float:
+    """The grip force a rim pinch of a container needs against its turning about the
+    closing axis, with the same content bound and safety as :func:`content_grip_force`:
+    pinched radially at the rim, the weight acts at the body's radius R from the pads and
+    the pads' pressure couple holds it with the pad's depth d as its lever, F d, so
+    F >= CONTENT_SAFETY m g R / d."""
+    sx, sy, sz = (float(v) for v in target.size)
+    volume = math.pi * sx * sy / 4.0 * sz if target.shape == Shape.CYLINDER else sx * sy * sz
+    mass = CONTENT_DENSITY_KG_M3 * volume
+    radius = min(sx, sy) / 2.0
+    return CONTENT_SAFETY * mass * GRAVITY * radius / cfg.hand.pad_depth_m
+
+
 #: Outward pitches of a grasp on a part that sticks out of the body: the 10-degree grid of
 #: ``tilts_rad``, up to the last step below 45 degrees (beyond it the approach is nearer
 #: horizontal than vertical, and a horizontal approach from beyond the object points the
@@ -239,6 +272,7 @@ def finger_body_gap(finger_corners: np.ndarray, target: ObjectInstance) -> float
     return float(np.min(radial[below_top]) - r)
 
 
-__all__ = ["ALONG_STEPS", "HAND_CONTINUOUS_FORCE_N", "LONG_ASPECT", "PALM_OVER_TOP_M",
-           "along_shifts", "content_grip_force", "finger_body_gap", "on_part", "part_pitches",
-           "pivot_grip_force", "principal_axis"]
+__all__ = ["ALONG_STEPS", "HAND_CONTINUOUS_FORCE_N", "LIGHTEST_CONTAINER_FRACTION",
+           "LONG_ASPECT", "PALM_OVER_TOP_M", "along_shifts", "content_grip_force",
+           "finger_body_gap", "on_part", "part_cannot_hold", "part_pitches",
+           "pivot_grip_force", "principal_axis", "rim_grip_force"]

@@ -18,15 +18,18 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from agentic_grasp.core.scene_graph.constraints import ConstraintSet
-from agentic_grasp.core.grasping.along import HAND_CONTINUOUS_FORCE_N, pivot_grip_force
+from agentic_grasp.core.grasping.along import (HAND_CONTINUOUS_FORCE_N, on_part,
+                                               part_cannot_hold, pivot_grip_force,
+                                               rim_grip_force)
 from agentic_grasp.core.grasping.fit import fit_strategy
 from agentic_grasp.core.grasping.heuristic import geometric_grasps, heuristic_grasp
+from agentic_grasp.core.grasping.rim import rim_grasp
 from agentic_grasp.core.planner.configurations import VLM_TYPE_FOR_AFFORDANCE
 from agentic_grasp.core.planner.memory import EpisodicMemory, Recall
 from agentic_grasp.core.planner.ports import RetrievalRequest
 from agentic_grasp.core.planner.recovery import clamp_grasp, narrow_side
 from agentic_grasp.core.retrieval.knowledge_base import grasp_to_world
-from agentic_grasp.core.types import GraspParameters, GraspType, ObjectInstance
+from agentic_grasp.core.types import GraspParameters, GraspType, ObjectInstance, ObjectState
 
 
 @dataclass(frozen=True)
@@ -226,6 +229,38 @@ class InitialGrasp:
             if float(grasp.approach @ np.asarray(override, dtype=float)) >= cos_tol:
                 return k
         return 0
+
+    def _rim_over_part(self, grasp: GraspParameters, target: ObjectInstance
+                       ) -> Tuple[GraspParameters, str]:
+        """A part grasp (a handle) of an open, non-fragile, unfilled container whose pads'
+        torsional friction cannot hold its weight's moment at the hand's continuous grip,
+        however light the container is for its size (grasping/along.part_cannot_hold):
+        the container would turn out of the pads, the slip the part-pivot correction
+        answers with the rim pinch. The rim pinch holds the same weight by the pads'
+        pressure couple (lever: the 20 mm pad depth, against two thirds of the 11 mm pad
+        radius times the friction for the handle), so the grasp starts there, with the
+        opening the rim correction uses (the part opening plus the perceived width's error
+        a side) and the grip the pressure couple needs by the content bound, at most the
+        hand's continuous force. A filled container keeps its part (a finger half a pad
+        below the rim would enter the liquid); so does a fragile one (the grip would crush
+        it). Part of fitting a strategy to the perceived object: off with
+        ``fit_strategies``."""
+        synth = self.config.grasp_synthesis
+        sg = self.scene_graph_config
+        if (not synth.fit_strategies or self._rim_z is None
+                or target.fragility >= sg.fragile_threshold
+                or target.state == ObjectState.FILLED or not on_part(grasp, target)
+                or not part_cannot_hold(grasp, target, synth)):
+            return grasp, ""
+        opening = synth.min_part_opening_m + 2.0 * synth.hand_limits.width_margin_m
+        rim = rim_grasp(target, grasp, float(self._rim_z), synth, opening)
+        grip = min(rim_grip_force(target, synth), self.config.limits.max_force_n,
+                   HAND_CONTINUOUS_FORCE_N)
+        rim = rim.copy(force=max(float(grasp.force), grip))
+        return rim, (f"rim pinch instead of the part: the {target.category}'s pads could "
+                     "not hold its weight's moment on the part at the hand's "
+                     f"{HAND_CONTINUOUS_FORCE_N:.0f} N however light it is for its size; "
+                     f"the rim's pressure couple does, {rim.force:.0f} N grip")
 
     def _pivot_grip(self, grasp: GraspParameters, target: ObjectInstance
                     ) -> Tuple[GraspParameters, str]:

@@ -234,7 +234,9 @@ class ReflectivePlanner(InitialGrasp, TaskRunner):
 
         def constrain(grasp: GraspParameters) -> GraspParameters:
             """g (+) Delta g, keeping the finger line when the approach turns."""
+            grasp, rim_note = self._rim_over_part(grasp, target)
             grasp, pivot_note = self._pivot_grip(grasp, target)
+            pivot_note = "; ".join(n for n in (rim_note, pivot_note) if n)
             if scene is not None:
                 chosen, ranked, summary, labels = grasp_clearance.choose(
                     grasp, scene, synth, self.hand, constraints, self.config.limits)
