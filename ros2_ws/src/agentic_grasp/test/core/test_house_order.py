@@ -89,7 +89,7 @@ def test_moveit_outcome_uses_the_given_weights():
     from agentic_grasp.core.sim.params import QualityParams
 
     cfg = mc.MoveItBackendConfig()
-    obs = mo.AttemptObservation(execution_failure="ABORTED", execution_stage="descent")
+    obs = mo.MoveItObservation(execution_failure="ABORTED", execution_stage="descent")
     default = mo.outcome_from_observation(obs, cfg, "cube_1")
     phi = np.asarray(default.phi, dtype=float)
     assert default.quality == pytest.approx(float(np.dot(QualityParams().weights, phi)))

@@ -217,21 +217,21 @@ def _classified(obs):
 
 
 def test_planning_failure_is_an_unreachable_pose():
-    obs = mo.AttemptObservation(planning_error=mo.MOVEIT_ERROR_CODES["NO_IK_SOLUTION"],
+    obs = mo.MoveItObservation(planning_error=mo.MOVEIT_ERROR_CODES["NO_IK_SOLUTION"],
                                 planning_stage="pre-grasp")
     outcome, diag = _classified(obs)
     assert not outcome.success and diag.failure_type == FailureType.UNREACHABLE_POSE
     assert outcome.measurements["reachable"] == 0.0
-    obs = mo.AttemptObservation(planning_error=mo.MOVEIT_ERROR_CODES["PLANNING_FAILED"],
+    obs = mo.MoveItObservation(planning_error=mo.MOVEIT_ERROR_CODES["PLANNING_FAILED"],
                                 planning_stage="descent", cartesian_fraction=0.4)
     assert _classified(obs)[1].failure_type == FailureType.UNREACHABLE_POSE
 
 
 def test_goal_in_collision_and_aborted_motion_are_collisions():
-    obs = mo.AttemptObservation(planning_error=mo.MOVEIT_ERROR_CODES["GOAL_IN_COLLISION"],
+    obs = mo.MoveItObservation(planning_error=mo.MOVEIT_ERROR_CODES["GOAL_IN_COLLISION"],
                                 planning_stage="pre-grasp")
     assert _classified(obs)[1].failure_type == FailureType.COLLISION
-    obs = mo.AttemptObservation(execution_failure="ABORTED", execution_stage="descent")
+    obs = mo.MoveItObservation(execution_failure="ABORTED", execution_stage="descent")
     outcome, diag = _classified(obs)
     assert diag.failure_type == FailureType.COLLISION and diag.phase == "approach"
     assert outcome.phi[list(mo.QUALITY_FACTOR_NAMES).index("approach_clearance")] == 0.0
@@ -239,7 +239,7 @@ def test_goal_in_collision_and_aborted_motion_are_collisions():
 
 def _closed(width, ok, **kw):
     goal = mt.GripperGraspGoal(0.05, 0.01, 0.01, 0.05, 25.0)
-    return mo.AttemptObservation(phase_reached=kw.pop("phase", Phase.CLOSE), grasp_goal=goal,
+    return mo.MoveItObservation(phase_reached=kw.pop("phase", Phase.CLOSE), grasp_goal=goal,
                                  grasp_action_ok=ok, width_after_close_m=width,
                                  opening_m=0.06, **kw)
 

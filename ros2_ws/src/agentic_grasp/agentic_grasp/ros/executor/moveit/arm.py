@@ -64,7 +64,7 @@ from agentic_grasp.ros.executor.moveit.translation import (PSM_START_FAILURE, Jo
 from agentic_grasp.ros.executor.moveit.config import (MOVEIT_CONFIG_PARTS, MoveItBackendConfig,
                                                       cartesian_limits_from_yaml,
                                                       combine_moveit_params, resolve_path)
-from agentic_grasp.ros.executor.moveit.outcome import (AttemptObservation, is_system_error,
+from agentic_grasp.ros.executor.moveit.outcome import (MoveItObservation, is_system_error,
                                                        moveit_error_name, outcome_from_observation)
 from agentic_grasp.ros.executor.moveit.view import MoveItViewMixin, MoveItWristCamera
 from agentic_grasp.core.arm.backend import PHASES, ArmBackend, ArmError, ArmResult
@@ -242,7 +242,7 @@ class MoveItArmBackend(MoveItPlanningMixin, MoveItViewMixin, ArmBackend):
             return self._width[0] if self._width[1] > since else math.nan
 
     # ------------------------------------------------------------------ motion
-    def _move(self, obs: AttemptObservation, stage: str, trajectory_or_code, is_canceled,
+    def _move(self, obs: MoveItObservation, stage: str, trajectory_or_code, is_canceled,
               fraction: float = math.nan) -> bool:
         """Execute a planned motion or record why there is none; True when it ran through."""
         trajectory, code = trajectory_or_code
@@ -291,7 +291,7 @@ class MoveItArmBackend(MoveItPlanningMixin, MoveItViewMixin, ArmBackend):
         if not self._gripper.ready(timeout_s=2.0):
             return ArmResult(ArmError.BACKEND_UNAVAILABLE, "gripper action server(s) not "
                              f"available ({self.cfg.gripper_interface})")
-        obs = AttemptObservation()
+        obs = MoveItObservation()
         start = time.monotonic()
         try:
             return self._attempt(target_id, grasp, on_phase, is_canceled, obs, start)

@@ -60,7 +60,7 @@ def moveit_error_name(code: int) -> str:
 
 # ---------------------------------------------------------------------------- outcome
 @dataclass
-class AttemptObservation:
+class MoveItObservation:
     """What the robot did and measured in one attempt; filled step by step by the backend."""
 
     phase_reached: Phase = Phase.APPROACH
@@ -89,7 +89,7 @@ def _stage_phase(stage: str) -> Phase:
     return Phase.LIFT if stage in ("lift-off", "lift") else Phase.APPROACH
 
 
-def outcome_from_observation(obs: AttemptObservation, cfg: MoveItBackendConfig,
+def outcome_from_observation(obs: MoveItObservation, cfg: MoveItBackendConfig,
                              target_id: str = "",
                              weights: Optional[Sequence[float]] = None) -> AttemptOutcome:
     """The attempt as an :class:`AttemptOutcome`: events in the failure taxonomy, observed phi.
@@ -178,6 +178,6 @@ def is_system_error(code: int) -> bool:
 
 
 __all__ = [
-    "AttemptObservation", "is_system_error", "MOVEIT_ERROR_CODES", "moveit_error_name",
+    "MoveItObservation", "is_system_error", "MOVEIT_ERROR_CODES", "moveit_error_name",
     "outcome_from_observation",
 ]
