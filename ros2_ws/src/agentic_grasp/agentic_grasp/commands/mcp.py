@@ -19,7 +19,6 @@ Transport: stdio by default; ``--http HOST:PORT`` serves the SDK's streamable HT
 # (get_type_hints) for its JSON schema, and the tools are closures whose annotations name
 # locals of build_server, which string annotations could not resolve.
 import argparse
-import asyncio
 import base64
 import logging
 import sys
@@ -66,6 +65,7 @@ def build_server(bridge: Any, allow_motion: bool, confirm: bool,
     None with ``bridge_factory``: made in the server's lifespan, after the stdio transport
     has diverted stray output away from the wire)."""
     # on use: cli.py imports every command's module to build its parser
+    import asyncio
     import anyio
     from mcp.server.mcpserver import (AcceptedElicitation, Context, Elicit, ElicitationResult,
                                       MCPServer, Resolve)

@@ -53,13 +53,14 @@ from agentic_grasp.core.planner.recovery import (CORRECTION_RULES, Correction,
                                                  correction_level, get_correction,
                                                  level1_adjustment, level1_ops)
 from agentic_grasp.core.planner.recovery.failure import Diagnosis, classify_failure
-from agentic_grasp.core.planner.episode import run_trial as _run_trial
 
 
 def run_trial(*args, **kwargs):
     """Lazy alias of :func:`agentic_grasp.core.planner.episode.run_trial` (loads the
     simulator only when a trial is run)."""
     # heavy: the simulator, the renderer (OpenCV) and the perception backends load only when
+    # a trial runs, not with every import of the planner (the ROS nodes import it)
+    from agentic_grasp.core.planner.episode import run_trial as _run_trial
 
     return _run_trial(*args, **kwargs)
 

@@ -11,7 +11,6 @@ import numpy as np
 
 from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.types import ObjectInstance, Shape
-from agentic_grasp.core.sim.objects import load_catalogue
 
 _LOG = logging.getLogger(__name__)
 
@@ -55,6 +54,7 @@ def drawn_parts(obj: ObjectInstance, catalogue: Optional["Catalogue"] = None
         return parts
     # the catalogue on use: importing sim.objects runs the sim package's __init__, which loads
     # the whole simulator into every process that renders (the perception node among them)
+    from agentic_grasp.core.sim.objects import load_catalogue
 
     out: List[DrawnPart] = []
     try:

@@ -2,19 +2,14 @@
 
 Used by ``agentic-grasp grasp`` (:mod:`agentic_grasp.commands.grasp`), the lab's benchmarks
 (``agentic_grasp_lab.ros.benchmarks``) and the whole-graph tests: a module below both, so
-the benchmarks need not import a CLI command.
+the benchmarks need not import a CLI command. ``commands/grasp.py`` imports it to build the
+CLI's parser, so rclpy and the graph client are imported where they are used, keeping
+``agentic-grasp --help`` light.
 """
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any, Callable, Optional, Tuple
-
-from agentic_grasp.ros.client.graph_client import GraphError, PeerLostError
-from agentic_grasp.ros.common.dependencies import OrderedActionClient
-from agentic_grasp.ros.common.liveness import PeerMonitor
-from agentic_grasp_interfaces.action import GraspObject
-from agentic_grasp_interfaces.srv import Perceive
 
 
 class PlannerClient:
@@ -34,6 +29,11 @@ class PlannerClient:
 
     def __init__(self, graph: Any, action: str = "grasp_object",
                  planner_node: str = "grasp_front") -> None:
+        # on use (module docstring)
+        from agentic_grasp.ros.common.dependencies import OrderedActionClient
+        from agentic_grasp.ros.common.liveness import PeerMonitor
+        from agentic_grasp_interfaces.action import GraspObject
+
         self.graph = graph
         self._action = OrderedActionClient(graph.node, GraspObject, action)
         self._goal_type = GraspObject.Goal
@@ -62,6 +62,9 @@ class PlannerClient:
         """Send a goal; its ClientGoalHandle (check ``accepted``). GraphError when the planner
         is not there or does not answer. ``seed``: the goal's trial seed (None: the planner
         node's own, GraspObject.action)."""
+        # on use (module docstring)
+        from agentic_grasp.ros.client.graph_client import GraphError
+
         if not self.wait_for_server(timeout_s):
             raise GraphError(f"the planner's grasp_object action is not available within "
                              f"{timeout_s:.0f} s (is the planner node running?)")
@@ -80,6 +83,9 @@ class PlannerClient:
     def wait(self, handle: Any, timeout_s: float) -> Tuple[int, Any]:
         """(goal status, GraspObject.Result) of an accepted goal; GraphError (after canceling
         it) when the result does not come within ``timeout_s``."""
+        # on use (module docstring)
+        from agentic_grasp.ros.client.graph_client import GraphError, PeerLostError
+
         future = handle.get_result_async()
         done = threading.Event()
         with self._lock:
@@ -127,6 +133,9 @@ class PlannerClient:
               timeout_s: float = 300.0, server_timeout_s: float = 10.0,
               seed: Optional[int] = None) -> Any:
         """Send and wait: the result, or GraphError (not available, rejected, timed out)."""
+        # on use (module docstring)
+        from agentic_grasp.ros.client.graph_client import GraphError
+
         handle = self.send(instruction, configuration, on_feedback, server_timeout_s, seed)
         if not handle.accepted:
             raise GraphError("grasp_object goal rejected: the planner is busy with another "
@@ -144,6 +153,12 @@ def load_scene(graph: Any, task: str, seed: int, timeout_s: float = 30.0,
     latched topic is the sign that it is out; ``settle_s`` then leaves the other
     subscribers time to take it (see :func:`wait_until_perceived` for the exact check).
     """
+    # on use (module docstring)
+    import time
+
+    # on use (module docstring)
+    from agentic_grasp.ros.client.graph_client import GraphError
+
     loaded = graph.load_scene(task, seed, timeout_s=timeout_s)
     want = set(loaded.object_ids)
     deadline = time.monotonic() + timeout_s
@@ -163,6 +178,9 @@ def load_scene(graph: Any, task: str, seed: int, timeout_s: float = 30.0,
 def _wait_for_oracle(graph: Any, object_ids: Any, timeout_s: float) -> None:
     """With the oracle backend, wait until perception has taken the newly loaded scene (the
     exact check); with the VLM each call costs seconds, so the settle time must do."""
+    # on use (module docstring)
+    from agentic_grasp_interfaces.srv import Perceive
+
     client = graph.node.create_client(Perceive, "perceive")
     try:
         if not client.wait_for_service(timeout_sec=timeout_s):
@@ -182,6 +200,13 @@ def wait_until_perceived(graph: Any, perceive_client: Any, object_ids: Any,
     For the oracle backend (tests, benchmarks): the exact sign that perception has taken a
     newly loaded scene. (With the VLM a call costs seconds and may miss an object.)
     """
+    # on use (module docstring)
+    import time
+
+    # on use (module docstring)
+    from agentic_grasp.ros.client.graph_client import GraphError
+    from agentic_grasp_interfaces.srv import Perceive
+
     want = set(object_ids)
     deadline = time.monotonic() + timeout_s
     seen: Any = None

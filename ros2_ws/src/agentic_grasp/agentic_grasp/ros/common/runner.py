@@ -88,7 +88,6 @@ from typing import Callable, List, Optional, Tuple, Type
 
 import rclpy
 from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor
-from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 
 from agentic_grasp.core.supervision import (EXIT_CONFIG, arm_teardown_watchdog,
@@ -151,6 +150,9 @@ def make_executor(kind: str, num_threads: int) -> Executor:
     if kind not in EXECUTORS:
         raise ValueError(f"{EXECUTOR_ENV} must be one of {', '.join(EXECUTORS)}, got {kind!r}")
     if kind == "events":
+        # on use: the experimental events executor only where it is chosen
+        from rclpy.experimental import EventsExecutor
+
         return EventsExecutor()
     return MultiThreadedExecutor(num_threads=num_threads)
 

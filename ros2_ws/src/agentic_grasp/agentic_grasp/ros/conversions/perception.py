@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Iterable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence
 
 import numpy as np
 from geometry_msgs.msg import Pose
 from std_msgs.msg import Header
 
 from agentic_grasp.core.errors import ValidationError
-from agentic_grasp.core.perception import PerceivedObject, PerceptionResult
 from agentic_grasp.core.types import ObjectInstance, Shape
 from agentic_grasp_interfaces.msg import ObjectObservation as ObjectMsg
 from agentic_grasp_interfaces.msg import SceneGraph as SceneGraphMsg
@@ -21,6 +20,10 @@ from agentic_grasp.ros.conversions.fields import (SHAPE_NAMES, STATE_NAMES, enum
                                                   float32_decimal, from_xyz, point,
                                                   quaternion_yaw, vec3, yaw_quaternion)
 from agentic_grasp.ros.conversions.grasp import affordance_from_msg, affordance_to_msg
+
+if TYPE_CHECKING:  # core.perception (OpenCV) on use: the sim and scene-graph nodes carry
+    # perception messages without ever loading it
+    from agentic_grasp.core.perception import PerceivedObject, PerceptionResult
 
 
 # ---- objects ------------------------------------------------------------------------------
@@ -74,7 +77,7 @@ def objects_from_msgs(msgs: Iterable[ObjectMsg]) -> List[ObjectInstance]:
     return [object_from_msg(m) for m in msgs]
 
 
-def perceived_object_to_msg(obj: PerceivedObject) -> Optional[ObjectMsg]:
+def perceived_object_to_msg(obj: "PerceivedObject") -> Optional[ObjectMsg]:
     """An ObjectObservation of a perceived object; None when it has no 3-D position.
 
     Size falls back to PerceivedObject's default cube and the shape to its category hint
@@ -97,7 +100,7 @@ def perceived_object_to_msg(obj: PerceivedObject) -> Optional[ObjectMsg]:
     return msg
 
 
-def perception_result_to_msg(result: PerceptionResult, instruction: str = "",
+def perception_result_to_msg(result: "PerceptionResult", instruction: str = "",
                              header: Optional[Header] = None) -> PerceptionResultMsg:
     """A core PerceptionResult as the message the perception node returns and publishes.
 
@@ -131,7 +134,7 @@ def perception_result_to_msg(result: PerceptionResult, instruction: str = "",
         requests=max(0, int(result.requests)))
 
 
-def perceived_object_from_msg(msg: ObjectMsg) -> PerceivedObject:
+def perceived_object_from_msg(msg: ObjectMsg) -> "PerceivedObject":
     """A PerceivedObject of an ObjectObservation (the inverse of perceived_object_to_msg).
 
     SHAPE_UNKNOWN becomes shape None, so PerceivedObject.to_object_instance guesses it from
@@ -139,6 +142,8 @@ def perceived_object_from_msg(msg: ObjectMsg) -> PerceivedObject:
     field an older bag's layout lacks (the geometry fields, yaw_known, warnings) reads as
     PerceivedObject's default, what that bag's planner knew.
     """
+    from agentic_grasp.core.perception import PerceivedObject  # on use, as above
+
     state = enum_value(msg, STATE_NAMES, msg.state, f"object {msg.id!r}: state")
     try:
         affordance = affordance_from_msg(msg.affordance)
@@ -166,13 +171,15 @@ def perceived_object_from_msg(msg: ObjectMsg) -> PerceivedObject:
         warnings=list(getattr(msg, "warnings", [])))
 
 
-def perception_result_from_msg(msg: PerceptionResultMsg) -> PerceptionResult:
+def perception_result_from_msg(msg: PerceptionResultMsg) -> "PerceptionResult":
     """The core PerceptionResult of a Perceive answer (the planner's input).
 
     ``target`` is the object whose id is ``target_id`` (None when the message carries none
     with a 3-D position). A malformed object becomes an error result naming it, the way a
     backend reports a bad answer, rather than an exception.
     """
+    from agentic_grasp.core.perception import PerceptionResult  # on use, as above
+
     try:
         objects = [perceived_object_from_msg(m) for m in msg.objects]
     except ValidationError as exc:

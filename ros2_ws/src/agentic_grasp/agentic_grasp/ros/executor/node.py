@@ -22,13 +22,15 @@ from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.ros.common.liveness import PeerMonitor
 from agentic_grasp.ros.common.runner import spin_node
 from agentic_grasp.ros.common.params import declare, declare_config
-from agentic_grasp.ros.executor.sim_arm import SimArmBackend
 from agentic_grasp_interfaces.action import ExecuteGrasp
 
 
 def make_backend(node: Node, kind: str) -> ArmBackend:
     """Import and build the backend chosen by the ``arm_backend`` parameter."""
     if kind == "sim":
+        # on use: only the backend that arm_backend names is imported
+        from agentic_grasp.ros.executor.sim_arm import SimArmBackend
+
         return SimArmBackend(node, declare(node, "sim.arm_service", "/sim/arm",
                                            "Service of the simulator's arm (SimArmPhase)"),
                              declare(node, "sim.timeout_s", 5.0,

@@ -61,7 +61,6 @@ from agentic_grasp.core.perception.vlm.config import VlmConfig, VlmSimConfig
 from agentic_grasp.core.perception.vlm.schema import vlm_id, vlm_words
 from agentic_grasp.core.render.views import render_view
 from agentic_grasp.core.types import AffordanceType, ObjectInstance, ObjectState
-from agentic_grasp.core.sim import Simulator, list_tasks
 
 LOGGER = logging.getLogger(__name__)
 
@@ -405,6 +404,9 @@ def bench_calls(n: int = 20, perfect: bool = False) -> Dict[str, Any]:
     Times are CPU time of this process (``time.process_time``): on a shared machine wall
     time measures the other processes as much as this code.
     """
+    # the simulator on use: this benchmark alone needs it, and perception never loads it
+    from agentic_grasp.core.sim import Simulator, list_tasks
+
     sim = Simulator.from_config()
     camera = Camera()
     params = load_params()
