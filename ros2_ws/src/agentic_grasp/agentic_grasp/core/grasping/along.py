@@ -119,6 +119,14 @@ CONTENT_SAFETY = 1.5
 GRAVITY = 9.81
 
 
+def content_mass(target: ObjectInstance) -> float:
+    """The content bound's mass (kg): the perceived body's volume full of water
+    (CONTENT_DENSITY_KG_M3), a cylinder's or a box's."""
+    sx, sy, sz = (float(v) for v in target.size)
+    volume = math.pi * sx * sy / 4.0 * sz if target.shape == Shape.CYLINDER else sx * sy * sz
+    return CONTENT_DENSITY_KG_M3 * volume
+
+
 def content_grip_force(grasp: GraspParameters, target: ObjectInstance,
                        cfg: GraspSynthesisConfig) -> float:
     """The grip force a part grasp of a filled container needs against its turning (see
@@ -127,9 +135,7 @@ def content_grip_force(grasp: GraspParameters, target: ObjectInstance,
         return 0.0
     d = float(np.hypot(*(np.asarray(grasp.position[:2], float)
                          - np.asarray(target.position[:2], float))))
-    sx, sy, sz = (float(v) for v in target.size)
-    volume = math.pi * sx * sy / 4.0 * sz if target.shape == Shape.CYLINDER else sx * sy * sz
-    mass = CONTENT_DENSITY_KG_M3 * volume
+    mass = content_mass(target)
     r = math.sqrt(cfg.hand.finger_width_m * cfg.hand.pad_depth_m / math.pi)
     return CONTENT_SAFETY * mass * GRAVITY * d / (4.0 / 3.0 * CONTENT_PAD_FRICTION * r)
 
@@ -185,11 +191,8 @@ def rim_grip_force(target: ObjectInstance, cfg: GraspSynthesisConfig) -> float:
     pinched radially at the rim, the weight acts at the body's radius R from the pads and
     the pads' pressure couple holds it with the pad's depth d as its lever, F d, so
     F >= CONTENT_SAFETY m g R / d."""
-    sx, sy, sz = (float(v) for v in target.size)
-    volume = math.pi * sx * sy / 4.0 * sz if target.shape == Shape.CYLINDER else sx * sy * sz
-    mass = CONTENT_DENSITY_KG_M3 * volume
-    radius = min(sx, sy) / 2.0
-    return CONTENT_SAFETY * mass * GRAVITY * radius / cfg.hand.pad_depth_m
+    radius = min(float(target.size[0]), float(target.size[1])) / 2.0
+    return CONTENT_SAFETY * content_mass(target) * GRAVITY * radius / cfg.hand.pad_depth_m
 
 
 #: Outward pitches of a grasp on a part that sticks out of the body: the 10-degree grid of
@@ -276,6 +279,6 @@ def finger_body_gap(finger_corners: np.ndarray, target: ObjectInstance) -> float
 
 
 __all__ = ["ALONG_STEPS", "HAND_CONTINUOUS_FORCE_N", "LIGHTEST_CONTAINER_FRACTION",
-           "LONG_ASPECT", "PALM_OVER_TOP_M", "along_shifts", "content_grip_force",
+           "LONG_ASPECT", "PALM_OVER_TOP_M", "along_shifts", "content_grip_force", "content_mass",
            "finger_body_gap", "on_part", "part_cannot_hold", "part_pitches",
            "pivot_grip_force", "principal_axis", "rim_grip_force"]

@@ -14,9 +14,15 @@ from typing import Optional
 import numpy as np
 
 from agentic_grasp.core.arm.closing_axis import wrist_yaw_for_closing_axis
+from agentic_grasp.core.grasping.operations import VERTICAL
 from agentic_grasp.core.types import GraspParameters, GraspType, ObjectInstance
 
-VERTICAL = np.array([0.0, 0.0, -1.0])
+
+def rim_opening(synth) -> float:
+    """The opening of a rim pinch chosen from a perceived radius: the part opening plus the
+    perceived width's error bound on either side, so the wall, at a perceived radius that may
+    be off by that much, falls between the pads (``synth``: GraspSynthesisConfig)."""
+    return synth.min_part_opening_m + 2.0 * synth.hand_limits.width_margin_m
 
 
 def rim_grasp(obj: ObjectInstance, base: GraspParameters, rim_z: float,
@@ -43,4 +49,4 @@ def rim_grasp(obj: ObjectInstance, base: GraspParameters, rim_z: float,
                      wrist_yaw=wrist_yaw_for_closing_axis(VERTICAL, axis))
 
 
-__all__ = ["rim_grasp"]
+__all__ = ["rim_grasp", "rim_opening"]

@@ -23,7 +23,7 @@ from agentic_grasp.core.grasping.along import (HAND_CONTINUOUS_FORCE_N, on_part,
                                                rim_grip_force)
 from agentic_grasp.core.grasping.fit import fit_strategy
 from agentic_grasp.core.grasping.heuristic import geometric_grasps, heuristic_grasp
-from agentic_grasp.core.grasping.rim import rim_grasp
+from agentic_grasp.core.grasping.rim import rim_grasp, rim_opening
 from agentic_grasp.core.planner.configurations import VLM_TYPE_FOR_AFFORDANCE
 from agentic_grasp.core.planner.memory import EpisodicMemory, Recall
 from agentic_grasp.core.planner.ports import RetrievalRequest
@@ -252,8 +252,7 @@ class InitialGrasp:
                 or target.state == ObjectState.FILLED or not on_part(grasp, target)
                 or not part_cannot_hold(grasp, target, synth)):
             return grasp, ""
-        opening = synth.min_part_opening_m + 2.0 * synth.hand_limits.width_margin_m
-        rim = rim_grasp(target, grasp, float(self._rim_z), synth, opening)
+        rim = rim_grasp(target, grasp, float(self._rim_z), synth, rim_opening(synth))
         grip = min(rim_grip_force(target, synth), self.config.limits.max_force_n,
                    HAND_CONTINUOUS_FORCE_N)
         rim = rim.copy(force=max(float(grasp.force), grip))

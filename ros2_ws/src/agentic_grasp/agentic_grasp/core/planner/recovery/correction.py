@@ -11,7 +11,7 @@ import numpy as np
 
 from agentic_grasp.core.arm.closing_axis import closing_axis
 from agentic_grasp.core.grasping.along import on_part
-from agentic_grasp.core.grasping.rim import rim_grasp
+from agentic_grasp.core.grasping.rim import rim_grasp, rim_opening
 from agentic_grasp.core.planner.configurations import PlannerConfig
 from agentic_grasp.core.planner.recovery.failure import Diagnosis
 from agentic_grasp.core.grasping.operations import (CENTRED_M, VERTICAL, clamp_grasp,
@@ -428,12 +428,9 @@ def _correction_at(diagnosis: Diagnosis, level: int, grasp: GraspParameters,
         # the grip force stays the one planned for this object: the pivot rule's bound
         # (a volume of water) would crush a thin wall, and a slip raises it by the
         # paper's rule on the next attempt
-        # the part opening plus the perceived width's error bound on either side, so the
-        # wall, at a perceived radius that may be off by that much, falls between the pads
         synth = config.grasp_synthesis
         new_base = rim_grasp(ctx.target, base, float(ops["rim_pinch"]), synth,
-                             synth.min_part_opening_m + 2.0 * synth.hand_limits.width_margin_m,
-                             away_from=ops.get("rim_away"))
+                             rim_opening(synth), away_from=ops.get("rim_away"))
         new_grasp = new_base.copy(force=grasp.force * float(ops.get("force_scale", 1.0)))
     elif ops.get("replan"):
         if ctx.alternatives:
