@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -149,15 +149,9 @@ class SimArmBackend(ArmBackend):
             if phase == Phase.APPROACH:
                 request.target_id, request.grasp = target_id, grasp_to_msg(grasp)
             response = self._call(request)
-            if response == "lost":
-                return ArmResult(ArmError.BACKEND_UNAVAILABLE,
-                                 f"{self._monitor.describe_loss(self.peer)} during "
-                                 f"{phase.value}")
-            if response is None:
-                self._send_abort(attempt_id)
-                return ArmResult(ArmError.BACKEND_UNAVAILABLE,
-                                 f"simulator did not answer {phase.value} within "
-                                 f"{self._timeout:.1f} s")
+            unanswered = self._unanswered(response, attempt_id, phase.value, self._timeout)
+            if unanswered is not None:
+                return unanswered
             if not response.ok:
                 return ArmResult(ArmError(response.error_code or ArmError.BACKEND_FAILURE),
                                  response.message)
@@ -166,6 +160,19 @@ class SimArmBackend(ArmBackend):
                 break
         return ArmResult(ArmError.NONE, last.message if last else "",
                          outcome_from_msg(last.outcome) if last else None)
+
+    def _unanswered(self, response: Any, attempt_id: str, what: str,
+                    waited_s: float) -> Optional[ArmResult]:
+        """The result of a call the simulator did not answer: its node was lost, or the wait
+        of ``waited_s`` ran out (the attempt is then aborted there); None when it answered."""
+        if response == "lost":
+            return ArmResult(ArmError.BACKEND_UNAVAILABLE,
+                             f"{self._monitor.describe_loss(self.peer)} during {what}")
+        if response is None:
+            self._send_abort(attempt_id)
+            return ArmResult(ArmError.BACKEND_UNAVAILABLE,
+                             f"simulator did not answer {what} within {waited_s:.1f} s")
+        return None
 
     def _execute_whole(self, attempt_id: str, target_id: str, grasp: GraspParameters,
                        on_phase, is_canceled) -> ArmResult:
@@ -185,14 +192,10 @@ class SimArmBackend(ArmBackend):
             phase=SimArmPhase.Request.ATTEMPT, attempt_id=attempt_id, target_id=target_id,
             grasp=grasp_to_msg(grasp)), timeout_s=self._timeout * len(PHASES),
             on_cancel=abort_once)
-        if response == "lost":
-            return ArmResult(ArmError.BACKEND_UNAVAILABLE,
-                             f"{self._monitor.describe_loss(self.peer)} during the attempt")
-        if response is None:
-            self._send_abort(attempt_id)
-            return ArmResult(ArmError.BACKEND_UNAVAILABLE,
-                             f"simulator did not answer the attempt within "
-                             f"{self._timeout * len(PHASES):.1f} s")
+        unanswered = self._unanswered(response, attempt_id, "the attempt",
+                                      self._timeout * len(PHASES))
+        if unanswered is not None:
+            return unanswered
         ran = min(int(response.phases_run), len(PHASES))     # phases that ran
         for index in range(2, ran + 1):
             on_phase(PHASES[index - 1], index, len(PHASES))
