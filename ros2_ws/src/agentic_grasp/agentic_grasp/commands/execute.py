@@ -53,18 +53,27 @@ def run(args: argparse.Namespace) -> int:
         except GraphError as exc:
             print(f"error: {exc}")
             return 2
-    outcome = result.outcome
+    # on use, as above
+    from agentic_grasp.core.arm.backend import ArmResult
+    from agentic_grasp.core.grasping.config import HandConfig
+    from agentic_grasp.core.grasping.hand import HandModel
+    from agentic_grasp.core.planner.recovery.diagnosis import assess
+    from agentic_grasp.ros.conversions.grasp import observation_from_msg
+
+    observation = observation_from_msg(result.observation)
+    # the planner's reading of what the arm reported, against the scene this tool planned on
+    assessed = assess(ArmResult(ArmError(result.error_code), result.message, observation),
+                      grasp, HandModel(HandConfig()), objects[target], list(objects.values()))
+    outcome, diagnosis = assessed.outcome, assessed.diagnosis
     report = {
         "target": target, "error_code": ArmError(result.error_code).name,
-        "message": result.message, "success": bool(outcome.success),
-        "quality": round(float(outcome.quality), 4),
-        "phi": [round(float(v), 3) for v in outcome.phi],
-        "events": list(outcome.events), "phase_reached": outcome.phase_reached,
+        "message": result.message, "success": assessed.success,
+        "quality": None if outcome is None else round(float(outcome.quality), 4),
+        "diagnosis": None if diagnosis is None else diagnosis.to_dict(),
         # NaN marks a quantity that does not exist in this attempt (no contact, ...): null.
-        "measurements": {n: (round(float(v), 5) if v == v else None) for n, v in
-                         zip(outcome.measurement_names, outcome.measurement_values)},
+        "observation": None if observation is None else observation.to_dict(),
     }
     print(json.dumps(report, indent=None if args.json else 2))
     if result.error_code != ArmError.NONE:
         return 2
-    return 0 if outcome.success else 1
+    return 0 if assessed.success else 1

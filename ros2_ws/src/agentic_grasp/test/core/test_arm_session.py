@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from agentic_grasp.core.arm.backend import ArmError
+from agentic_grasp.core.arm.observation import ArmObservation
 from agentic_grasp.core.arm.session import GRIPPER_OPEN, SimArmSession
 from agentic_grasp.core.errors import UnknownTargetError
 from agentic_grasp.core.types import AttemptOutcome, GraspParameters, Phase
@@ -17,13 +18,15 @@ class FakeKinematics:
 
 
 class FakeSim:
-    """Attempts finish after LIFT; success as configured; records calls."""
+    """Attempts finish after LIFT; success as configured; records calls. Its sensors
+    report the phase reached and the finger width (``last_observation``)."""
 
     def __init__(self, success: bool = True, extent: float = 0.06) -> None:
         self.kinematics = FakeKinematics()
         self.success, self.extent = success, extent
         self.calls = []
         self._phase = {}
+        self.last_observation = None
 
     def validate(self, target_id, grasp):
         if target_id != "banana":
@@ -37,6 +40,8 @@ class FakeSim:
     def advance(self, attempt_id, phase):
         self.calls.append(("advance", attempt_id, phase))
         self._phase[attempt_id] = phase
+        self.last_observation = ArmObservation(phase_reached=phase,
+                                               width_at_contact_m=self.extent)
         return AttemptOutcome(success=self.success and phase == Phase.LIFT, quality=0.9,
                               phi=np.ones(7), phase_reached=phase,
                               measurements={"object_extent_m": self.extent})
@@ -64,11 +69,16 @@ def test_a_successful_attempt_drops_the_object_into_the_bin():
     session = SimArmSession(sim)
     step = run(session, "", Phase.APPROACH)
     assert step.attempt_id == "a1" and not step.finished and step.error is None
+    # what goes on to the executor is the sensors' report of this phase
+    assert step.observation is sim.last_observation
+    assert step.observation.phase_reached == Phase.APPROACH
     assert np.allclose(session.q, 0.5)
     assert session.gripper == pytest.approx(0.03)
     run(session, "a1", Phase.CLOSE)
     step = run(session, "a1", Phase.LIFT)
     assert step.finished and step.outcome.success
+    assert step.observation is sim.last_observation
+    assert step.observation.phase_reached == Phase.LIFT
     assert sim.calls[-1] == ("bin",)
     assert session.abort_open() == ""          # nothing open any more
 
@@ -79,6 +89,7 @@ def test_a_failed_attempt_opens_the_gripper_and_keeps_the_object():
     for phase in (Phase.APPROACH, Phase.CLOSE, Phase.LIFT):
         step = run(session, "a1", phase)
     assert step.finished and not step.outcome.success
+    assert step.observation.phase_reached == Phase.LIFT
     assert ("bin",) not in sim.calls and session.gripper == GRIPPER_OPEN
 
 
@@ -93,6 +104,7 @@ def test_an_abort_skips_the_next_phase_without_reading_the_grasp():
 
     step = session.step("a1", Phase.CLOSE, "banana", no_grasp)
     assert step.aborted and step.finished and step.outcome is None
+    assert step.observation is None
     assert sim.calls[-1] == ("abort", "a1") and session.gripper == GRIPPER_OPEN
     assert session.step("a1", Phase.LIFT, "banana", no_grasp).aborted is False
 

@@ -83,20 +83,26 @@ def test_escalation_rule_is_one_function(level_by, expected):
 
 
 # ---------------------------------------------------------------- Eq. 2, percentiles
-def test_moveit_outcome_uses_the_given_weights():
-    from agentic_grasp.ros.executor.moveit import config as mc
-    from agentic_grasp.ros.executor.moveit import outcome as mo
+def test_moveit_observation_is_scored_with_the_eq2_weights():
+    """The MoveIt arm's observation gets its Q from the planner's one reading of it, with
+    the Eq. 2 weights the simulator's quality uses; the aborted descent zeroes phi5."""
+    from agentic_grasp.core.arm.backend import ArmError, ArmResult
+    from agentic_grasp.core.grasping.config import HandConfig
+    from agentic_grasp.core.grasping.hand import HandModel
+    from agentic_grasp.core.planner.recovery.diagnosis import PAPER_WEIGHTS, assess
     from agentic_grasp.core.sim.params import QualityParams
+    from agentic_grasp.core.types import QUALITY_FACTOR_NAMES
+    from agentic_grasp.ros.executor.moveit import outcome as mo
 
-    cfg = mc.MoveItBackendConfig()
+    grasp = GraspParameters(position=np.array([0.5, 0.1, 0.05]), width=0.06, force=25.0)
     obs = mo.MoveItObservation(execution_failure="ABORTED", execution_stage="descent")
-    default = mo.outcome_from_observation(obs, cfg, "cube_1")
-    phi = np.asarray(default.phi, dtype=float)
-    assert default.quality == pytest.approx(float(np.dot(QualityParams().weights, phi)))
-    only_clearance = [0.0] * 7
-    only_clearance[list(mo.QUALITY_FACTOR_NAMES).index("approach_clearance")] = 1.0
-    weighted = mo.outcome_from_observation(obs, cfg, "cube_1", weights=only_clearance)
-    assert weighted.quality == 0.0 and default.quality > 0.0    # the collision zeroed phi5
+    read = assess(ArmResult(ArmError.NONE, "", mo.arm_observation(obs, grasp)), grasp,
+                  HandModel(HandConfig()))
+    phi = np.asarray(read.outcome.phi, dtype=float)
+    assert tuple(PAPER_WEIGHTS) == tuple(QualityParams().weights)
+    assert read.outcome.quality == pytest.approx(float(np.dot(PAPER_WEIGHTS, phi)))
+    assert phi[list(QUALITY_FACTOR_NAMES).index("approach_clearance")] == 0.0
+    assert 0.0 < read.outcome.quality < 1.0
 
 
 def test_percentiles_are_numpy_default():

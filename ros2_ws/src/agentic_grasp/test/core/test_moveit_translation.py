@@ -2,7 +2,8 @@
 
 moveit_py cannot be installed here; everything the backend computes lives in
 agentic_grasp.ros.executor.moveit.translation and is checked against the project's own kinematics
-(independent FK) and failure taxonomy (the planner's ClassifyFailure).
+(independent FK) and failure taxonomy (the planner's one diagnosis of the arm's
+observation, core/planner/recovery/diagnosis.py).
 """
 import dataclasses
 import importlib.util
@@ -25,9 +26,13 @@ from agentic_grasp.core.errors import ConfigError
 from agentic_grasp.core.arm.panda_model import Q_READY
 from agentic_grasp.core.arm.kinematics import PandaKinematics
 from agentic_grasp.core.arm.closing_axis import closing_axis
-from agentic_grasp.core.planner.recovery.failure import classify_failure
+from agentic_grasp.core.arm.backend import ArmError, ArmResult
+from agentic_grasp.core.grasping.config import HandConfig
+from agentic_grasp.core.grasping.hand import HandModel
+from agentic_grasp.core.planner.recovery.diagnosis import PAPER_WEIGHTS, assess
 from agentic_grasp.core.types import (
-    FailureType, GraspParameters, GraspType, ObjectInstance, Phase, Shape)
+    QUALITY_FACTOR_NAMES, FailureType, GraspParameters, GraspType, ObjectInstance, Phase,
+    Shape)
 
 CFG = mc.MoveItBackendConfig()
 KIN = PandaKinematics()
@@ -210,18 +215,51 @@ def test_scene_has_the_table_top_at_z0_and_every_neighbour_but_the_target():
     assert phone.pose.position == pytest.approx((0.7, 0.2, 0.075))
 
 
-# ------------------------------------------------------------------ outcomes -> taxonomy
-def _classified(obs):
-    outcome = mo.outcome_from_observation(obs, CFG, "cube_1")
-    return outcome, classify_failure(outcome)
+# ------------------------------------------------------------------ observation -> taxonomy
+HAND = HandModel(HandConfig())
+
+
+def _classified(obs, grasp=None, target=None):
+    """The MoveIt measurements as the arm's observation, read by the planner's one
+    diagnosis against the perceived cube: (outcome, diagnosis)."""
+    grasp = grasp or _grasp()
+    target = target or _obj()
+    observation = mo.arm_observation(obs, grasp)
+    a = assess(ArmResult(ArmError.NONE, "attempt executed", observation), grasp, HAND, target,
+               [target])
+    return a.outcome, a.diagnosis
+
+
+def _phi(outcome, name):
+    return float(outcome.phi[list(QUALITY_FACTOR_NAMES).index(name)])
+
+
+def test_the_observation_carries_what_was_commanded_and_measured():
+    g = _grasp()
+    held = _closed(0.04, True, phase=Phase.LIFT, width_after_liftoff_m=0.0398,
+                   width_after_lift_m=0.0397, duration_s=4.2)
+    obs = mo.arm_observation(held, g)
+    assert obs.commanded_width_m == pytest.approx(0.06)
+    assert obs.commanded_force_n == pytest.approx(25.0)
+    assert obs.commanded_speed_mps == pytest.approx(0.05)
+    assert obs.is_grasped and obs.phase_reached == Phase.LIFT and obs.duration_s == 4.2
+    assert obs.width_at_contact_m == pytest.approx(0.04)
+    assert obs.width_at_liftoff_m == pytest.approx(0.0398)
+    assert obs.width_after_lift_m == pytest.approx(0.0397)
+    # not wired on the MoveIt arm yet: no wrench, no reflex, no close trace
+    assert not obs.wrench_gripped.known and not obs.reflexes and not obs.close_trace_m
+    # without the grasp, the measured opening stands for the commanded width
+    assert mo.arm_observation(held).commanded_width_m == pytest.approx(0.08)
 
 
 def test_planning_failure_is_an_unreachable_pose():
     obs = mo.MoveItObservation(planning_error=mo.MOVEIT_ERROR_CODES["NO_IK_SOLUTION"],
                                 planning_stage="pre-grasp")
+    assert mo.arm_observation(obs).planning_error == "NO_IK_SOLUTION at the pre-grasp pose"
     outcome, diag = _classified(obs)
     assert not outcome.success and diag.failure_type == FailureType.UNREACHABLE_POSE
-    assert outcome.measurements["reachable"] == 0.0
+    assert diag.source == "observation" and "pre-grasp" in diag.detail
+    assert _phi(outcome, "position_accuracy") == 0.0
     obs = mo.MoveItObservation(planning_error=mo.MOVEIT_ERROR_CODES["PLANNING_FAILED"],
                                 planning_stage="descent", cartesian_fraction=0.4)
     assert _classified(obs)[1].failure_type == FailureType.UNREACHABLE_POSE
@@ -232,24 +270,27 @@ def test_goal_in_collision_and_aborted_motion_are_collisions():
                                 planning_stage="pre-grasp")
     assert _classified(obs)[1].failure_type == FailureType.COLLISION
     obs = mo.MoveItObservation(execution_failure="ABORTED", execution_stage="descent")
+    assert mo.arm_observation(obs).execution_error == "descent motion stopped: ABORTED"
     outcome, diag = _classified(obs)
     assert diag.failure_type == FailureType.COLLISION and diag.phase == "approach"
-    assert outcome.phi[list(mo.QUALITY_FACTOR_NAMES).index("approach_clearance")] == 0.0
+    assert _phi(outcome, "approach_clearance") == 0.0
 
 
 def _closed(width, ok, **kw):
     goal = mt.GripperGraspGoal(0.05, 0.01, 0.01, 0.05, 25.0)
     return mo.MoveItObservation(phase_reached=kw.pop("phase", Phase.CLOSE), grasp_goal=goal,
                                  grasp_action_ok=ok, width_after_close_m=width,
-                                 opening_m=0.06, **kw)
+                                 opening_m=0.08, **kw)
 
 
 def test_gripper_grasp_failure_is_a_width_mismatch_with_its_direction():
-    outcome, diag = _classified(_closed(0.075, False))        # wider object than expected
+    """The Franka Hand's grasp action fails when the fingers stop outside the expected
+    width's epsilon window (50 +- 10 mm here): material stopped them, wider or narrower than
+    expected, which is no finger closing on nothing."""
+    outcome, diag = _classified(_closed(0.075, False), _grasp(width=0.08))   # wider object
     assert diag.failure_type == FailureType.WIDTH_MISMATCH
-    assert outcome.measurements["opening_margin_m"] == pytest.approx((0.06 - 0.075) / 2)
     assert diag.width_direction == 1                          # open wider next time
-    outcome, diag = _classified(_closed(0.012, False))        # much narrower: too wide
+    outcome, diag = _classified(_closed(0.012, False), _grasp(width=0.08))   # much narrower
     assert diag.failure_type == FailureType.WIDTH_MISMATCH and diag.width_direction == -1
 
 
@@ -263,24 +304,29 @@ def test_object_lost_at_liftoff_is_slip_and_later_is_drop():
                    width_after_lift_m=0.0)
     outcome, diag = _classified(slip)
     assert not outcome.success and diag.failure_type == FailureType.SLIP
+    # no wrench on this arm: no load to tell a turn out of the pads from a friction slip
+    assert not diag.torque_bound
     drop = _closed(0.05, True, phase=Phase.LIFT, width_after_liftoff_m=0.0495,
                    width_after_lift_m=0.041)
     outcome, diag = _classified(drop)
-    assert diag.failure_type == FailureType.DROP and outcome.measurements["static_margin"] == 1.0
+    assert diag.failure_type == FailureType.DROP
+    assert outcome.measurements["width_at_liftoff_m"] == pytest.approx(0.0495)
 
 
 def test_held_object_after_the_lift_is_a_success_with_full_observed_quality():
-    held = _closed(0.05, True, phase=Phase.LIFT, width_after_liftoff_m=0.0498,
-                   width_after_lift_m=0.0497, duration_s=4.2)
-    outcome = mo.outcome_from_observation(held, CFG, "cube_1")
-    assert outcome.success and not outcome.events
+    # 40 mm in a 60 mm opening: 10 mm a side, full width compatibility
+    held = _closed(0.04, True, phase=Phase.LIFT, width_after_liftoff_m=0.0398,
+                   width_after_lift_m=0.0397, duration_s=4.2)
+    outcome, diag = _classified(held)
+    assert outcome.success and not outcome.events and diag is None
     assert outcome.quality == pytest.approx(1.0) and outcome.duration_s == 4.2
     assert outcome.phase_reached == Phase.LIFT and len(outcome.phi) == 7
 
 
 def test_failed_attempt_quality_drops_by_the_failed_factor_weight():
-    outcome = mo.outcome_from_observation(_closed(0.075, False), CFG)
-    assert outcome.quality == pytest.approx(1.0 - 0.15)          # w2, width compatibility
+    outcome, diag = _classified(_closed(0.0005, False))      # closed on nothing
+    assert diag.failure_type == FailureType.POSITION_ERROR
+    assert outcome.quality == pytest.approx(1.0 - PAPER_WEIGHTS[0])   # w1, position
 
 
 def test_system_errors_are_not_grasp_failures():

@@ -6,11 +6,12 @@ import pytest
 
 from agentic_grasp.core.arm.backend import ArmError
 from agentic_grasp.core.scene_graph.constraints import ConstraintType
-from agentic_grasp.core.grasping.config import GraspSynthesisConfig
+from agentic_grasp.core.grasping.config import GraspSynthesisConfig, Limits
 from agentic_grasp.core.planner import (STATUS_BLOCKED, STATUS_CANCELED, STATUS_NOT_PERCEIVED,
                                         STATUS_SUCCEEDED, EpisodicMemory, PlannerConfig,
                                         ReflectivePlanner)
 from agentic_grasp.core.planner.recovery import type_template, with_approach
+from agentic_grasp.core.planner.sections import ClassificationConfig
 from agentic_grasp.core.arm.closing_axis import closing_axis
 from agentic_grasp.core.types import FailureType, GraspType, ObjectState, Shape
 
@@ -131,17 +132,20 @@ def test_level_3_perturbation_is_seeded():
 
 
 def test_a_correction_that_changes_nothing_escalates():
-    width_fail = outcome(events=[("width_mismatch", "approach")],
-                         measurements={"opening_margin_m": -0.01})
-    strategies = [experience("wide", "cup", {**CUP_GRASP, "width": 0.08})]
-    arm = ScriptedArm([width_fail, ok()])
+    # a slip (the pads carried more than friction holds: no turn out of them) at the hand's
+    # full force: f' = 1.2 f is clamped to the limit, so level 1 changes nothing
+    top = Limits().max_force_n
+    strategies = [experience("firm", "cup", {**CUP_GRASP, "force": top})]
+    arm = ScriptedArm([slip(), ok()])
     goal, _ = run(planner(strategies=strategies), arm)
+    assert goal.attempts[0].diagnosis.failure_type == FailureType.SLIP
+    assert not goal.attempts[0].diagnosis.torque_bound
     assert goal.attempts[0].correction.level == 2
     assert goal.levels == [0, 2]
     assert "escalated" in goal.attempts[0].correction.text
-    arm = ScriptedArm([width_fail, ok()])
+    arm = ScriptedArm([slip(), ok()])
     goal, _ = run(planner(strategies=strategies, escalate_unchanged=False), arm)
-    assert goal.levels == [0, 1] and arm.grasps[1].width == pytest.approx(0.08)
+    assert goal.levels == [0, 1] and arm.grasps[1].force == pytest.approx(top)
 
 
 def test_arm_errors_are_attempts_and_classified():
@@ -320,13 +324,44 @@ def test_with_approach_keeps_the_closing_axis():
     assert abs(float(a0 @ a1)) > 0.9
 
 
+#: A grasp at the centre of a box (the cup's strategy sits on its handle, where a landing
+#: finger is read against the handle's opening, not the body's width).
+BOX_GRASP = {"position": [0.0, 0.0, 0.03], "width": 0.03, "force": 15.0,
+             "grasp_type": "pinch", "wrist_yaw": 0.0}
+
+
+def _failure_scene(kind: FailureType):
+    """(planner, script, objects, target, expected diagnosis source) in which the arm's
+    sensors show ``kind``: a neighbour to hit, a target wider than the opening, a long
+    target across the closing axis; WRONG_OBJECT is the arm's error code and TIMEOUT the
+    attempt's wall time, neither a sensor signature."""
+    phase = {"slip": "lift", "drop": "lift"}.get(kind.value, "approach")
+    first = outcome(events=[(kind.value, phase, "cup_1")])
+    objects, target, p, source = [cup()], "cup_1", planner(), "observation"
+    if kind == FailureType.COLLISION:
+        objects = [cup(), make_object("box_2", "box", xy=(0.5, 0.12), size=(0.06, 0.06, 0.12))]
+        first = outcome(events=[("collision", "approach", "box_2")])
+    elif kind in (FailureType.WIDTH_MISMATCH, FailureType.ORIENTATION):
+        # 60 mm across a 30 mm opening; the long box is 200 mm along the closing axis and
+        # 50 mm across it
+        size = (0.06, 0.06, 0.06) if kind == FailureType.WIDTH_MISMATCH else (0.05, 0.20, 0.06)
+        objects, target = [make_object("box_1", "box", size=size)], "box_1"
+        p = planner(strategies=[experience("box-001", "box", BOX_GRASP)])
+        first = outcome(events=[(kind.value, "approach", "box_1")])
+    elif kind == FailureType.WRONG_OBJECT:
+        first, source = ArmError.UNKNOWN_TARGET, "arm_error"
+    elif kind == FailureType.TIMEOUT:
+        first, source = slip(), "timeout"
+        p = planner(classification=ClassificationConfig(attempt_timeout_s=1e-9))
+    return p, ScriptedArm([first, ok()]), objects, target, source
+
+
 @pytest.mark.parametrize("kind", list(FailureType))
 def test_every_failure_type_is_diagnosed_and_corrected_in_the_loop(kind):
-    phase = {"slip": "lift", "drop": "lift"}.get(kind.value, "approach")
-    arm = ScriptedArm([outcome(events=[(kind.value, phase, "cup_1")]), ok()])
-    goal, _ = run(planner(), arm)
+    p, arm, objects, target, source = _failure_scene(kind)
+    goal, _ = run(p, arm, objects, target=target)
     first = goal.attempts[0]
-    assert first.diagnosis.failure_type == kind and first.diagnosis.source == "event"
+    assert first.diagnosis.failure_type == kind and first.diagnosis.source == source
     assert first.correction.level in (1, 2)          # 2 only when level 1 changed nothing
     assert goal.attempts[1].retry_level == first.correction.level
     assert arm.grasps[1].to_dict() != arm.grasps[0].to_dict()

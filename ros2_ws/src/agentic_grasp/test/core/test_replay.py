@@ -24,10 +24,11 @@ from agentic_grasp.core.planner import (EpisodicMemory, PlannerConfig,  # noqa: 
 from agentic_grasp.core.planner.peers import (FunctionPerceiver, HaaRagRetriever,  # noqa: E402
                                               SceneGraphReasoner)
 from agentic_grasp.core.scene_graph.config import SceneGraphConfig  # noqa: E402
-from agentic_grasp.core.types import AttemptOutcome, Phase, PhysicalEvent  # noqa: E402
 from agentic_grasp.ros.conversions.perception import perception_result_from_msg  # noqa: E402
 from agentic_grasp.ros.recording import replay  # noqa: E402
 from agentic_grasp.ros.recording.bag.typestore import connection_args, typestore  # noqa: E402
+
+from test_planner_fakes import observation_for, ok, slip  # noqa: E402
 
 PERCEPTION = "agentic_grasp_interfaces/msg/PerceptionResult"
 ATTEMPT = "agentic_grasp_interfaces/msg/AttemptRecord"
@@ -86,23 +87,22 @@ def perception_msg(instruction: str):
 
 
 class ScriptedArm(ArmBackend):
-    """Attempt 0 slips during lift, attempt 1 succeeds; keeps the grasps it was given."""
+    """Attempt 0 slips during lift (its sensors: the width lost at lift-off), attempt 1
+    holds; keeps the grasps it was given and the observations it reported."""
 
     name = "scripted"
 
     def __init__(self) -> None:
         self.grasps = []
-        self.outcomes = []
+        self.observations = []
 
     def execute(self, target_id, grasp, on_phase, is_canceled):
-        ok = len(self.grasps) > 0
-        outcome = AttemptOutcome(
-            success=ok, quality=0.8 if ok else 0.2, phi=np.full(7, 0.5),
-            events=[] if ok else [PhysicalEvent(kind="slip", phase=Phase.LIFT)],
-            phase_reached=Phase.LIFT, measurements={"lift_height_m": 0.1}, duration_s=2.0)
+        held = len(self.grasps) > 0
+        obs = observation_for(ok(duration=2.0) if held else slip(duration=2.0), grasp,
+                              target_id, {})
         self.grasps.append(grasp)
-        self.outcomes.append(outcome)
-        return ArmResult(ArmError.NONE, "", outcome)
+        self.observations.append(obs)
+        return ArmResult(ArmError.NONE, "", obs)
 
 
 def _grasp_msg(g):
@@ -113,6 +113,33 @@ def _grasp_msg(g):
                grasp_type=_GRASP_CODES[g.grasp_type.value],
                approach_height=float(g.approach_height), speed=float(g.speed),
                wrist_yaw=float(g.wrist_yaw))
+
+
+def _wrench_msg(w):
+    return new("geometry_msgs/msg/Wrench", force=_vec("geometry_msgs/msg/Vector3", w.force),
+               torque=_vec("geometry_msgs/msg/Vector3", w.torque))
+
+
+def _observation_msg(o):
+    return new("agentic_grasp_interfaces/msg/ArmObservation",
+               commanded_width_m=float(o.commanded_width_m),
+               commanded_speed_mps=float(o.commanded_speed_mps),
+               commanded_force_n=float(o.commanded_force_n),
+               phase_reached=o.phase_reached.value, planning_error=o.planning_error,
+               execution_error=o.execution_error,
+               reflexes=[new("agentic_grasp_interfaces/msg/ArmReflex", phase=r.phase.value,
+                             ee_position=_vec("geometry_msgs/msg/Point", r.ee_position),
+                             wrench=_wrench_msg(r.wrench)) for r in o.reflexes],
+               width_at_contact_m=float(o.width_at_contact_m),
+               width_after_close_m=float(o.width_after_close_m),
+               width_at_liftoff_m=float(o.width_at_liftoff_m),
+               width_after_lift_m=float(o.width_after_lift_m),
+               close_trace_m=np.asarray(o.close_trace_m, dtype=np.float64),
+               grasp_result={None: 0, False: 1, True: 2}[o.is_grasped],
+               wrench_free=_wrench_msg(o.wrench_free),
+               wrench_gripped=_wrench_msg(o.wrench_gripped),
+               wrench_liftoff=_wrench_msg(o.wrench_liftoff),
+               wrench_lifted=_wrench_msg(o.wrench_lifted), duration_s=float(o.duration_s))
 
 
 def _outcome_msg(o):
@@ -128,7 +155,8 @@ def _outcome_msg(o):
 
 @pytest.fixture(scope="module")
 def session():
-    """(perception answers, grasps, outcomes) of one goal of the full configuration."""
+    """(perception answers, grasps, (observation, the planner's outcome) per attempt) of
+    one goal of the full configuration."""
     config = PlannerConfig.from_config()
     from agentic_grasp.core.retrieval import build_retriever
 
@@ -148,7 +176,10 @@ def session():
     task = planner.run_task("pick up the ceramic cup", FunctionPerceiver(perceive), arm,
                             EpisodicMemory())
     assert task.success and len(arm.grasps) == 2
-    return answers, arm.grasps, arm.outcomes
+    outcomes = [a.outcome for a in task.attempts]
+    assert [o.success for o in outcomes] == [False, True]
+    assert [e.kind for e in outcomes[0].events] == ["slip"]
+    return answers, arm.grasps, list(zip(arm.observations, outcomes))
 
 
 GOAL_ID = "ab" * 16
@@ -185,9 +216,10 @@ def write_session(path, session, storage=StoragePlugin.SQLITE3, log_configuratio
         writer.write(conns[PERCEPTION], stamp,
                      store.serialize_cdr(_convert(msg, store), PERCEPTION))
         stamp += 1_000
-    for k, (g, o) in enumerate(zip(grasps, outcomes)):
+    for k, (g, (obs, o)) in enumerate(zip(grasps, outcomes)):
         rec = new(ATTEMPT, _store=store, goal_id=GOAL_ID, target_id="cup_1", attempt=k,
                   grasp=_convert(_grasp_msg(g), store),
+                  observation=_convert(_observation_msg(obs), store),
                   outcome=_convert(_outcome_msg(o), store))
         writer.write(conns[ATTEMPT], stamp, store.serialize_cdr(rec, ATTEMPT))
         stamp += 1_000
@@ -332,6 +364,18 @@ def test_a_bag_of_the_older_outcome_layout_still_reads(tmp_path, session):
     rec = by_topic(path, ["/planner/attempts"])["/planner/attempts"][0][1]
     assert not hasattr(rec.outcome, "event_details") and list(rec.outcome.events) == \
         ["slip:lift"]
+
+
+def test_an_attempt_record_carries_the_observation_beside_the_planners_reading(bag):
+    """The arm's sensor readings travel with the outcome the planner read from them."""
+    from agentic_grasp.ros.recording.bag.reader import by_topic
+
+    recs = [m for _, m in by_topic(bag, ["/planner/attempts"])["/planner/attempts"]]
+    slipped, held = recs
+    assert slipped.observation.phase_reached == "lift"
+    assert slipped.observation.width_at_liftoff_m == 0.0 and slipped.observation.grasp_result == 2
+    assert held.observation.width_after_lift_m > 0.0
+    assert list(slipped.outcome.events) == ["slip:lift"] and held.outcome.success
 
 
 def test_show_draws_one_picture_per_attempt_and_a_sheet(tmp_path, session, capsys):

@@ -21,6 +21,7 @@ from agentic_grasp.ros.executor.moveit import translation as mt
 from agentic_grasp.ros.executor.moveit import config as mc
 from agentic_grasp.ros.executor.moveit import outcome as mo
 from agentic_grasp.core import paths
+from agentic_grasp.core.arm.backend import ArmError
 from agentic_grasp.core.sim.params import QualityParams
 from agentic_grasp.core.types import ObjectInstance, Shape
 
@@ -401,15 +402,17 @@ def test_the_eq2_weights_are_declared_as_the_sim_nodes(moveit_arm):
         node.destroy_node()
 
 
-def test_a_canceled_attempt_scores_q_with_the_configured_weights(moveit_arm, monkeypatch):
+def test_a_canceled_attempt_reports_the_observation_of_what_it_reached(moveit_arm,
+                                                                       monkeypatch):
+    """A cancel mid-attempt still reports what the arm measured up to there, with the grasp
+    it was commanded, for the planner to read (it scores Q, not the backend)."""
     seen = []
 
-    def outcome(obs, cfg, target_id="", weights=None):
-        seen.append(weights)
-        return mo.outcome_from_observation(obs, cfg, target_id, weights)
+    def observed(obs, grasp=None):
+        seen.append((obs, grasp))
+        return mo.arm_observation(obs, grasp)
 
     backend = _backend(moveit_arm)
-    backend.quality = QualityParams(weights=tuple(WEIGHTS))
     backend._holding = False
     backend._gripper = types.SimpleNamespace(ready=lambda timeout_s: True, goal_active=False,
                                              move=lambda *_: True)
@@ -418,7 +421,10 @@ def test_a_canceled_attempt_scores_q_with_the_configured_weights(moveit_arm, mon
         raise moveit_arm._Canceled()
 
     monkeypatch.setattr(backend, "_attempt", canceled)
-    monkeypatch.setattr(moveit_arm, "outcome_from_observation", outcome)
-    grasp = types.SimpleNamespace(width=0.04)
+    monkeypatch.setattr(moveit_arm, "arm_observation", observed)
+    grasp = types.SimpleNamespace(width=0.04, speed=0.05, force=20.0)
     result = backend.execute("cup_0", grasp, lambda *_: None, lambda: True)
-    assert seen == [tuple(WEIGHTS)] and result.outcome is not None
+    assert result.error == ArmError.CANCELED and len(seen) == 1 and seen[0][1] is grasp
+    obs = result.observation
+    assert obs is not None and obs.commanded_width_m == pytest.approx(0.04)
+    assert obs.commanded_force_n == pytest.approx(20.0) and obs.is_grasped is None

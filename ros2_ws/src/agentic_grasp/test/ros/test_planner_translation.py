@@ -15,11 +15,13 @@ from std_msgs.msg import Header
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))  # the planner fakes
 
 from test_planner_fakes import (FixedRetriever, ScriptedArm, experience,  # noqa: E402
-                                make_object, ok, perception_of, slip)
+                                make_object, observation_for, ok, perception_of, slip)
 
 from agentic_grasp.ros.conversions.records import (attempt_record_to_msg, recorded_grasp)  # noqa: E402
 from agentic_grasp.ros.conversions.fields import message_values  # noqa: E402
-from agentic_grasp.ros.conversions.grasp import outcome_from_msg, outcome_to_msg  # noqa: E402
+from agentic_grasp.ros.conversions.grasp import (observation_from_msg,  # noqa: E402
+                                                 observation_to_msg, outcome_from_msg,
+                                                 outcome_to_msg)
 from agentic_grasp.core.errors import ConfigError  # noqa: E402
 from agentic_grasp.core.grasping.config import GraspSynthesisConfig  # noqa: E402
 from agentic_grasp.core.planner import EpisodicMemory, PlannerConfig  # noqa: E402
@@ -72,10 +74,17 @@ def test_session_publishes_one_record_per_attempt_with_its_reflection():
     core = task.goals[0].attempts[0]
     assert first.diagnosis.failure_type == "slip" and first.diagnosis.group == "post_grasp"
     assert first.diagnosis.retry_level == 1 and first.diagnosis.correction == core.correction.text
-    # each record carries the outcome the arm reported, as the message the executor sent
-    assert first.thought == core.thought and first.outcome == outcome_to_msg(slip())
+    # each record carries what the arm's sensors reported, as the message the executor
+    # sent, and the planner's reading of it
+    assert first.thought == core.thought
+    assert message_values(first.observation) == message_values(
+        observation_to_msg(observation_for(slip(), arm.grasps[0], "cup_1")))
+    assert message_values(first.outcome) == message_values(outcome_to_msg(core.outcome))
+    assert not first.outcome.success and list(first.outcome.events) == ["slip:lift"]
     assert second.diagnosis.failure_type == FailureDiagnosis.NONE and second.retry_level == 1
-    assert second.outcome == outcome_to_msg(ok())
+    assert message_values(second.observation) == message_values(
+        observation_to_msg(observation_for(ok(), arm.grasps[1], "cup_1")))
+    assert second.outcome.success and not second.outcome.events
     assert first.grasp.grip_force == pytest.approx(arm.grasps[0].force)
     assert math.isnan(first.clearance_m)             # paper mode: no clearance reasoning
     stages = [f.stage for f in sinks.feedback]
@@ -85,10 +94,11 @@ def test_session_publishes_one_record_per_attempt_with_its_reflection():
     assert [label for _g, label, _c in sinks.grasps] == ["cup_1 #1: ", "cup_1 #2: "]
 
 
-def test_an_outcome_message_comes_back_bit_for_bit_through_the_core():
-    """What lets the planner's records carry the arm's outcome without a side channel: the
-    executor's GraspOutcome (outcome_to_msg of the sim's outcome) survives outcome_from_msg
-    then outcome_to_msg unchanged, on real simulated attempts that succeed and fail."""
+def test_an_observation_message_comes_back_bit_for_bit_through_the_core():
+    """What lets the planner's records carry the arm's observation without a side channel:
+    the executor's ArmObservation (observation_to_msg of the sim's sensor readings) survives
+    observation_from_msg then observation_to_msg unchanged, on real simulated attempts that
+    succeed and fail; so does the planner's GraspOutcome of its reading."""
     from agentic_grasp.core.grasping.heuristic import heuristic_grasp
     from agentic_grasp.core.sim.simulator import Simulator
 
@@ -100,13 +110,17 @@ def test_an_outcome_message_comes_back_bit_for_bit_through_the_core():
             target = sim.get(spec.targets[0])
             grasp = heuristic_grasp(target)
             grasp.force *= 0.2 if seed == 1 else 1.0         # a weak grip slips
-            sent = outcome_to_msg(sim.execute_attempt(target.id, grasp))
-            back = outcome_to_msg(outcome_from_msg(sent))
-            # field by field, not ==: some measurements are NaN (not measured) and NaN != NaN;
+            truth = sim.execute_attempt(target.id, grasp)
+            sent = observation_to_msg(sim.last_observation)
+            back = observation_to_msg(observation_from_msg(sent))
+            # field by field, not ==: some readings are NaN (not measured) and NaN != NaN;
             # not the CDR bytes either: the serializer leaves alignment padding uninitialised
             # (CI saw byte 5, the pad after the leading bool, differ between two serialisations)
             assert message_values(back) == message_values(sent), (task, seed)
-            seen.add(sent.success)
+            read = outcome_to_msg(truth)
+            assert message_values(outcome_to_msg(outcome_from_msg(read))) == \
+                message_values(read), (task, seed)
+            seen.add(truth.success)
     assert seen == {True, False}
 
 
@@ -123,6 +137,7 @@ def test_an_attempt_the_arm_never_reported_is_sent_on_close_without_outcome_or_d
     (record,) = sinks.attempts
     assert record.attempt == 0 and record.retry_level == 0 and record.thought
     assert record.outcome == GraspOutcome()
+    assert observation_from_msg(record.observation) is None     # the arm reported nothing
     assert record.diagnosis.failure_type == FailureDiagnosis.NONE
     assert record.duration_s >= 0.0
 
@@ -130,7 +145,8 @@ def test_an_attempt_the_arm_never_reported_is_sent_on_close_without_outcome_or_d
 def test_an_attempt_whose_reflection_was_interrupted_is_sent_as_observed():
     """The planner builds an attempt's record once it has reflected on it; when the
     re-perception of the reflection fails, the session sends the attempt as the arm
-    observed it (its outcome), without a diagnosis or correction."""
+    observed it (its observation and the planner's reading of it), without a diagnosis or
+    correction."""
     sinks = _Sinks()
     arm = ScriptedArm([slip(), ok()])
     session = sinks.session(arm)
@@ -154,7 +170,10 @@ def test_an_attempt_whose_reflection_was_interrupted_is_sent_as_observed():
             session.close()
     (record,) = sinks.attempts
     assert record.attempt == 0 and len(arm.grasps) == 1
-    assert record.outcome == outcome_to_msg(slip())     # observed: the arm's outcome
+    # observed: the arm's sensor readings and the planner's reading of them
+    assert message_values(record.observation) == message_values(
+        observation_to_msg(observation_for(slip(), arm.grasps[0], "cup_1")))
+    assert not record.outcome.success and list(record.outcome.events) == ["slip:lift"]
     assert record.diagnosis.failure_type == FailureDiagnosis.NONE
     assert record.diagnosis.correction == ""
 

@@ -73,6 +73,9 @@ class TrialRecord:
     #: score feasible and infeasible targets apart: evaluation/studies/procedural.py)
     grasped: List[str] = field(default_factory=list)
     refused: List[str] = field(default_factory=list)
+    #: per executed attempt "true>diagnosed": the simulator's mechanism beside the planner's
+    #: diagnosis from the arm's observation ("none" = success); evaluation only
+    diagnoses: List[str] = field(default_factory=list)
 
     @classmethod
     def from_result(cls, result: Any, seed: int, trial: int, trial_seed: int,
@@ -110,7 +113,8 @@ class TrialRecord:
             vlm_s=round(float(getattr(result, "vlm_s", 0.0)), 4),
             n_refused=len(getattr(result, "refusals", []) or []),
             grasped=[str(g) for g in result.grasped],
-            refused=[str(r).split(":", 1)[0] for r in getattr(result, "refusals", []) or []])
+            refused=[str(r).split(":", 1)[0] for r in getattr(result, "refusals", []) or []],
+            diagnoses=[f"{t}>{d}" for t, d in getattr(result, "diagnoses", []) or []])
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -143,7 +147,7 @@ _BOOL_FIELDS = {"success", "order_ok", "recovered", "first_attempt_failed",
                 "constraint_satisfied"}
 _FLOAT_FIELDS = {"motion_s", "compute_s", "sim_time_s", "wall_s", "vlm_s"}
 _LIST_FIELDS = {"failure_types", "retry_levels", "initial_sources", "memory_levels", "grasped",
-                "refused"}
+                "refused", "diagnoses"}
 
 
 def _convert(name: str, _type: Any, value: Any) -> Any:

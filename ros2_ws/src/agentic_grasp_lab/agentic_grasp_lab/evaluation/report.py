@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from agentic_grasp.core import paths
+from agentic_grasp_lab.evaluation.diagnosis import (diagnosis_summary, format_diagnosis,
+                                                    plot_confusion)
 from agentic_grasp_lab.evaluation import tables as T
 from agentic_grasp_lab.evaluation.records import TrialRecord, read_records, write_json
 from agentic_grasp_lab.evaluation.sweep import SweepConfig, run_sweep
@@ -184,12 +186,15 @@ def tabulate(records: Dict[str, Sequence[TrialRecord]], cfg: SweepConfig,
         tables["recovery_levels"] = T.level_histogram(index, "full")
         tables["comparisons"] = C.comparisons(index, conf)
         tables["refusals"] = T.refusal_table(index)
+        tables["diagnosis"] = diagnosis_summary(main, "full" if "full" in cfg.configurations
+                                                else None)
         text += [T.format_table_ii(tables["table_ii"], tables["sg_objects"]),
                  C.format_comparisons(tables["comparisons"]),
                  T.format_per_task(tables["per_task"]),
                  T.format_table_iii(tables["table_iii"]),
                  T.format_histograms(tables["failure_types"], tables["recovery_levels"],
-                                     tables["refusals"])]
+                                     tables["refusals"]),
+                 format_diagnosis(tables["diagnosis"])]
     if main and records.get("oracle"):
         tables["perception_per_task"] = T.perception_per_task(
             T.RecordIndex(main), T.RecordIndex(records["oracle"]), "full", conf)
@@ -231,6 +236,10 @@ def write_report_figures(tables: Dict[str, Any], out: Path,
         return {}
     files = write_figures(out, tables["per_task"], tables["failure_types"],
                           tables["recovery_levels"], tables.get("ood"), ood_labels)
+    if tables.get("diagnosis", {}).get("confusion"):
+        written = plot_confusion(tables["diagnosis"], out / "diagnosis_confusion.png")
+        if written:
+            files["diagnosis_confusion"] = written
     if "perception_per_task" in tables:
         files["perception_per_task"] = str(perception_per_task(
             tables["perception_per_task"], out / "perception_per_task.png"))

@@ -14,8 +14,9 @@ from enum import IntEnum
 from typing import Any, Callable, Dict, Optional
 
 from agentic_grasp.core.errors import UnknownTargetError, ValidationError, WorkspaceError
-from agentic_grasp.core.types import (
-    GRIPPER_MAX_FORCE_N, GRIPPER_MAX_WIDTH_M, AttemptOutcome, GraspParameters, Phase)
+from agentic_grasp.core.arm.observation import ArmObservation
+from agentic_grasp.core.types import (GRIPPER_MAX_FORCE_N, GRIPPER_MAX_WIDTH_M, GraspParameters,
+                                      Phase)
 
 LOG = logging.getLogger(__name__)
 
@@ -37,15 +38,16 @@ class ArmError(IntEnum):
 
 @dataclass
 class ArmResult:
-    """What one ExecuteGrasp request produced: an outcome, or an error code and why."""
+    """What one ExecuteGrasp request produced: what the arm's sensors observed
+    (:mod:`.observation`), or an error code and why."""
 
     error: ArmError
     message: str = ""
-    outcome: Optional[AttemptOutcome] = None
+    observation: Optional[ArmObservation] = None
 
     @property
     def ran(self) -> bool:
-        return self.error == ArmError.NONE and self.outcome is not None
+        return self.error == ArmError.NONE and self.observation is not None
 
 
 @dataclass
@@ -208,16 +210,18 @@ class InProcessSimArm(ArmBackend):
             attempt = self.simulator.begin_attempt(target_id, grasp)
         except Exception as exc:  # noqa: BLE001 - mapped to a typed error code
             return error_for_exception(exc)
-        outcome = None
+        observation = None
         for index, phase in enumerate(PHASES, start=1):
             if is_canceled():
                 self.simulator.abort(attempt)
-                return ArmResult(ArmError.CANCELED, f"canceled before {phase.value}", outcome)
+                return ArmResult(ArmError.CANCELED, f"canceled before {phase.value}",
+                                 observation)
             on_phase(phase, index, len(PHASES))
-            outcome = self.simulator.advance(attempt, phase)
+            self.simulator.advance(attempt, phase)        # the truth stays in the simulator
+            observation = self.simulator.last_observation
             if self.simulator.attempt_finished(attempt):
                 break
-        return ArmResult(ArmError.NONE, "attempt executed", outcome)
+        return ArmResult(ArmError.NONE, "attempt executed", observation)
 
     def wrist_camera(self) -> Optional[WristCameraInfo]:
         mount = self.simulator.wrist_camera

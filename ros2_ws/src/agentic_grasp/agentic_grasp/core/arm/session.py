@@ -20,6 +20,7 @@ from typing import Callable, Optional, Set
 import numpy as np
 
 from agentic_grasp.core.arm.backend import ArmResult, error_for_exception
+from agentic_grasp.core.arm.observation import ArmObservation
 from agentic_grasp.core.arm.panda_model import Q_READY
 from agentic_grasp.core.types import AttemptOutcome, GraspParameters, Phase
 
@@ -32,10 +33,12 @@ class PhaseStep:
     """What one phase call did: the attempt it ran, and its outcome, abort or error."""
 
     attempt_id: str
-    outcome: Optional[AttemptOutcome] = None
+    outcome: Optional[AttemptOutcome] = None      # the simulator's truth (world side)
     finished: bool = False
     aborted: bool = False           # an ABORT named the attempt: nothing ran, it is over
     error: Optional[ArmResult] = None
+    #: what the arm's sensors report (all that goes to the executor and the planner)
+    observation: Optional[ArmObservation] = None
 
 
 class SimArmSession:
@@ -111,7 +114,8 @@ class SimArmSession:
             extent = outcome.measurements.get("object_extent_m", float("nan"))
             self.gripper = GRIPPER_OPEN if (finished and not outcome.success) or extent != extent \
                 else min(GRIPPER_OPEN, extent / 2.0)
-            return PhaseStep(attempt_id, outcome=outcome, finished=finished)
+            return PhaseStep(attempt_id, outcome=outcome, finished=finished,
+                             observation=self.sim.last_observation)
         except Exception as exc:  # noqa: BLE001 - mapped to an error code, the caller goes on
             return PhaseStep(attempt_id, error=error_for_exception(exc))
 

@@ -56,7 +56,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from agentic_grasp.core.arm.backend import InProcessSimArm
+from agentic_grasp.core.arm.backend import ArmError, InProcessSimArm
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.perception import (OracleBackend, OracleConfig, create_backend,
                                            load_params)
@@ -117,6 +117,10 @@ class TrialResult:
     #: sub-goals refused at planning as beyond the hand (grasping/limits.py), with reasons:
     #: neither a success nor a failed attempt
     refusals: List[str] = field(default_factory=list)
+    #: per executed attempt, the simulator's true mechanism beside the planner's diagnosis
+    #: from the arm's observation: [true, diagnosed], "none" for a success (evaluation
+    #: only: the truth never reaches the planner)
+    diagnoses: List[List[str]] = field(default_factory=list)
 
     def to_dict(self, with_trace: bool = False) -> Dict[str, Any]:
         out = {"task_id": self.task_id, "category": self.category,
@@ -422,7 +426,9 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
     task = planner.run_task(spec.instruction, eyes, arm, memory,
                             after_success=lambda _oid: sim.place_held_object())
     sim.place_held_object()
-    grasped = task.grasped
+    # what was really taken: the objects the robot put in the bin, in order (the planner's
+    # belief, task.grasped, comes from its diagnosis of what the sensors reported)
+    grasped = [o.id for o in sim.binned()]
     all_grasped = all(t in grasped for t in spec.targets)
     order_ok = _in_order(grasped, list(spec.targets))
     needs_order = task.plan is not None and task.plan.order_matters
@@ -445,7 +451,30 @@ def run_trial(task_id: str, configuration: str = "full", seed: int = 0, simulato
         wall_s=time.perf_counter() - start, task=task, perception=perception,
         perception_calls=task.total_perception_calls, vlm_calls=eyes.vlm_calls,
         vlm_s=eyes.vlm_s, refusals=[f"{g.target_id}: {g.message}" for g in task.goals
-                                    if g.status == STATUS_BEYOND_HAND])
+                                    if g.status == STATUS_BEYOND_HAND],
+        diagnoses=true_and_diagnosed(task, sim.truth_log))
+
+
+def true_failure(outcome) -> str:
+    """The simulator's mechanism of one attempt: its first failure event, "none" when the
+    attempt succeeded."""
+    if outcome.success:
+        return "none"
+    names = {f.value for f in FailureType}
+    kinds = [e.kind for e in outcome.events if e.kind in names]
+    return kinds[0] if kinds else FailureType.UNKNOWN.value
+
+
+def true_and_diagnosed(task: TaskOutcome, truth_log) -> List[List[str]]:
+    """Pairs [true, diagnosed] for every attempt the arm ran, in order: the simulator
+    logs one truth per finished attempt, the planner one record per attempt run."""
+    ran = [a for a in task.attempts if a.observation is not None
+           and a.arm_error == ArmError.NONE]
+    pairs = []
+    for attempt, truth in zip(ran, truth_log):
+        diagnosed = "none" if attempt.success else (attempt.failure_type or "unknown")
+        pairs.append([true_failure(truth), diagnosed])
+    return pairs
 
 
 __all__ = ["CameraPerception", "PERCEPTION_MODES", "TrialResult", "retriever_for",

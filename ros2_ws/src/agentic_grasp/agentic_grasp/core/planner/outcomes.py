@@ -81,6 +81,9 @@ class AttemptRecord:
     candidate: Optional[Dict[str, Any]] = None
     #: what episodic memory transferred into this attempt's grasp and why ("" = nothing)
     memory: str = ""
+    #: what the arm's sensors reported (core.arm.observation.ArmObservation); None when
+    #: the arm ran nothing
+    observation: Any = None
 
     def reflected(self, diagnosis: Diagnosis, correction: Correction,
                   correction_executed: bool) -> "AttemptRecord":
@@ -109,7 +112,10 @@ class AttemptRecord:
                 "next_grasp": (None if self.correction is None
                                else self.correction.grasp.to_dict()),
                 "candidate": None if self.candidate is None else dict(self.candidate),
-                "memory": self.memory, "duration_s": round(self.duration_s, 4),
+                "memory": self.memory,
+                "observation": (None if self.observation is None
+                                else self.observation.to_dict()),
+                "duration_s": round(self.duration_s, 4),
                 "wall_s": round(self.wall_s, 6)}
 
 

@@ -67,7 +67,8 @@ from agentic_grasp.core.planner.recovery import (Correction, CorrectionContext,
                                                  rebase_grasp, same_grasp, with_approach,
                                                  wrap_angle)
 from agentic_grasp.core.planner.recovery import correction_level as recovery_correction_level
-from agentic_grasp.core.planner.recovery.failure import Diagnosis, classify_failure
+from agentic_grasp.core.planner.recovery.diagnosis import assess
+from agentic_grasp.core.planner.recovery.failure import Diagnosis
 from agentic_grasp.core.grasping import clearance as grasp_clearance
 from agentic_grasp.core.grasping.fit import handle_yaw_of
 from agentic_grasp.core.grasping.hand import HandModel
@@ -327,13 +328,19 @@ class ReflectivePlanner(InitialGrasp, TaskRunner):
             t0 = time.perf_counter()
             result = arm.execute(target_id, grasp, on_phase, cancel)
             elapsed = time.perf_counter() - t0
-            outcome = result.outcome
-            success = bool(result.ran and outcome is not None and outcome.success)
+            # the planner's reading of what the arm's sensors reported (one diagnosis for
+            # every arm: recovery/diagnosis.py), against the target and neighbours perceived
+            assessment = assess(result, grasp, self.hand, ctx.target,
+                                list(ctx.objects.values()), elapsed,
+                                self.config.classification)
+            outcome = assessment.outcome
+            success = bool(result.ran and assessment.success)
             seen = AttemptRecord(r, level_used, thought, grasp, success, outcome,
                                  ArmError(result.error), result.message,
                                  duration_s=float(outcome.duration_s) if outcome else 0.0,
                                  wall_s=elapsed, candidate=candidate,
-                                 memory=recall.text if (r == 0 and recall) else "")
+                                 memory=recall.text if (r == 0 and recall) else "",
+                                 observation=result.observation)
             goal.motion_s += seen.duration_s
             record = None
             if success or result.error == ArmError.CANCELED:    # no reflection follows
@@ -363,8 +370,7 @@ class ReflectivePlanner(InitialGrasp, TaskRunner):
             if r == 0 and recall is not None and memory is not None:
                 memory.mark_failed(recall, target_id)   # never proposed for it again
             # Lines 13-16: reflect, correct, escalate.
-            diagnosis = classify_failure(outcome, seen.arm_error, result.message,
-                                         elapsed, self.config.classification)
+            diagnosis = assessment.diagnosis
             attempted_on = ctx.target       # what the attempt ran against (before a refresh)
             goal.compute_s += tm.reflection_s
             if reperceive is not None and r + 1 < n:       # only when another attempt follows

@@ -67,6 +67,12 @@ class Simulator:
         self.wrist_camera = wrist_camera or WristCameraMount()
         self.task: Optional[TaskSpec] = None
         self._rng = np.random.default_rng(seed)
+        self._sensor_rng = np.random.default_rng([int(seed), 1])
+        #: the simulator's truth of every finished attempt since the task was loaded, for
+        #: evaluation only: the robot's mind gets :attr:`last_observation`
+        self.truth_log: List[AttemptOutcome] = []
+        #: what the arm's sensors reported of the last phase run (ArmObservation)
+        self.last_observation = None
         self._objects: Dict[str, ObjectInstance] = {}
         self._bodies: Dict[str, Body] = {}
         self._held: Optional[str] = None
@@ -95,7 +101,9 @@ class Simulator:
     def load_task(self, task_id_or_path: str, trial_seed: int) -> TaskSpec:
         """Set up one trial: the task's scene with this seed's jitter, noise reseeded."""
         spec = load_task(task_id_or_path, self.catalogue)
-        layout_seq, noise_seq = np.random.SeedSequence(int(trial_seed)).spawn(2)
+        # the third child only feeds the arm's sensor noise: the first two are what spawn(2)
+        # gives, so scene jitter and execution noise are those of the same seed as before
+        layout_seq, noise_seq, sensor_seq = np.random.SeedSequence(int(trial_seed)).spawn(3)
         # The jittered layout is a function of the scene and the seed alone; a sweep's
         # configurations load trial k of a task with the same seed (set_objects copies).
         key = (id(spec.catalogue), spec.task_id, spec.source, tuple(spec.objects_spec),
@@ -107,6 +115,8 @@ class Simulator:
                 self._layouts.pop(next(iter(self._layouts)))
         self.set_objects(layout)
         self._rng = np.random.default_rng(noise_seq)
+        self._sensor_rng = np.random.default_rng(sensor_seq)
+        self.truth_log = []
         self.task = spec
         return spec
 
@@ -151,13 +161,16 @@ class Simulator:
         """Deep copy of the scene state and of the noise generator."""
         return {"objects": copy.deepcopy(self._objects), "held": self._held,
                 "binned": copy.deepcopy(self._binned),
-                "rng": copy.deepcopy(self._rng.bit_generator.state)}
+                "rng": copy.deepcopy(self._rng.bit_generator.state),
+                "sensor_rng": copy.deepcopy(self._sensor_rng.bit_generator.state)}
 
     def restore(self, snap: Dict[str, Any]) -> None:
         self._objects = copy.deepcopy(snap["objects"])
         self._held = snap["held"]
         self._binned = copy.deepcopy(snap["binned"])
         self._rng.bit_generator.state = copy.deepcopy(snap["rng"])
+        if "sensor_rng" in snap:
+            self._sensor_rng.bit_generator.state = copy.deepcopy(snap["sensor_rng"])
         self._bodies, self._attempts = {}, {}
         for object_id in self._objects:
             self._body(object_id)
@@ -222,7 +235,7 @@ class Simulator:
         target = self._body(target_id)
         others = [self._body(oid) for oid in self._objects if oid != target_id]
         plan = plan_attempt(target, others, grasp, self.params, self.quality_params, noise,
-                            self.kinematics)
+                            self.kinematics, sensor_rng=self._sensor_rng)
         self._counter += 1
         attempt_id = attempt_id or f"attempt_{self._counter}"
         self._attempts[attempt_id] = _Attempt(target_id, plan)
@@ -256,8 +269,12 @@ class Simulator:
             success=bool(phase == Phase.LIFT and att.plan.success), quality=att.plan.quality,
             phi=att.plan.phi.copy(), events=events, phase_reached=phase,
             measurements=dict(att.plan.measurements), duration_s=att.duration_s)
+        observation = att.plan.observation.up_to(phase)
+        observation.duration_s = att.duration_s
+        self.last_observation = observation
         if finished:
             del self._attempts[attempt_id]
+            self.truth_log.append(outcome)
         return outcome
 
     def attempt_finished(self, attempt_id: str) -> bool:

@@ -11,7 +11,7 @@ from std_msgs.msg import Header
 from agentic_grasp.core.types import GraspParameters
 from agentic_grasp_interfaces.msg import (AttemptRecord as AttemptRecordMsg, FailureDiagnosis,
                                           GraspOutcome as GraspOutcomeMsg)
-from agentic_grasp.ros.conversions.grasp import grasp_to_msg
+from agentic_grasp.ros.conversions.grasp import grasp_to_msg, observation_to_msg
 
 if TYPE_CHECKING:  # scene_graph pulls in networkx (~0.3 s): imported where it is used
     from agentic_grasp.core.planner.recovery.failure import Diagnosis
@@ -47,8 +47,9 @@ def attempt_record_to_msg(record: "CoreAttemptRecord", goal_id: str, subgoal_ind
     """The AttemptRecord message of the planner's core record of one attempt (Thought ->
     Action -> Observation, and the reflection on it when ``record`` has one).
 
-    ``outcome`` is the GraspOutcome exactly as the executor returned it (measurements and
-    events intact); an attempt the arm never ran has an empty one. ``duration_s`` is the
+    ``outcome`` is the planner's reading of the arm's observation (success, Q, phi, the
+    diagnosed event); an attempt the arm never ran has an empty one, and an empty
+    observation. ``duration_s`` is the
     attempt's time as the node saw it (Thought to Observation). ``record.candidate`` is the
     planner's clearance report of the executed grasp (None: no clearance reasoning ran).
     """
@@ -63,6 +64,7 @@ def attempt_record_to_msg(record: "CoreAttemptRecord", goal_id: str, subgoal_ind
         msg.grasp = grasp_to_msg(recorded_grasp(record.grasp))
     if outcome is not None:
         msg.outcome = outcome
+    msg.observation = observation_to_msg(getattr(record, "observation", None))
     msg.clearance_m = math.nan
     candidate = record.candidate
     if candidate:

@@ -15,7 +15,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from agentic_grasp.ros.executor.view_server import ViewServer, accept_when_free
-from agentic_grasp.ros.conversions.grasp import grasp_from_msg, outcome_to_msg
+from agentic_grasp.ros.conversions.grasp import grasp_from_msg, observation_to_msg
 from agentic_grasp.core.arm.backend import (ArmBackend, ArmError, ArmResult, ExecutorLimits,
                                             check_request)
 from agentic_grasp.core.errors import ConfigError, ValidationError
@@ -94,8 +94,7 @@ class ExecutorNode(Node):
         finally:
             self._busy.release()
         msg = ExecuteGrasp.Result(error_code=int(result.error), message=result.message)
-        if result.outcome is not None:
-            msg.outcome = outcome_to_msg(result.outcome)
+        msg.observation = observation_to_msg(result.observation)
         if result.error == ArmError.CANCELED and goal_handle.is_cancel_requested:
             goal_handle.canceled()
         elif result.error == ArmError.NONE:

@@ -11,7 +11,7 @@ from rclpy.node import Node
 
 from agentic_grasp.ros.conversions.wrist_view import (pose_to_msg, view_result_from_msg,
                                                       wrist_camera_from_response)
-from agentic_grasp.ros.conversions.grasp import grasp_to_msg, outcome_from_msg
+from agentic_grasp.ros.conversions.grasp import grasp_to_msg, observation_from_msg
 from agentic_grasp.core.arm.backend import (PHASES, ArmBackend, ArmError, ArmResult, ViewResult,
                                             WristCameraInfo)
 from agentic_grasp.core.types import GraspParameters, Phase
@@ -143,7 +143,7 @@ class SimArmBackend(ArmBackend):
             if is_canceled():
                 self._send_abort(attempt_id)
                 return ArmResult(ArmError.CANCELED, f"canceled before {phase.value}",
-                                 outcome_from_msg(last.outcome) if last else None)
+                                 observation_from_msg(last.observation) if last else None)
             on_phase(phase, index, len(PHASES))
             request = SimArmPhase.Request(phase=_PHASE_CODES[phase], attempt_id=attempt_id)
             if phase == Phase.APPROACH:
@@ -159,7 +159,7 @@ class SimArmBackend(ArmBackend):
             if response.finished:
                 break
         return ArmResult(ArmError.NONE, last.message if last else "",
-                         outcome_from_msg(last.outcome) if last else None)
+                         observation_from_msg(last.observation) if last else None)
 
     def _unanswered(self, response: Any, attempt_id: str, what: str,
                     waited_s: float) -> Optional[ArmResult]:
@@ -201,11 +201,12 @@ class SimArmBackend(ArmBackend):
             on_phase(PHASES[index - 1], index, len(PHASES))
         if response.ok and response.error_code == int(ArmError.CANCELED) and ran < len(PHASES):
             return ArmResult(ArmError.CANCELED, f"canceled before {PHASES[ran].value}",
-                             outcome_from_msg(response.outcome) if ran else None)
+                             observation_from_msg(response.observation) if ran else None)
         if not response.ok:
             return ArmResult(ArmError(response.error_code or ArmError.BACKEND_FAILURE),
                              response.message)
-        return ArmResult(ArmError.NONE, response.message, outcome_from_msg(response.outcome))
+        return ArmResult(ArmError.NONE, response.message,
+                         observation_from_msg(response.observation))
 
     # ---- the wrist camera (ros/sim/wrist.py serves it on the sim node) ----------------
     def _ready(self, client) -> bool:

@@ -181,8 +181,8 @@ class GoalSession:
         if pending is None:
             return
         seen = event.observation
-        # the arm's outcome as the observation carries it: the message the executor sent
-        # comes back bit for bit (outcome_to_msg(outcome_from_msg(m)) == m, tested)
+        # the planner's reading of the arm's observation (the observation itself goes into
+        # the record too: attempt_record_to_msg)
         pending.outcome = outcome_to_msg(seen.outcome) if seen.outcome is not None else None
         pending.duration_s = time.perf_counter() - pending.started
         pending.observation = seen

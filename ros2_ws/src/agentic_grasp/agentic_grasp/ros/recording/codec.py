@@ -27,8 +27,8 @@ import numpy as np
 from agentic_grasp.core.arm.backend import ArmError, ArmResult, ViewResult, WristCameraInfo
 from agentic_grasp.core.camera import Camera
 from agentic_grasp.core.types import GraspParameters, GraspType
-from agentic_grasp.ros.conversions.grasp import outcome_from_msg, outcome_to_msg
-from agentic_grasp_interfaces.msg import GraspOutcome
+from agentic_grasp.ros.conversions.grasp import observation_from_msg, observation_to_msg
+from agentic_grasp_interfaces.msg import ArmObservation as ArmObservationMsg
 
 _B64 = "__b64__"
 _MSG_TYPE = re.compile(r"^(?:sequence<)?([A-Za-z0-9_]+)/([A-Za-z0-9_]+)(?:\[\d+\])?"
@@ -146,18 +146,18 @@ def camera_from_data(data: Optional[Mapping[str, Any]]) -> Optional[Camera]:
 
 
 def arm_result_data(result: ArmResult) -> Dict[str, Any]:
-    """An ArmResult; its outcome as the GraspOutcome message the executor sent (the message
-    round trip outcome_to_msg(outcome_from_msg(m)) == m is tested)."""
+    """An ArmResult; its observation as the ArmObservation message the executor sent (full
+    precision, so a replay's diagnosis reads what the live one read)."""
     return {"error": int(result.error), "message": str(result.message),
-            "outcome": (None if result.outcome is None
-                        else msg_to_data(outcome_to_msg(result.outcome)))}
+            "observation": (None if result.observation is None
+                            else msg_to_data(observation_to_msg(result.observation)))}
 
 
 def arm_result_from_data(data: Mapping[str, Any]) -> ArmResult:
-    outcome = data.get("outcome")
+    observation = data.get("observation")
     return ArmResult(ArmError(int(data["error"])), str(data["message"]),
-                     None if outcome is None
-                     else outcome_from_msg(data_to_msg(GraspOutcome, outcome)))
+                     None if observation is None
+                     else observation_from_msg(data_to_msg(ArmObservationMsg, observation)))
 
 
 def view_result_data(result: ViewResult) -> Dict[str, Any]:

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import time
 from typing import Iterator
 
-from agentic_grasp.ros.conversions.grasp import grasp_from_msg, outcome_to_msg
+from agentic_grasp.ros.conversions.grasp import grasp_from_msg, observation_to_msg
 from agentic_grasp.core.arm.backend import ArmError
 from agentic_grasp.core.types import Phase
 from agentic_grasp_interfaces.srv import SimArmPhase
@@ -66,13 +66,13 @@ class SimArmServices:
                 response.phases_run = 1
                 return self._phase(request, response)
             for count, code in enumerate(_PHASES, start=1):
-                last = response.outcome            # an aborted phase reports none
+                last = response.observation        # an aborted phase reports none
                 response = self._phase(SimArmPhase.Request(
                     phase=code, attempt_id=request.attempt_id, target_id=request.target_id,
                     grasp=request.grasp), SimArmPhase.Response())
                 response.phases_run = count
                 if response.error_code == int(ArmError.CANCELED):
-                    response.outcome, response.phases_run = last, count - 1
+                    response.observation, response.phases_run = last, count - 1
                 request.attempt_id = response.attempt_id
                 if not response.ok or response.finished:
                     break
@@ -98,7 +98,7 @@ class SimArmServices:
             return response
         if self.phase_delay > 0.0:
             time.sleep(self.phase_delay)
-        response.outcome = outcome_to_msg(step.outcome)
+        response.observation = observation_to_msg(step.observation)
         response.ok, response.error_code = True, int(ArmError.NONE)
         response.finished = step.finished
         response.message = f"{phase.value if not step.finished else 'attempt'} done"

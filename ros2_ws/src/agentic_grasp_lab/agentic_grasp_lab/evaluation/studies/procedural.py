@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from agentic_grasp_lab.evaluation.diagnosis import (diagnosis_summary, format_diagnosis,
+                                                    plot_confusion)
 from agentic_grasp_lab.evaluation.confidence import mean_ci
 from agentic_grasp_lab.evaluation.records import TrialRecord
 from agentic_grasp.core.sim.procedural import (FAMILIES, ProceduralScene, load_procedural,
@@ -129,6 +131,7 @@ def summarise(records: Sequence[TrialRecord], scene_seed: int, scenes: int,
                              s.feasible_refused for s in rows) / n_feas, 2) if n_feas else None,
                          "infeasible_attempted": sum(s.infeasible_attempted for s in rows)},
             "failed_scenes": sorted(s.index for s in counted if not s.success),
+            "diagnosis": diagnosis_summary(records, conf),
         }
     confs = out["configurations"]
     if "full" in confs and "no_scene_graph" in confs:
@@ -196,6 +199,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
             flag = "  WORSE" if e["worse_beyond_ci"] else ""
             lines.append(f"  {fam:<12}{e['gain']:+7.1f} [{e['ci95'][0]:+.1f}, "
                          f"{e['ci95'][1]:+.1f}] (n {e['n']}){flag}")
+    for name in names:
+        if confs[name].get("diagnosis"):
+            lines += ["", f"{name}: " + format_diagnosis(confs[name]["diagnosis"])]
     return "\n".join(lines)
 
 
@@ -221,6 +227,10 @@ def write_figures(summary: Mapping[str, Any], out_dir: Path, scene_seed: int,
     ax.legend()
     files["success_per_family"] = str(_save(fig, out_dir / "success_per_family.png"))
     conf = "full" if "full" in confs else names[0]
+    if confs[conf].get("diagnosis", {}).get("confusion"):
+        written = plot_confusion(confs[conf]["diagnosis"], out_dir / "diagnosis_confusion.png")
+        if written:
+            files["diagnosis_confusion"] = written
     failed = list(confs[conf]["failed_scenes"])[:max_failed]
     if failed:
         cols = 4

@@ -185,6 +185,22 @@ def _phi_fallback(outcome: AttemptOutcome, cfg: ClassificationConfig) -> Optiona
     return None
 
 
+def classify_arm_error(arm_error: ArmError, arm_message: str = "",
+                       elapsed_s: Optional[float] = None,
+                       config: Optional[ClassificationConfig] = None) -> Diagnosis:
+    """The failure of an attempt the arm did not run (or did not report): its error code,
+    a timeout, or no observation at all."""
+    cfg = config or ClassificationConfig()
+    if arm_error not in (ArmError.NONE, ArmError.CANCELED):
+        kind = _ARM_ERROR_TYPES.get(ArmError(arm_error), FailureType.UNKNOWN)
+        return Diagnosis(kind, f"arm error {ArmError(arm_error).name}: {arm_message}",
+                         "arm_error")
+    if elapsed_s is not None and elapsed_s > cfg.attempt_timeout_s:
+        return Diagnosis(FailureType.TIMEOUT, f"attempt took {elapsed_s:.1f} s > "
+                         f"{cfg.attempt_timeout_s:.1f} s", "timeout")
+    return Diagnosis(FailureType.UNKNOWN, "no observation reported", "default")
+
+
 def classify_failure(outcome: Optional[AttemptOutcome], arm_error: ArmError = ArmError.NONE,
                      arm_message: str = "", elapsed_s: Optional[float] = None,
                      config: Optional[ClassificationConfig] = None) -> Diagnosis:
@@ -232,4 +248,4 @@ def classify_failure(outcome: Optional[AttemptOutcome], arm_error: ArmError = Ar
                      "threshold", "default")
 
 
-__all__ = ["Diagnosis", "PHI_ORDER", "classify_failure"]
+__all__ = ["Diagnosis", "PHI_ORDER", "classify_arm_error", "classify_failure"]

@@ -35,6 +35,7 @@ from agentic_grasp.core.sim.physics.bodies import (AttemptNoise, AttemptPlan, Bo
 from agentic_grasp.core.sim.physics.contact import analyse
 from agentic_grasp.core.sim.physics.grip import close, lift, measure_contact
 from agentic_grasp.core.sim.params import PhysicsParams, QualityParams
+from agentic_grasp.core.sim.sensors import AttemptTruth, SensorModel, observe
 from agentic_grasp.core.types import FailureType, GraspParameters, ObjectState, Phase
 
 __all__ = ["AttemptNoise", "AttemptPlan", "Body", "MEASUREMENT_KEYS", "PhaseReport",
@@ -70,9 +71,13 @@ MEASUREMENT_KEYS = (
 
 
 def plan_attempt(target: Body, others: List[Body], g: GraspParameters, prm: PhysicsParams,
-                 qp: QualityParams, noise: AttemptNoise, kinematics: Any) -> AttemptPlan:
-    """All consequences of executing grasp ``g`` on ``target`` with this noise."""
+                 qp: QualityParams, noise: AttemptNoise, kinematics: Any,
+                 sensor_rng: Optional[np.random.Generator] = None,
+                 sensors: Optional[SensorModel] = None) -> AttemptPlan:
+    """All consequences of executing grasp ``g`` on ``target`` with this noise, and what
+    the arm's sensors report of them (:mod:`..sensors`, drawn from ``sensor_rng``)."""
     inst = target.instance
+    truth = AttemptTruth()
     reports = {Phase.APPROACH: PhaseReport()}
     approach = reports[Phase.APPROACH]
     a, h = g.approach, g.approach_height
@@ -87,6 +92,8 @@ def plan_attempt(target: Body, others: List[Body], g: GraspParameters, prm: Phys
                                                                 seed=q_pre)
     reachable = q_grasp is not None
     m["reachable"] = float(reachable)
+    truth.reachable = reachable
+    truth.unreachable_pose = "pre-grasp" if q_pre is None else "grasp"
     # ---- executed pose (noise) and geometry
     p = g.position + noise.tcp
     R = kinematics.tcp_pose(p, a, g.wrist_yaw + noise.yaw)[:3, :3]
@@ -112,6 +119,8 @@ def plan_attempt(target: Body, others: List[Body], g: GraspParameters, prm: Phys
         s, _, kind, info, box = hits[0]
         approach.duration_s = prm.transit_time_s + s / g.speed
         failed = Phase.APPROACH
+        truth.stop_tcp = p - a * (h - s)
+        truth.contact_point = _contact_point(kind, box, truth.stop_tcp, R, a, s, g, geo, prm)
         if kind == "neighbour":
             body, normal = info
             approach.events.append(make_event(
@@ -123,8 +132,10 @@ def plan_attempt(target: Body, others: List[Body], g: GraspParameters, prm: Phys
             if change:
                 approach.changes.append((body.instance.id, change))
             m["impact_force_n"] = force
+            truth.impact_n = force
             m["min_clearance_m"] = 0.0
         elif kind == "table":
+            truth.impact_n = prm.hand_effective_mass_kg * g.speed / prm.collision_stop_time_s
             approach.events.append(make_event(FailureType.COLLISION, Phase.APPROACH,
                                               "hand reaches the table", "table"))
             m["table_clearance_m"] = min(m["table_clearance_m"], 0.0)
@@ -138,6 +149,7 @@ def plan_attempt(target: Body, others: List[Body], g: GraspParameters, prm: Phys
             approach.events.append(make_event(ftype, Phase.APPROACH, detail, inst.id))
             force = prm.hand_effective_mass_kg * g.speed / prm.collision_stop_time_s
             m["impact_force_n"] = force
+            truth.impact_n = force
             if force > target.model.crush_limit_n:
                 approach.events.append(make_event("damaged", Phase.APPROACH,
                                                   f"impact {force:.0f} N", inst.id))
@@ -151,16 +163,76 @@ def plan_attempt(target: Body, others: List[Body], g: GraspParameters, prm: Phys
             approach.changes.append((inst.id, {"state": ObjectState.EMPTY,
                                                "mass": max(inst.mass - fill.mass_kg, 1e-4)}))
             failed = Phase.APPROACH
+            truth.ended_unfelt = True
     force = measure_contact(target, geo, R, p, g, prm, noise, m)
     if failed is None:
         report = reports[Phase.CLOSE] = PhaseReport()
+        _closing_truth(truth, target, geo, force, noise)
         position = close(target, geo, R, force, g, prm, m, report)
         if position is None:
             failed = Phase.CLOSE
         else:
             report = reports[Phase.LIFT] = PhaseReport()
-            if not lift(target, g, prm, noise, m, report, position):
+            held = lift(target, g, prm, noise, m, report, position)
+            _lift_truth(truth, target, m, report, position, prm)
+            if not held:
                 failed = Phase.LIFT
     m = {key: float(m.get(key, math.nan)) for key in MEASUREMENT_KEYS}
     phi = quality.compute_phi(m, g, target, prm, qp)
-    return AttemptPlan(reports, failed, m, phi, quality.quality_score(phi, qp.weights))
+    plan = AttemptPlan(reports, failed, m, phi, quality.quality_score(phi, qp.weights))
+    duration = sum(r.duration_s for r in reports.values())
+    plan.observation = observe(truth, g, p, failed, duration, prm.gravity_mps2,
+                               sensors or SensorModel(),
+                               sensor_rng if sensor_rng is not None
+                               else np.random.default_rng(0))
+    return plan
+
+
+def _contact_point(kind: str, box: Any, stop_tcp: np.ndarray, R: np.ndarray, a: np.ndarray,
+                   s: float, g: GraspParameters, geo: Any, prm: PhysicsParams) -> np.ndarray:
+    """Where the hand was touched when it stopped (world): the landing finger's tip, the
+    palm's face, the hit box's centre (a neighbour), or between the fingertips (table)."""
+    if kind == "finger":
+        side = 1.0 if not math.isfinite(geo.offset) or geo.offset >= 0.0 else -1.0
+        y = side * (g.width / 2.0 + prm.finger_thickness_m / 2.0)
+        return stop_tcp + R @ np.array([0.0, y, prm.z_tip])
+    if kind == "palm":
+        return stop_tcp + R @ np.array([0.0, 0.0, prm.z_palm])
+    if kind == "neighbour" and box is not None:
+        return np.asarray(box.c, dtype=float) + a * s
+    return stop_tcp + R @ np.array([0.0, 0.0, prm.z_tip])
+
+
+def _closing_truth(truth: AttemptTruth, target: Body, geo: Any, force: float,
+                   noise: AttemptNoise) -> None:
+    """The material between the pads and the (commanded-force equivalent) force at which
+    it gives way: the grip rises to ``force`` = commanded x the force noise."""
+    if not geo.closed_on_material:
+        return
+    truth.contact_width_m = float(geo.y_plus - geo.y_minus)
+    crush = min(target.crush_limit(pt.solid) for pt in geo.patches)
+    deform = target.model.deform_limit_n
+    if force > crush:
+        truth.yield_force_n, truth.crushed = crush / noise.force_scale, True
+    elif deform is not None and force > deform:
+        truth.yield_force_n = deform / noise.force_scale
+
+
+def _lift_truth(truth: AttemptTruth, target: Body, m: Dict[str, float], report: PhaseReport,
+                position: np.ndarray, prm: PhysicsParams) -> None:
+    """The load the pads carry at lift-off and what becomes of the object in the lift."""
+    inst = target.instance
+    truth.com = target.com_world() + (np.asarray(position) - inst.position)
+    truth.mass_kg = float(inst.mass)
+    weight = inst.mass * prm.gravity_mps2
+    kinds = {e.kind for e in report.events}
+    if m["static_margin"] < 1.0:
+        truth.lost_at_liftoff = True
+        truth.carried_n = max(float(m["static_margin"]), 0.0) * weight
+        return
+    truth.carried_n = weight
+    truth.lost_in_lift = FailureType.DROP.value in kinds
+    truth.mass_after_kg = float(inst.mass)
+    for _, change in report.changes:
+        if "mass" in change:
+            truth.mass_after_kg = float(change["mass"])

@@ -88,6 +88,8 @@ class AttemptPlan:
     measurements: Dict[str, float]
     phi: np.ndarray
     quality: float
+    #: what the arm's sensors report of it (core.arm.observation.ArmObservation)
+    observation: Any = None
 
     @property
     def success(self) -> bool:

@@ -64,8 +64,10 @@ from agentic_grasp.ros.executor.moveit.translation import (PSM_START_FAILURE, Jo
 from agentic_grasp.ros.executor.moveit.config import (MOVEIT_CONFIG_PARTS, MoveItBackendConfig,
                                                       cartesian_limits_from_yaml,
                                                       combine_moveit_params, resolve_path)
-from agentic_grasp.ros.executor.moveit.outcome import (MoveItObservation, is_system_error,
-                                                       moveit_error_name, outcome_from_observation)
+from agentic_grasp.core.arm.observation import MIN_OBJECT_WIDTH_M
+from agentic_grasp.ros.executor.moveit.outcome import (MoveItObservation, arm_observation,
+                                                       is_system_error,
+                                                       moveit_error_name)
 from agentic_grasp.ros.executor.moveit.view import MoveItViewMixin, MoveItWristCamera
 from agentic_grasp.core.arm.backend import PHASES, ArmBackend, ArmError, ArmResult
 from agentic_grasp.core.config import load_yaml
@@ -305,8 +307,7 @@ class MoveItArmBackend(MoveItPlanningMixin, MoveItViewMixin, ArmBackend):
             return ArmResult(ArmError.CANCELED,
                              f"canceled during {obs.phase_reached.value}; motion stopped"
                              + ("; object kept in the hand" if self._holding else ""),
-                             outcome_from_observation(obs, self.cfg, target_id,
-                                                      weights=self.quality.weights))
+                             arm_observation(obs, grasp))
         except (ConnectionError, TimeoutError) as exc:
             return ArmResult(ArmError.BACKEND_UNAVAILABLE, str(exc))
         except (RuntimeError, ValidationError) as exc:
@@ -320,9 +321,7 @@ class MoveItArmBackend(MoveItPlanningMixin, MoveItViewMixin, ArmBackend):
 
         def finish(message: str) -> ArmResult:
             obs.duration_s = time.monotonic() - start
-            outcome = outcome_from_observation(obs, self.cfg, target_id,
-                                               weights=self.quality.weights)
-            return ArmResult(ArmError.NONE, message, outcome)
+            return ArmResult(ArmError.NONE, message, arm_observation(obs, grasp))
 
         if not self._homed:
             if not self._gripper.homing(is_canceled):
@@ -394,13 +393,13 @@ class MoveItArmBackend(MoveItPlanningMixin, MoveItViewMixin, ArmBackend):
         if not self._move(obs, "lift", (trajectory, code), is_canceled, fraction):
             return finish("lift not completed")
         obs.width_after_lift_m = self._fresh_width()
-        outcome = outcome_from_observation(obs, self.cfg, target_id,
-                                           weights=self.quality.weights)
-        self._holding = outcome.success
+        # the hand still closes on something: what the robot itself can tell (the planner
+        # reads the rest of the observation)
+        self._holding = not math.isnan(obs.width_after_lift_m) \
+            and obs.width_after_lift_m >= MIN_OBJECT_WIDTH_M
         obs.duration_s = time.monotonic() - start
-        outcome.duration_s = obs.duration_s
-        return ArmResult(ArmError.NONE, "object lifted" if outcome.success else "object lost",
-                         outcome)
+        return ArmResult(ArmError.NONE, "object lifted" if self._holding else "object lost",
+                         arm_observation(obs, grasp))
 
     def close(self) -> None:
         """Release the clients, then shut MoveItPy down and delete it now, while rclpy and

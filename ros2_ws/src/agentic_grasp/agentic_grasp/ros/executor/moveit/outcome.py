@@ -1,24 +1,17 @@
-"""What happened in one MoveIt attempt, as an AttemptOutcome in the
-paper's failure taxonomy (Sec. III-C): MoveIt error codes by name and the observation ->
-event mapping (the table in :mod:`agentic_grasp.ros.executor.moveit.translation`).
-
-Observed quality: a real robot has no Eq. 2 model, so phi is the observation itself, one
-factor per stage (1 where the stage went right, 0 where it failed, 1 where it cannot be
-observed) and Q = sum w_k phi_k with the configured Eq. 2 weights (the caller passes them;
-the paper's by default); the events carry the diagnosis. No ROS or MoveIt import.
+"""What the MoveIt backend measured in one attempt (:class:`MoveItObservation`), MoveIt
+error codes by name, and that record as the arm's observation both arms report
+(:func:`arm_observation`): the planner diagnoses it with the one diagnosis it uses for the
+simulator too (core/planner/recovery/diagnosis.py). No ROS or MoveIt import.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional
 
-import numpy as np
 
-from agentic_grasp.core.sim.params import QualityParams
-from agentic_grasp.core.sim.quality import quality_score
-from agentic_grasp.core.types import (QUALITY_FACTOR_NAMES, AttemptOutcome, FailureType, Phase,
-                                      PhysicalEvent)
+from agentic_grasp.core.arm.observation import ArmObservation
+from agentic_grasp.core.types import Phase
 from agentic_grasp.ros.executor.moveit.config import MoveItBackendConfig
 from agentic_grasp.ros.executor.moveit.translation import GripperGraspGoal
 
@@ -89,87 +82,37 @@ def _stage_phase(stage: str) -> Phase:
     return Phase.LIFT if stage in ("lift-off", "lift") else Phase.APPROACH
 
 
-def outcome_from_observation(obs: MoveItObservation, cfg: MoveItBackendConfig,
-                             target_id: str = "",
-                             weights: Optional[Sequence[float]] = None) -> AttemptOutcome:
-    """The attempt as an :class:`AttemptOutcome`: events in the failure taxonomy, observed phi.
+def arm_observation(obs: MoveItObservation, grasp: Optional[Any] = None) -> ArmObservation:
+    """What the MoveIt backend measured, as the one observation type both arms report
+    (core/arm/observation.py); the planner diagnoses it as it diagnoses the simulator's.
 
-    Events come first in ClassifyFailure, so the mapping in the module docstring decides
-    the failure type; phi mirrors it (see the module docstring), Q uses the Eq. 2
-    ``weights``: the configured ones (``QualityParams.weights``, config/sim.yaml
-    ``quality.weights``); None means the defaults (the paper's, docs/paper_facts.md).
+    Planning errors carry their MoveItErrorCodes name and stage; an aborted motion its
+    ExecutionStatus text; the finger widths come from franka_gripper/joint_states after
+    closing, at lift-off and after the lift. Not wired yet: the external wrench
+    (franka_robot_state_broadcaster's FrankaRobotState.o_f_ext_hat_k), reflexes with their
+    pose (franka_msgs/Errors) and the closing trace, so those fields stay unknown (NaN) and
+    the diagnosis falls back to the widths: no spill from the load, no turn out of the pads.
     """
-    events: List[PhysicalEvent] = []
-    phi = dict.fromkeys(QUALITY_FACTOR_NAMES, 1.0)
-    m: Dict[str, float] = {"opening_m": obs.opening_m, "reachable": 1.0,
-                           "width_after_close_m": obs.width_after_close_m,
-                           "width_after_liftoff_m": obs.width_after_liftoff_m,
-                           "width_after_lift_m": obs.width_after_lift_m,
-                           "cartesian_fraction": obs.cartesian_fraction}
-    success = False
+    out = ArmObservation(commanded_width_m=obs.opening_m,
+                         phase_reached=obs.phase_reached, duration_s=float(obs.duration_s))
+    if grasp is not None:
+        out.commanded_width_m = float(grasp.width)
+        out.commanded_speed_mps = float(grasp.speed)
+        out.commanded_force_n = float(grasp.force)
     if obs.planning_error is not None:
-        name = moveit_error_name(obs.planning_error)
-        phase = _stage_phase(obs.planning_stage)
-        if obs.planning_error in _COLLISION_CODES:
-            events.append(PhysicalEvent(FailureType.COLLISION.value, phase,
-                                        f"{obs.planning_stage} pose in collision ({name})"))
-            phi["approach_clearance"] = 0.0
-        elif phase == Phase.LIFT:
-            events.append(PhysicalEvent(FailureType.COLLISION.value, phase,
-                                        f"no straight {obs.planning_stage} path ({name}, "
-                                        f"fraction {obs.cartesian_fraction:.2f})"))
-            phi["approach_clearance"] = 0.0
-        else:
-            events.append(PhysicalEvent(FailureType.UNREACHABLE_POSE.value, phase,
-                                        f"no plan to the {obs.planning_stage} pose ({name})"))
-            phi["position_accuracy"] = 0.0
-            m["reachable"] = 0.0
-    elif obs.execution_failure:
-        phase = _stage_phase(obs.execution_stage)
-        events.append(PhysicalEvent(FailureType.COLLISION.value, phase,
-                                    f"{obs.execution_stage} motion stopped: "
-                                    f"{obs.execution_failure}"))
-        phi["approach_clearance"] = 0.0
-    elif obs.grasp_action_ok is not None:
-        d = obs.width_after_close_m
-        if not math.isnan(obs.opening_m) and not math.isnan(d):
-            m["object_extent_m"] = d
-            m["opening_margin_m"] = (obs.opening_m - d) / 2.0
-        goal = obs.grasp_goal
-        in_window = goal is not None and not math.isnan(d) and goal.window[0] < d < goal.window[1]
-        if not obs.grasp_action_ok and not in_window:
-            if math.isnan(d) or d < cfg.min_object_width_m:
-                events.append(PhysicalEvent(FailureType.POSITION_ERROR.value, Phase.CLOSE,
-                                            "fingers closed on nothing", target_id))
-                phi["position_accuracy"] = 0.0
-            else:
-                lo, hi = goal.window if goal is not None else (math.nan, math.nan)
-                events.append(PhysicalEvent(FailureType.WIDTH_MISMATCH.value, Phase.CLOSE,
-                                            f"fingers stopped at {d * 1000:.1f} mm, expected "
-                                            f"{lo * 1000:.1f} to {hi * 1000:.1f} mm", target_id))
-                phi["width_compatibility"] = 0.0
-        elif obs.phase_reached == Phase.LIFT:
-            if _lost(d, obs.width_after_liftoff_m, cfg):
-                events.append(PhysicalEvent(FailureType.SLIP.value, Phase.LIFT,
-                                            "object lost at lift-off: static load not held",
-                                            target_id))
-                phi["force_appropriateness"] = 0.0
-                phi["grip_security"] = 0.0
-                m["static_margin"] = 0.0
-            elif _lost(d, obs.width_after_lift_m, cfg):
-                events.append(PhysicalEvent(FailureType.DROP.value, Phase.LIFT,
-                                            "object lost during the lift after lift-off",
-                                            target_id))
-                phi["grip_security"] = 0.0
-                m["static_margin"] = 1.0
-            elif not math.isnan(obs.width_after_lift_m):
-                success = True
-                m["static_margin"] = 1.0
-    values = np.array([phi[n] for n in QUALITY_FACTOR_NAMES])
-    quality = quality_score(values, QualityParams().weights if weights is None else weights)
-    return AttemptOutcome(success=success, quality=float(quality), phi=values, events=events,
-                          phase_reached=obs.phase_reached, measurements=m,
-                          duration_s=obs.duration_s)
+        out.planning_error = (f"{moveit_error_name(obs.planning_error)} at the "
+                              f"{obs.planning_stage} pose")
+        return out
+    if obs.execution_failure:
+        out.execution_error = f"{obs.execution_stage} motion stopped: {obs.execution_failure}"
+        return out
+    if obs.grasp_action_ok is not None:
+        out.is_grasped = bool(obs.grasp_action_ok)
+        out.width_at_contact_m = obs.width_after_close_m
+        out.width_after_close_m = obs.width_after_close_m
+        out.width_at_liftoff_m = obs.width_after_liftoff_m
+        out.width_after_lift_m = obs.width_after_lift_m
+    return out
 
 
 def is_system_error(code: int) -> bool:
@@ -177,7 +120,5 @@ def is_system_error(code: int) -> bool:
     return int(code) in SYSTEM_ERROR_CODES
 
 
-__all__ = [
-    "MoveItObservation", "is_system_error", "MOVEIT_ERROR_CODES", "moveit_error_name",
-    "outcome_from_observation",
-]
+__all__ = ["MOVEIT_ERROR_CODES", "MoveItObservation", "arm_observation", "is_system_error",
+           "moveit_error_name"]

@@ -20,7 +20,8 @@ from rclpy.node import Node
 from agentic_grasp.ros.common.dependencies import (DependencyTimeout, GoalCanceled, GoalSignal,
                                                    OrderedActionClient)
 from agentic_grasp.ros.common.peer_call import PeerCall, goal_call
-from agentic_grasp.ros.conversions.grasp import grasp_to_msg, outcome_from_msg
+from agentic_grasp.ros.conversions.grasp import grasp_to_msg, observation_from_msg
+from agentic_grasp.core.errors import ValidationError
 from agentic_grasp.ros.planner.peers.executor_view import ExecutorView
 from agentic_grasp.core.arm.backend import (PHASES, ArmBackend, ArmError, ArmResult, CancelCheck,
                                             PhaseCallback, ViewResult, WristCameraInfo)
@@ -115,8 +116,7 @@ class ExecutorArmBackend(ArmBackend):
                 return ArmResult(ArmError.CANCELED, "canceled; the executor did not confirm "
                                                     f"within {CANCEL_GRACE_S:.0f} s")
             wrapped = result_future.result()
-        phases.catch_up(wrapped.result.outcome.phase_reached
-                        if len(wrapped.result.outcome.phi) > 0 else "")
+        phases.catch_up(wrapped.result.observation.phase_reached)
         return self._to_arm_result(wrapped.result, signal, since)
 
     def _to_arm_result(self, result: Any, signal: GoalSignal, since: tuple) -> ArmResult:
@@ -124,7 +124,6 @@ class ExecutorArmBackend(ArmBackend):
             error = ArmError(int(result.error_code))
         except ValueError:
             error = ArmError.BACKEND_FAILURE
-        has_outcome = len(result.outcome.phi) > 0
         if error == ArmError.BACKEND_UNAVAILABLE:
             # the executor may notice its sim's death before our watch does: a peer lost
             lost = self.caller.lost_within(signal, since, LOSS_CONFIRM_S)
@@ -132,8 +131,12 @@ class ExecutorArmBackend(ArmBackend):
                 raise lost
             raise DependencyTimeout(PEER, f"the executor's arm did not answer: "
                                           f"{result.message}")
-        outcome = outcome_from_msg(result.outcome) if has_outcome else None
-        return ArmResult(error, result.message, outcome)
+        try:
+            observation = observation_from_msg(result.observation)
+        except ValidationError as exc:
+            return ArmResult(ArmError.BACKEND_FAILURE, f"the executor's observation does not "
+                             f"read: {exc}")
+        return ArmResult(error, result.message, observation)
 
     def wrist_camera(self, signal: Optional[GoalSignal] = None) -> Optional[WristCameraInfo]:
         return self.view.wrist_camera(signal)
