@@ -3,9 +3,11 @@
 Optionally loads a task scene first (``--task``, ``--seed``; the simulator's sim/load_scene),
 sends the goal, prints the planner's feedback as it streams (stage, sub-goal, attempt, retry
 level, failure type, correction, thought) and then the result: success, the ids grasped and
-one line per attempt. Exit status: 0 success, 1 the grasp failed (ERROR_GRASP_FAILED), 2
-anything else (goal refused or rejected, a peer timed out, no planner, no answer in time),
-130 after Ctrl-C (the goal is canceled first).
+one line per attempt (and per wrist-camera view, when the planner looked for a hidden target).
+Exit status (ros/client/grasp_report.py): 0 success; 1 the goal failed (the grasp failed, the
+target was not found, or it is beyond the hand); 2 a usage or system error (a bad argument,
+the goal refused, perception or a peer failed, no planner, no answer in time); 130 after
+Ctrl-C (the goal is canceled first).
 """
 from __future__ import annotations
 
@@ -52,10 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='what to grasp, e.g. "pick up the ceramic cup" (default with '
                         "--procedural: the scene's own instruction)")
     parser.add_argument("--configuration", default="",
-                        help="Table II configuration (full, no_haa_rag, no_scene_graph, "
-                        "no_recovery, no_episodic_memory, vlm_only, heuristic, heuristic_box); "
-                        "default: "
-                        "the planner node's")
+                        help="planner configuration: a Table II row (full, no_haa_rag, "
+                        "no_scene_graph, no_recovery, no_episodic_memory, vlm_only, heuristic, "
+                        "heuristic_box) or the Table V study's no_constraint_inference (the "
+                        "scene graph without its constraints); default: the planner node's")
     parser.add_argument("--task", default="",
                         help="load this task scene into the simulator first (e.g. sg_cup)")
     parser.add_argument("--procedural", default="", metavar="S:K",
@@ -151,12 +153,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_report(report: Dict[str, Any]) -> None:
+    grasps = [a for a in report["attempts"] if a["kind"] == "grasp"]
+    views = [a for a in report["attempts"] if a["kind"] == "view"]
     lines: List[str] = [
-        f"result: {'SUCCESS' if report['success'] else 'FAILED'} ({report['error_code']}): "
-        f"{report['message']}",
+        f"result: {report['outcome']} ({report['error_code']}): {report['message']}",
         f"grasped: {', '.join(report['grasped_ids']) or 'nothing'}; "
-        f"{len(report['attempts'])} attempt(s) in {report['total_time_s']:.2f} s"]
+        f"{len(grasps)} grasp attempt(s)"
+        + (f", {len(views)} wrist-camera view(s)" if views else "")
+        + f" in {report['total_time_s']:.2f} s"]
     for a in report["attempts"]:
+        if a["kind"] == "view":
+            where = "from above" if a["side"] == "above" else f"from its {a['side']}"
+            seen = ("target seen" if a["target_seen"] else "target not seen") \
+                if a["reached"] else f"pose not reached ({a['note']})"
+            lines.append(f"  sub-goal {a['subgoal'] + 1} view {a['view'] + 1}: looked behind "
+                         f"{a['occluder']} {where} with the wrist camera -> {seen}")
+            continue
         g = a["grasp"]
         line = (f"  sub-goal {a['subgoal'] + 1} {a['target']} attempt {a['attempt'] + 1} "
                 f"L{a['retry_level']}: {g['type']} {g['force_n']:.1f} N {g['width_mm']:.0f} mm"
