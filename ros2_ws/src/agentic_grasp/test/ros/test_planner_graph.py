@@ -441,7 +441,7 @@ def test_bringup_acquires_every_attempt_and_retrieval_serves_it_live(graph):
     from agentic_grasp_interfaces.srv import RetrieveStrategies
 
     path = default_acquired_path()
-    assert str(path).startswith(os.environ["AGENTIC_GRASP_DATA_DIR"])
+    assert str(path).startswith(os.environ["AGENTIC_GRASP_DATA_HOME"])
     graph.load("sg_banana", 1)
     status, result, _, goal_id = graph.grasp("pick up the banana")
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
