@@ -44,6 +44,9 @@ COMMANDS = {
 #: bench, eval); each entry point names a module, like the values of COMMANDS.
 COMMAND_GROUP = "agentic_grasp.commands"
 
+DESCRIPTION = ("Ask the node graph to grasp what an instruction names, and the tools around "
+               "it: bring the graph up, look at what it did, tend its knowledge base.")
+
 EPILOG = ("bench (benchmarks) and eval (evaluations against the paper's tables) come from the "
           "lab package, agentic_grasp_lab, when it is installed (entry-point group "
           f"{COMMAND_GROUP}); without it they are absent (a robot install). What the robot "
@@ -71,7 +74,7 @@ def _module_path(module: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agentic-grasp", description=__doc__.splitlines()[0],
+    parser = argparse.ArgumentParser(prog="agentic-grasp", description=DESCRIPTION,
                                      epilog=EPILOG)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--data-dir", metavar="DIR", default=None,

@@ -169,6 +169,7 @@ def _count_lines(path: Path) -> int:
 def _reset(args: argparse.Namespace, ask=input) -> int:
     """Remove LEARNT_FILES from the data folder once the user says yes: 0 removed (or
     nothing there), 1 the user declined (nothing removed)."""
+    # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core.paths import user_data_dir
 
     folder = user_data_dir()

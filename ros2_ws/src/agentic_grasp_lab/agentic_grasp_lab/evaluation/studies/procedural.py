@@ -17,9 +17,12 @@ Scoring (from the records and the scenes' geometric labels, never from the plann
 """
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
 
 from agentic_grasp_lab.evaluation.confidence import paired_difference_ci, wilson_ci
 from agentic_grasp_lab.evaluation.records import TrialRecord
@@ -255,8 +258,6 @@ def write_figures(summary: Mapping[str, Any], out_dir: Path, scene_seed: int,
     failed_scenes.png: the first failing scenes of the full system (else the first
     configuration) rendered from the fixed camera and cropped to the table, each titled with
     its index, family, the configuration that failed and why, and its instruction."""
-    import textwrap
-
     plt = _pyplot()
     files: Dict[str, str] = {}
     confs = summary["configurations"]
@@ -311,8 +312,6 @@ def write_figures(summary: Mapping[str, Any], out_dir: Path, scene_seed: int,
 def _crop_to_scene(rgb: Any, margin: int = 12) -> Any:
     """The part of a rendered frame that is not the background (the table and what is on
     it), with a margin: the fixed camera's frame is mostly empty floor at this size."""
-    import numpy as np
-
     img = np.asarray(rgb)
     background = img[0, 0].astype(int)
     mask = np.abs(img.astype(int) - background).sum(axis=2) > 12
