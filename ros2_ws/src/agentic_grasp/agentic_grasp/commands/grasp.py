@@ -12,9 +12,11 @@ Ctrl-C (the goal is canceled first).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import threading
-from typing import Any, Dict, List
+import time
+from typing import Any, Dict, Iterator, List
 
 # The planner's client lives in ros/client/ so that the lab's benchmarks can use it too
 # (wait_until_perceived: re-exported for the tests that use it from here).
@@ -28,6 +30,34 @@ from agentic_grasp.core.errors import ConfigError
 SCENE_SETTLE_S = 0.5
 #: How long the result waits for the last feedback line ("done") to be printed (s).
 FEEDBACK_GRACE_S = 0.2
+#: While the command waits on the graph without output (a scene load on a busy machine),
+#: a line every this many seconds says what it waits for (s).
+WAITING_EVERY_S = 15.0
+
+
+@contextlib.contextmanager
+def waiting(what: str, limit_s: float, quiet: bool = False,
+            every_s: float = WAITING_EVERY_S) -> Iterator[None]:
+    """Say what the command waits for, and again every ``every_s`` while it still does: a
+    silent wait of up to ``limit_s`` looks hung."""
+    done = threading.Event()
+    start = time.monotonic()
+
+    def beat() -> None:
+        while not done.wait(every_s):
+            print(f"... still waiting for {what}: {time.monotonic() - start:.0f} s of at most "
+                  f"{limit_s:.0f} s", flush=True)
+
+    if quiet:
+        yield
+        return
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(1.0)
 
 
 def feedback_line(fb: Any) -> str:
@@ -113,9 +143,11 @@ def run(args: argparse.Namespace) -> int:
         planner = PlannerClient(graph)
         try:
             if args.task:
-                loaded = load_scene(graph, args.task, args.seed, args.server_timeout,
-                                    settle_s=SCENE_SETTLE_S)
-                _wait_for_oracle(graph, loaded.object_ids, args.server_timeout)
+                with waiting(f"the simulator to load {args.task}", args.server_timeout,
+                             quiet=args.json):
+                    loaded = load_scene(graph, args.task, args.seed, args.server_timeout,
+                                        settle_s=SCENE_SETTLE_S)
+                    _wait_for_oracle(graph, loaded.object_ids, args.server_timeout)
                 if not args.json:
                     print(f"loaded {loaded.task_id} (seed {args.seed}): objects "
                           f"{', '.join(loaded.object_ids)}", flush=True)

@@ -156,3 +156,4 @@ def test_an_occluder_at_the_hands_opening_is_not_called_wider_than_it():
     text = _describe(occluder, fragile_threshold=0.7, hand_width_m=0.08)
     assert "80.2 mm" in text and "80.0 mm" in text
     assert "80 mm hand" not in text
+

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from agentic_grasp.commands.grasp import _print_report
+from agentic_grasp.core.mcp_tools import grasp_report_text
 from agentic_grasp.ros.client.grasp_report import exit_code, outcome_word, result_report
 from agentic_grasp.ros.conversions.records import VIEW_LABEL
 from agentic_grasp_interfaces.action import GraspObject
@@ -64,3 +65,23 @@ def test_a_wrist_camera_view_is_reported_as_a_view(capsys, seen):
     assert "view 1: looked behind cup_1 from above with the wrist camera -> target " \
         + ("seen" if seen else "not seen") in out
     assert "attempt 1" not in out and " N " not in out          # no phantom grasp
+    # the MCP tool's text of the same result (core/mcp_tools.py)
+    text = grasp_report_text(report)
+    assert text.startswith("FAILED (ERROR_TARGET_NOT_FOUND)") and " N " not in text
+    assert "view 1: looked behind cup_1 (above) with the wrist camera" in text
+
+
+def test_a_long_wait_on_the_graph_says_what_it_waits_for(capsys):
+    import time
+
+    from agentic_grasp.commands.grasp import waiting
+
+    with waiting("the simulator to load sg_cup", 60.0, every_s=0.2):
+        time.sleep(0.7)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) >= 2, lines
+    assert lines[0].startswith("... still waiting for the simulator to load sg_cup: 0 s of "
+                               "at most 60 s")
+    with waiting("x", 60.0, quiet=True, every_s=0.1):
+        time.sleep(0.3)
+    assert capsys.readouterr().out == ""
