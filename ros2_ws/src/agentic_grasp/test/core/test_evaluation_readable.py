@@ -125,3 +125,11 @@ def test_figures_keep_the_legend_off_the_bars_and_name_each_failure(drawn, tmp_p
     title = fig.axes[0].get_title(loc="left")
     assert title.startswith(f"#0 {scenes[0].family}: full failed")
     assert "slip, position_error" in title
+
+
+def test_the_failed_scenes_grid_leaves_few_empty_cells():
+    from agentic_grasp_lab.evaluation.studies.procedural import _columns
+
+    # the old grid was always 4 wide: 6 scenes left 2 of 8 cells blank (a quarter)
+    assert _columns(6) == 3 and _columns(4) == 2 and _columns(3) == 3
+    assert all((-n) % _columns(n) <= 2 and _columns(n) <= 4 for n in range(1, 13))

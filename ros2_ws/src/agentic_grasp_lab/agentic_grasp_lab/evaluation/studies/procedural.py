@@ -286,7 +286,7 @@ def write_figures(summary: Mapping[str, Any], out_dir: Path, scene_seed: int,
     failed = all_failed[:max_failed]
     why = confs[conf].get("why_failed", {})
     if failed:
-        cols = min(3, len(failed))
+        cols = _columns(len(failed))
         rows = (len(failed) + cols - 1) // cols
         fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.6 * rows + 0.6),
                                  squeeze=False)
@@ -307,6 +307,16 @@ def write_figures(summary: Mapping[str, Any], out_dir: Path, scene_seed: int,
                      "configuration failed, and why", fontsize=11)
         files["failed_scenes"] = str(_save(fig, out_dir / "failed_scenes.png"))
     return files
+
+
+def _columns(n: int) -> int:
+    """Columns of a grid of ``n`` pictures: one row up to 3, 2 x 2 for 4, else 3 or 4
+    columns, whichever leaves fewer empty cells (4 on a tie)."""
+    if n <= 3:
+        return max(1, n)
+    if n == 4:
+        return 2
+    return min((4, 3), key=lambda c: (-n) % c)
 
 
 def _crop_to_scene(rgb: Any, margin: int = 12) -> Any:
