@@ -21,7 +21,7 @@ for arg in "$@"; do
 done
 # The first output comes at once: a first run installs for minutes before the graph starts.
 if [ -f "$ROOT/.venv/.agentic_grasp/build" ]; then
-  echo "[demo] checking the set-up (about 2 s)"
+  echo "[demo] checking the set-up (a few seconds)"
 else
   echo "[demo] first run: setting up .venv/ (about 700 MB) and building ros2_ws/ first:" \
        "up to 25 min on 2 busy shared cores, most of it compiling the interfaces; later" \

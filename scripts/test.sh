@@ -33,7 +33,7 @@ skip_banner() {
 # The first line comes at once: a first run installs for many minutes before the tests.
 if [ -f "$ROOT/.venv/.agentic_grasp/build" ] && { [ "${AGENTIC_GRASP_SKIP_VLLM:-}" = 1 ] \
     || [ -f "$ROOT/.venv-vllm/.agentic_grasp-vllm" ]; }; then
-  echo "[test] checking the set-up (about 2 s)"
+  echo "[test] checking the set-up (a few seconds)"
 else
   echo "[test] first run: setting up .venv/ (with torch, open_clip, Ray), .venv-vllm/ (vLLM" \
        "for the CPU, about 3.5 GB) and ros2_ws/ first: the demo's set-up plus about 4 min" \
