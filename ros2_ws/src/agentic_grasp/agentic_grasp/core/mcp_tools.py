@@ -229,7 +229,13 @@ def progress_of(fb: Mapping[str, Any], count: int) -> Tuple[float, float, str]:
 # ---- results -------------------------------------------------------------------------------------
 
 def attempt_line(a: Mapping[str, Any]) -> str:
-    """One attempt of a result report (ros/grasp_report.attempt_summary's dict)."""
+    """One attempt of a result report (ros/grasp_report.attempt_summary's dict); a
+    wrist-camera view (kind "view") grasps nothing and says what it saw."""
+    if a.get("kind") == "view":
+        seen = ("target seen" if a["target_seen"] else "target not seen") if a["reached"] \
+            else f"pose not reached ({a['note']})"
+        return (f"sub-goal {a['subgoal'] + 1} view {a['view'] + 1}: looked behind "
+                f"{a['occluder']} ({a['side']}) with the wrist camera -> {seen}")
     g = a["grasp"]
     line = (f"sub-goal {a['subgoal'] + 1} {a['target']} attempt {a['attempt'] + 1} "
             f"L{a['retry_level']}: {g['type']} {g['force_n']:.1f} N {g['width_mm']:.0f} mm -> "
@@ -243,7 +249,8 @@ def attempt_line(a: Mapping[str, Any]) -> str:
 
 def grasp_report_text(report: Mapping[str, Any]) -> str:
     """The result of a goal as text: success, error name, message, grasped ids, attempts."""
-    lines = [f"{'SUCCESS' if report['success'] else 'FAILED'} ({report['error_code']}): "
+    word = report.get("outcome") or ("SUCCESS" if report["success"] else "FAILED")
+    lines = [f"{word} ({report['error_code']}): "
              f"{report['message']}",
              f"grasped: {', '.join(report['grasped_ids']) or 'nothing'}; "
              f"{len(report['attempts'])} attempt(s) in {report['total_time_s']:.2f} s"]

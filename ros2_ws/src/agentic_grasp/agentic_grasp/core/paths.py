@@ -1,4 +1,5 @@
-"""Where the project's data lives: ``config/``, ``config/scenes/``, ``kb_data/``, ``launch/``.
+"""Where the project's data lives: ``config/``, ``config/scenes/``, ``kb_data/``, ``launch/``;
+and, apart from it, where the robot keeps what it learns (:func:`user_data_dir`).
 
 Resolution order (first hit wins), so the same code works from a source checkout, a colcon
 install (``share/agentic_grasp/``) and a ROS 2 install:
@@ -49,6 +50,28 @@ def scenes_dir() -> Path:
 
 def kb_dir() -> Path:
     return data_root() / "kb_data"
+
+
+#: The environment variable that moves the robot's learned experience (``--data-dir`` sets
+#: it); AGENTIC_GRASP_DATA_DIR is its older name, still read.
+DATA_HOME_ENV = "AGENTIC_GRASP_DATA_HOME"
+_DATA_HOME_OLD_ENV = "AGENTIC_GRASP_DATA_DIR"
+
+
+def user_data_dir() -> Path:
+    """The folder of what the robot learns from its own attempts (the acquired experiences,
+    the fleet store's spool): ``$AGENTIC_GRASP_DATA_HOME``, else
+    ``$XDG_DATA_HOME/agentic_grasp``, else ``~/.local/share/agentic_grasp``.
+
+    Per user and outside the repository, so a fresh clone on the same machine retrieves
+    what an earlier run learnt; pointing the variable at an empty folder starts clean. Read
+    on every call, not cached: ``agentic-grasp --data-dir`` sets the variable after import.
+    """
+    root = os.environ.get(DATA_HOME_ENV) or os.environ.get(_DATA_HOME_OLD_ENV)
+    if root:
+        return Path(root).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(xdg) / "agentic_grasp"
 
 
 def config_file(name: str) -> Path:

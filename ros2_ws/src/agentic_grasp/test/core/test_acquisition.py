@@ -81,7 +81,7 @@ def test_acquirer_never_raises_and_counts_skips(tmp_path):
 
 
 def test_resolve_path(monkeypatch, tmp_path):
-    monkeypatch.setenv("AGENTIC_GRASP_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("AGENTIC_GRASP_DATA_HOME", str(tmp_path))
     assert resolve_acquired_path("") is None and resolve_acquired_path("none") is None
     assert resolve_acquired_path("default") == tmp_path / "acquired_experiences.jsonl"
     assert resolve_acquired_path("/x/y.jsonl").as_posix() == "/x/y.jsonl"

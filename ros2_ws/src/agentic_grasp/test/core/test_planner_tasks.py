@@ -184,7 +184,8 @@ def test_run_task_cancel_between_subgoals():
 def test_run_task_with_nothing_to_do():
     task = planner().run_task("pick up the banana", World(table()),
                               ScriptedArm([]), EpisodicMemory())
-    assert not task.success and "names no perceived object" in task.message
+    assert not task.success and "is not in view" in task.message
+    assert "landmark" not in task.message            # the instruction names none
 
 
 def test_task_trace_is_serialisable():

@@ -65,38 +65,80 @@ def test_interrupted_sweep_resumes_to_the_same_records(tmp_path, reference, work
     _same(Journal(path).load(), reference)      # the file is rewritten in sweep order
 
 
+def _interrupted_bench(cmd, journal: Path, total: int, preexec=None):
+    """Run ``cmd`` (a sweep of ``total`` records journalled to ``journal``) and send SIGINT
+    to its process group once the journal holds 2 records: (the process, its output, how
+    many records the journal held when SIGINT was sent; None: never sent)."""
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, preexec_fn=preexec)
+    deadline = time.monotonic() + 300.0
+    sent_at = None
+    while proc.poll() is None and time.monotonic() < deadline:
+        lines = len(journal.read_text().splitlines()) if journal.exists() else 0
+        if lines >= 2:
+            os.killpg(proc.pid, signal.SIGINT)      # what Ctrl-C sends to the terminal's group
+            sent_at = lines
+            break
+        time.sleep(0.05)
+    output = proc.communicate(timeout=300)[0]
+    return proc, output, sent_at
+
+
+def _bench_cmd(out: Path):
+    return [sys.executable, "-m", "agentic_grasp_lab.commands.bench_paper", "--only", "table2",
+            "--configurations", ",".join(CONFS), "--tasks", ",".join(TASKS), "--trials", "2",
+            "--seeds", "0", "--no-figures", "--no-progress", "--no-oracle-comparison",
+            "--workers", "2", "--out", str(out)]
+
+
+def assert_stopped_by_sigint(proc, output: str, sent_at, total: int) -> None:
+    """The bench stopped on the SIGINT it was sent mid-sweep: never a skip. SIGINT is sent
+    when the journal holds 2 of ``total`` records; the sweep's groups (one per task and
+    seed, 4 records each) finish one at a time on 2 workers, so at least one group is still
+    to run then, seconds of work."""
+    assert sent_at is not None, "the journal never held 2 records: " + output[-2000:]
+    assert sent_at < total, (f"the journal was complete ({sent_at} records) before SIGINT "
+                             "was sent: the interrupt cannot be tested on this sweep")
+    assert proc.returncode != 0, ("the bench ran to its end after SIGINT reached it mid-sweep "
+                                  f"({sent_at} of {total} records): it ignores SIGINT")
+    assert proc.returncode == 130, output[-2000:]
+
+
 def test_ctrl_c_on_the_bench_command_then_resume(tmp_path, reference):
     """SIGINT to a running ``bench`` (2 pool workers): exit 130 with the --resume hint, the
     finished units on disk; the same command with --resume completes the same records."""
-    import signal
     import subprocess
 
     from agentic_grasp_lab.evaluation.records import read_records
 
     out = tmp_path / "bench"
     journal = out / "records.jsonl"
-    cmd = [sys.executable, "-m", "agentic_grasp_lab.commands.bench_paper", "--only", "table2",
-           "--configurations", ",".join(CONFS), "--tasks", ",".join(TASKS), "--trials", "2",
-           "--seeds", "0", "--no-figures", "--no-progress", "--no-oracle-comparison",
-           "--workers", "2", "--out", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    deadline = time.monotonic() + 300.0
-    while proc.poll() is None and time.monotonic() < deadline:
-        if journal.exists() and len(journal.read_text().splitlines()) >= 2:
-            os.killpg(proc.pid, signal.SIGINT)      # what Ctrl-C sends to the terminal's group
-            break
-        time.sleep(0.05)
-    output = proc.communicate(timeout=120)[0]
-    if proc.returncode == 0:
-        pytest.skip("the sweep finished before the interrupt landed")
-    assert proc.returncode == 130, output[-2000:]
+    cmd = _bench_cmd(out)
+    proc, output, sent_at = _interrupted_bench(cmd, journal, len(reference))
+    assert_stopped_by_sigint(proc, output, sent_at, len(reference))
     assert "--resume" in output
     left = read_records(journal)
     assert 2 <= len(left) < len(reference)
     done = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     _same(read_records(journal), reference)
+
+
+def test_a_bench_that_ignores_sigint_fails_the_interrupt_check(tmp_path, reference):
+    """The check above fails, not skips, on a bench that goes on after SIGINT: here the
+    bench starts with SIGINT ignored (Python then installs no KeyboardInterrupt handler)."""
+    import signal
+
+    out = tmp_path / "bench"
+    proc, output, sent_at = _interrupted_bench(
+        _bench_cmd(out), out / "records.jsonl", len(reference),
+        preexec=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert proc.returncode == 0, output[-2000:]             # it did run to its end
+    with pytest.raises(AssertionError, match="ignores SIGINT"):
+        assert_stopped_by_sigint(proc, output, sent_at, len(reference))
 
 
 def test_resume_ignores_a_torn_line_and_partial_units(tmp_path, reference):

@@ -268,7 +268,8 @@ def test_nothing_behind_the_occluder_ends_not_found_after_bounded_views(sim):
     reached = [v for v in task.views if v.reached]
     assert 1 <= len(reached) <= UncoverConfig().max_views
     assert "not found after" in task.message and "box_1" in task.message
-    assert "names no perceived object" in task.message     # -> ERROR_TARGET_NOT_FOUND
+    assert "the target the instruction names is not in view" in task.message
+    assert "box_1, which it names, is only a landmark" in task.message
 
 
 def test_without_scene_graph_or_wrist_camera_the_landmark_is_not_grasped(sim):

@@ -419,6 +419,14 @@ def test_cli_streams_feedback_and_exits_by_outcome(graph):
     refused = _cli("", "--json")
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "ERROR_INVALID_GOAL" in refused.stdout
+    # not on the table: a goal that failed (1, as the README says), the views it took to
+    # look for it reported as views, never as a grasp attempt
+    absent = _cli("pick up the banana", "--task", "sg_cup", "--seed", "0")
+    assert absent.returncode == 1, absent.stdout + absent.stderr
+    report = absent.stdout[absent.stdout.index("result:"):]
+    assert report.startswith("result: FAILED (ERROR_TARGET_NOT_FOUND)"), report
+    assert "landmark" not in report and "0 grasp attempt(s)" in report, report
+    assert " N " not in report and "with the wrist camera" in report, report
 
 
 def test_bringup_acquires_every_attempt_and_retrieval_serves_it_live(graph):
@@ -433,7 +441,7 @@ def test_bringup_acquires_every_attempt_and_retrieval_serves_it_live(graph):
     from agentic_grasp_interfaces.srv import RetrieveStrategies
 
     path = default_acquired_path()
-    assert str(path).startswith(os.environ["AGENTIC_GRASP_DATA_DIR"])
+    assert str(path).startswith(os.environ["AGENTIC_GRASP_DATA_HOME"])
     graph.load("sg_banana", 1)
     status, result, _, goal_id = graph.grasp("pick up the banana")
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message

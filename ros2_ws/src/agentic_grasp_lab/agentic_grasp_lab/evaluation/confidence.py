@@ -1,11 +1,13 @@
 """Confidence intervals of the paper's tables: the mean of per-seed
 rates with a Student-t 95% interval (the regularised incomplete beta function written out,
-so no SciPy is needed).
+so no SciPy is needed); and the Wilson score interval of one proportion (k successes of n
+trials), which stays inside [0, 1] where a t interval of 0/1 outcomes reaches past 100 %.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 from typing import Any, Dict, Sequence, Tuple
 
 
@@ -113,4 +115,48 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> MeanCI:
     return MeanCI(mean, half, mean - half, mean + half, n, sd, tuple(vals))
 
 
-__all__ = ["mean_ci", "MeanCI", "student_t_cdf", "t_quantile"]
+def wilson_ci(successes: int, n: int, confidence: float = 0.95) -> Tuple[float, float]:
+    """(low, high) Wilson score interval of the proportion ``successes / n``, inside [0, 1].
+
+    The interval of a success rate over independent trials: unlike mean +- t * sd / sqrt(n)
+    of the 0/1 outcomes, it never leaves [0, 1] and is not zero-width at 0 or n successes
+    (Wilson 1927; Brown, Cai and DasGupta 2001 recommend it for any n). n = 0: (0, 1).
+    """
+    if n <= 0:
+        return 0.0, 1.0
+    if not 0 <= successes <= n:
+        raise ValueError(f"wilson_ci needs 0 <= successes <= n, got {successes} of {n}")
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # at 0 or n successes the bound is exactly 0 or 1 (the formula leaves a rounding error)
+    lo = 0.0 if successes == 0 else max(0.0, centre - spread)
+    hi = 1.0 if successes == n else min(1.0, centre + spread)
+    return lo, hi
+
+
+def paired_difference_ci(both: int, first_only: int, second_only: int, neither: int,
+                         confidence: float = 0.95) -> Tuple[float, float]:
+    """(low, high) interval of p1 - p2 for paired 0/1 outcomes (each unit run under both
+    conditions), inside [-1, 1]: Newcombe's hybrid score interval (1998, method 10), built
+    from the Wilson intervals of p1 and p2 and the pairs' correlation. A t interval of the
+    per-pair differences (-1, 0, +1) reaches past +-100 points with few pairs."""
+    n = both + first_only + second_only + neither
+    if n <= 0:
+        return -1.0, 1.0
+    p1, p2 = (both + first_only) / n, (both + second_only) / n
+    l1, u1 = wilson_ci(both + first_only, n, confidence)
+    l2, u2 = wilson_ci(both + second_only, n, confidence)
+    margins = ((both + first_only) * (second_only + neither) * (both + second_only)
+               * (first_only + neither))
+    phi = (both * neither - first_only * second_only) / math.sqrt(margins) if margins else 0.0
+    down = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    up = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    diff = p1 - p2
+    return max(-1.0, diff - down), min(1.0, diff + up)
+
+
+__all__ = ["mean_ci", "MeanCI", "paired_difference_ci", "student_t_cdf", "t_quantile",
+           "wilson_ci"]

@@ -432,7 +432,8 @@ def run_ray(tasks: Sequence[Any], address: str, workers: int,
     started = False
     if not ray.is_initialized():
         env = {"env_vars": {k: v for k, v in os.environ.items()
-                            if k in ("AGENTIC_GRASP_DATA", "XDG_DATA_HOME")}}
+                            if k in ("AGENTIC_GRASP_DATA", "AGENTIC_GRASP_DATA_HOME",
+                                     "XDG_DATA_HOME")}}
         if address:
             ray.init(address=address, runtime_env=env, logging_level=logging.WARNING,
                      log_to_driver=False)

@@ -145,7 +145,8 @@ class ViewRecord:
             return what + "target seen"
         if self.message.startswith(tuple(self.seen_ids)) and self.seen_ids:
             return what + self.message
-        seen = ", ".join(self.seen_ids) or "nothing"
+        # once each: the target named as a landmark is reported as target and as object
+        seen = ", ".join(dict.fromkeys(self.seen_ids)) or "nothing"
         return what + f"target not in view (saw {seen})"
 
     def to_dict(self) -> Dict[str, Any]:

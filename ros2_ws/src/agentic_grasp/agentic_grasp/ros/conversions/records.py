@@ -19,6 +19,16 @@ if TYPE_CHECKING:  # scene_graph pulls in networkx (~0.3 s): imported where it i
     from agentic_grasp.core.planner.recovery import Correction
 
 
+#: How an AttemptRecord of a wrist-camera view begins its ``candidate`` (a motion, recorded
+#: like an attempt, that grasps nothing: counted apart from the grasp attempts).
+VIEW_LABEL = "uncover view: "
+
+
+def is_view_record(msg: Any) -> bool:
+    """Whether an AttemptRecord message records a wrist-camera view, not a grasp attempt."""
+    return str(getattr(msg, "candidate", "")).startswith(VIEW_LABEL)
+
+
 def failure_diagnosis_to_msg(diagnosis: Optional["Diagnosis"],
                              correction: Optional["Correction"] = None) -> Any:
     """FailureDiagnosis of the planner's diagnosis F_r and the correction computed from it.

@@ -19,7 +19,8 @@ from std_msgs.msg import Header
 
 from agentic_grasp.ros.common.dependencies import (DependencyError, DependencyTimeout, GoalCanceled,
                                                    GoalSignal, PeerLost)
-from agentic_grasp.ros.conversions.records import attempt_record_to_msg, recorded_grasp
+from agentic_grasp.ros.conversions.records import (VIEW_LABEL, attempt_record_to_msg,
+                                                   recorded_grasp)
 from agentic_grasp.ros.conversions.grasp import outcome_to_msg
 from agentic_grasp.core.arm.backend import ArmError
 from agentic_grasp.core.planner import (STATUS_BLOCKED, STATUS_CANCELED, STATUS_NOT_PERCEIVED,
@@ -244,16 +245,6 @@ class GoalSession:
         return Result(success=success, error_code=code, message=message,
                       grasped_ids=list(task.grasped if task is not None else self.grasped),
                       attempts=self.records, total_time_s=time.perf_counter() - started)
-
-
-#: How an AttemptRecord of a wrist-camera view begins its ``candidate`` (a motion, recorded
-#: like an attempt, that grasps nothing: counted apart from the grasp attempts).
-VIEW_LABEL = "uncover view: "
-
-
-def is_view_record(msg: Any) -> bool:
-    """Whether an AttemptRecord message records a wrist-camera view, not a grasp attempt."""
-    return str(getattr(msg, "candidate", "")).startswith(VIEW_LABEL)
 
 
 def _view_attempt(view: Any) -> AttemptRecord:

@@ -43,6 +43,15 @@ PAD_BEYOND_TCP = 0.010
 PANEL_WIDTH = 420
 #: Relations that hold both ways: one label per pair.
 SYMMETRIC = frozenset({"Adjacent_To", "Near", "Far_From", "Touching"})
+#: Relations stated from both ends (a Left_Of b is b Right_Of a): one label per pair, the
+#: first one's.
+CONVERSE = {"Left_Of": "Right_Of", "Right_Of": "Left_Of", "Behind": "In_Front_Of",
+            "In_Front_Of": "Behind", "On_Top_Of": "Supports", "Supports": "On_Top_Of",
+            "Inside": "Contains", "Contains": "Inside"}
+#: The contact sheet: each attempt's scene scaled by this, under a caption in CAPTION_SCALE
+#: text, so the sheet reads at its own size (a scaled copy of the side panel does not).
+SHEET_SCALE = 0.75
+CAPTION_SCALE = 0.5
 _FONT = 0            # cv2.FONT_HERSHEY_SIMPLEX
 _BGR = {"ok": (60, 200, 60), "fail": (60, 60, 230), "object": (235, 200, 60),
         "target": (0, 160, 255), "relation": (200, 200, 200), "approach": (80, 230, 120),
@@ -85,9 +94,15 @@ def gripper_lines(position: np.ndarray, approach: np.ndarray, width: float, wris
 
 def _label(cv2: Any, img: np.ndarray, text: str, org: Tuple[int, int], color, scale=0.42,
            thickness=1) -> None:
-    """Text with a dark halo, readable on any background."""
-    cv2.putText(img, text, org, _FONT, scale, (0, 0, 0), thickness + 2, cv2.LINE_AA)
-    cv2.putText(img, text, org, _FONT, scale, color, thickness, cv2.LINE_AA)
+    """Text on a dark box, readable on any background. (A halo drawn as the same text with a
+    thicker stroke is wider than the text, and reads as the text printed twice.)"""
+    (w, h), base = cv2.getTextSize(text, _FONT, scale, thickness)
+    x, y = int(org[0]), int(org[1])
+    x0, y0 = max(0, x - 2), max(0, y - h - 3)
+    x1, y1 = min(img.shape[1], x + w + 2), min(img.shape[0], y + base + 1)
+    if x1 > x0 and y1 > y0:
+        img[y0:y1, x0:x1] = (img[y0:y1, x0:x1] * 0.35).astype(img.dtype)
+    cv2.putText(img, text, (x, y), _FONT, scale, color, thickness, cv2.LINE_AA)
 
 
 def _object_points(view: AttemptView, cam: Camera) -> Dict[str, np.ndarray]:
@@ -171,9 +186,13 @@ def draw_scene(view: AttemptView) -> np.ndarray:
            _BGR["dim"], 0.4)
     # Relations first, under everything else.
     pairs: Dict[Tuple[str, str], List[str]] = {}
+    stated = set()
     for subject, relation, obj in view.relations:
         if relation == "Far_From" or subject not in points or obj not in points:
             continue
+        if (obj, CONVERSE.get(relation), subject) in stated:
+            continue            # the same fact from the other end: labelled once
+        stated.add((subject, relation, obj))
         key = tuple(sorted((subject, obj)))
         symmetric = relation in SYMMETRIC
         pairs.setdefault(key, []).append(relation if symmetric or key[0] == subject
@@ -246,7 +265,8 @@ def panel_lines(view: AttemptView, result: str = "") -> List[Tuple[str, str]]:
     lines: List[Tuple[str, str]] = [
         ("text", f"goal {view.goal_id[:8]}: {view.instruction!r}"),
         ("dim", f"configuration: {view.configuration}"),
-        ("text", f"sub-goal {int(rec.subgoal_index)} target {rec.target_id}, attempt "
+        # 1-based, as the terminal's feedback and report number them
+        ("text", f"sub-goal {int(rec.subgoal_index) + 1} target {rec.target_id}, attempt "
                  f"{int(rec.attempt) + 1} (retry level {int(rec.retry_level)})"),
         ("dim", f"thought: {rec.thought}"),
         ("head", "planned grasp"),
@@ -305,24 +325,64 @@ def attempt_picture(view: AttemptView, result: str = "") -> np.ndarray:
     return np.hstack([scene, draw_panel(panel_lines(view, result), scene.shape[0])])
 
 
-def contact_sheet(goal: GoalView, pictures: Sequence[np.ndarray], columns: int = 2,
-                  scale: float = 0.5) -> np.ndarray:
-    """The goal's attempts side by side (scaled), under a header with its result."""
-    small = [cv2.resize(p, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
-             for p in pictures]
+def caption(view: AttemptView) -> List[Tuple[str, str]]:
+    """(colour key, text) lines under an attempt on the contact sheet: what the side panel
+    says first, in numbers the terminal uses."""
+    rec = view.record
+    g, out, diag = rec.grasp, rec.outcome, rec.diagnosis
+    ok = bool(out.success)
+    lines = [("text", f"sub-goal {int(rec.subgoal_index) + 1} {rec.target_id}, attempt "
+                      f"{int(rec.attempt) + 1} (level {int(rec.retry_level)}): {_grasp_type(g)} "
+                      f"{float(g.gripper_width) * 1e3:.0f} mm, {float(g.grip_force):.1f} N"),
+             ("ok" if ok else "fail", f"{'SUCCESS' if ok else 'FAILED'} at "
+                                      f"{out.phase_reached or '-'}, Q {float(out.quality):.2f}")]
+    if diag.failure_type and diag.failure_type != "none":
+        lines.append(("fail", f"failure: {diag.failure_type}"
+                      + (f"; next: {diag.correction}" if diag.correction else "")))
+    return lines
+
+
+def _text_lines(img: np.ndarray, lines: Sequence[Tuple[str, str]], x: int, y: int, width: int,
+                scale: float, step: int, bottom: int) -> int:
+    """Write ``lines`` wrapped to ``width`` pixels from (x, y); returns the next free y."""
+    char_w = cv2.getTextSize("n", _FONT, scale, 1)[0][0]
+    for key, text in lines:
+        for part in textwrap.wrap(text, max(20, width // max(1, char_w))) or [""]:
+            if y > bottom:
+                return y
+            cv2.putText(img, part, (x, y), _FONT, scale, _BGR.get(key, _BGR["text"]), 1,
+                        cv2.LINE_AA)
+            y += step
+    return y
+
+
+def contact_sheet(goal: GoalView, scenes: Sequence[np.ndarray],
+                  captions: Sequence[Sequence[Tuple[str, str]]], columns: int = 2
+                  ) -> np.ndarray:
+    """The goal's attempts side by side: each attempt's scene (scaled by SHEET_SCALE) over
+    its caption, under a header with the goal's result, all in text of CAPTION_SCALE or
+    more, legible at the sheet's own size."""
+    small = [cv2.resize(p, None, fx=SHEET_SCALE, fy=SHEET_SCALE, interpolation=cv2.INTER_AREA)
+             for p in scenes]
     h, w = small[0].shape[:2]
+    step = int(round(34 * CAPTION_SCALE))
+    cap_h = 5 * step + 8
     cols = min(columns, len(small))
     rows = (len(small) + cols - 1) // cols
-    header = 44
-    sheet = np.full((header + rows * h, cols * w, 3), _BGR["panel"], np.uint8)
-    for k, pic in enumerate(small):
+    header = 3 * int(round(36 * CAPTION_SCALE)) + 10
+    sheet = np.full((header + rows * (h + cap_h), cols * w, 3), _BGR["panel"], np.uint8)
+    for k, (pic, lines) in enumerate(zip(small, captions)):
         r, c = divmod(k, cols)
-        sheet[header + r * h:header + (r + 1) * h, c * w:(c + 1) * w] = pic
-    cv2.putText(sheet, f"goal {goal.goal_id[:8]} {goal.instruction!r} [{goal.configuration}]",
-                (8, 18), _FONT, 0.45, _BGR["text"], 1, cv2.LINE_AA)
+        top = header + r * (h + cap_h)
+        sheet[top:top + h, c * w:(c + 1) * w] = pic
+        _text_lines(sheet, lines, c * w + 8, top + h + step, w - 16, CAPTION_SCALE, step,
+                    top + h + cap_h - 4)
     ok = goal.result.startswith("succeeded")
-    cv2.putText(sheet, textwrap.shorten(goal.result, max(30, cols * w // 7)), (8, 36), _FONT,
-                0.42, _BGR["ok"] if ok else _BGR["dim"], 1, cv2.LINE_AA)
+    _text_lines(sheet, [("text", f"goal {goal.goal_id[:8]} {goal.instruction!r} "
+                                 f"[{goal.configuration}]"),
+                        ("ok" if ok else "dim", goal.result)],
+                8, int(round(30 * CAPTION_SCALE)) + 4, cols * w - 16, CAPTION_SCALE + 0.05,
+                int(round(36 * CAPTION_SCALE)), header - 4)
     return sheet
 
 
@@ -336,17 +396,20 @@ def write_pictures(path: Union[str, Path], out: Union[str, Path], goal: Optional
     out.mkdir(parents=True, exist_ok=True)
     written: List[str] = []
     for gv in goals:
-        pictures = []
+        scenes, captions = [], []
         for view in gv.attempts:
             last = view is gv.attempts[-1]
-            pic = attempt_picture(view, gv.result if last else "")
+            scene = draw_scene(view)
+            result = gv.result if last else ""
+            pic = np.hstack([scene, draw_panel(panel_lines(view, result), scene.shape[0])])
             name = out / f"{gv.goal_id[:8]}_attempt{view.index}.png"
             cv2.imwrite(str(name), pic, [cv2.IMWRITE_PNG_COMPRESSION, 9])
             written.append(str(name))
-            pictures.append(pic)
-        if pictures:
+            scenes.append(scene)
+            captions.append(caption(view))
+        if scenes:
             name = out / f"{gv.goal_id[:8]}_sheet.png"
-            cv2.imwrite(str(name), contact_sheet(gv, pictures),
+            cv2.imwrite(str(name), contact_sheet(gv, scenes, captions),
                         [cv2.IMWRITE_PNG_COMPRESSION, 9])
             written.append(str(name))
     return {"bag": str(path), "goals": [g.goal_id for g in goals], "written": written,

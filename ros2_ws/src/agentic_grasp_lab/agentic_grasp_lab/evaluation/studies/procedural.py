@@ -17,13 +17,16 @@ Scoring (from the records and the scenes' geometric labels, never from the plann
 """
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+import numpy as np
+
+from agentic_grasp_lab.evaluation.confidence import paired_difference_ci, wilson_ci
 from agentic_grasp_lab.evaluation.diagnosis import (diagnosis_summary, format_diagnosis,
                                                     plot_confusion)
-from agentic_grasp_lab.evaluation.confidence import mean_ci
 from agentic_grasp_lab.evaluation.records import TrialRecord
 from agentic_grasp.core.sim.procedural import (FAMILIES, ProceduralScene, load_procedural,
                                                procedural_id)
@@ -80,19 +83,43 @@ def _order_matters(scene: ProceduralScene) -> bool:
 
 
 def _pct(values: Sequence[float]) -> Dict[str, Any]:
-    ci = mean_ci([100.0 * v for v in values])
-    lo = ci.lo if ci.n >= 2 else ci.mean
-    hi = ci.hi if ci.n >= 2 else ci.mean
-    return {"mean": round(ci.mean, 2), "ci95": [round(lo, 2), round(hi, 2)], "n": ci.n}
+    """Success % of scenes (0/1 outcomes) with its 95 % Wilson interval, inside [0, 100]."""
+    n = len(values)
+    k = int(round(sum(values)))
+    lo, hi = wilson_ci(k, n)
+    return {"mean": round(100.0 * k / n, 2) if n else float("nan"),
+            "ci95": [round(100.0 * lo, 2), round(100.0 * hi, 2)], "n": n}
+
+
+def _why_failed(record: TrialRecord, scene: ProceduralScene, s: SceneScore) -> str:
+    """Why a counted scene failed, in a few words, from its record: what was grasped of its
+    feasible targets, what was refused, and the failure types of its attempts."""
+    feasible = scene.feasible_targets
+    done = [t for t in feasible if t in record.grasped]
+    if len(done) == len(feasible):
+        return "all grasped, out of order"
+    parts = [f"grasped {len(done)} of {len(feasible)}"]
+    if s.feasible_refused:
+        parts.append(f"{s.feasible_refused} refused as beyond the hand")
+    kinds = list(dict.fromkeys(record.failure_types))
+    if kinds:
+        parts.append(", ".join(kinds[:3]) + (" ..." if len(kinds) > 3 else ""))
+    elif not record.n_attempts:
+        parts.append("no attempt")
+    return "; ".join(parts)
 
 
 def summarise(records: Sequence[TrialRecord], scene_seed: int, scenes: int,
               configurations: Sequence[str]) -> Dict[str, Any]:
     """The JSON of ``bench procedural --json`` (module docstring)."""
     by_conf: Dict[str, List[SceneScore]] = {c: [] for c in configurations}
+    why: Dict[str, Dict[str, str]] = {c: {} for c in configurations}
     for r in records:
         scene = load_procedural(r.task_id)
-        by_conf.setdefault(r.configuration, []).append(score(r, scene))
+        s = score(r, scene)
+        by_conf.setdefault(r.configuration, []).append(s)
+        if s.counts and not s.success:
+            why.setdefault(r.configuration, {})[str(s.index)] = _why_failed(r, scene, s)
     out: Dict[str, Any] = {"scene_seed": int(scene_seed), "scenes": int(scenes),
                            "configurations": {}}
     for conf, rows in by_conf.items():
@@ -131,6 +158,10 @@ def summarise(records: Sequence[TrialRecord], scene_seed: int, scenes: int,
                              s.feasible_refused for s in rows) / n_feas, 2) if n_feas else None,
                          "infeasible_attempted": sum(s.infeasible_attempted for s in rows)},
             "failed_scenes": sorted(s.index for s in counted if not s.success),
+            "why_failed": dict(sorted(why.get(conf, {}).items(), key=lambda kv: int(kv[0]))),
+            # scenes left out of the success rates: no feasible target (refusals only)
+            "not_counted": {fam: n for fam in FAMILIES
+                            if (n := sum(1 for s in rows if s.family == fam and not s.counts))},
             "diagnosis": diagnosis_summary(records, conf),
         }
     confs = out["configurations"]
@@ -141,21 +172,38 @@ def summarise(records: Sequence[TrialRecord], scene_seed: int, scenes: int,
 
 def _scene_graph_effect(full: Sequence[SceneScore], without: Sequence[SceneScore]
                         ) -> Dict[str, Any]:
-    """Paired per-family difference full - no_scene_graph, with its 95 % interval."""
+    """Paired per-family difference full - no_scene_graph, in points, with its 95 % interval
+    (Newcombe's paired score interval: inside [-100, +100])."""
     base = {s.index: s for s in without if s.counts}
     out: Dict[str, Any] = {}
     for fam in FAMILIES + ("it_all",):
         fams = IT_FAMILIES if fam == "it_all" else (fam,)
-        diffs = [100.0 * (float(s.success) - float(base[s.index].success)) for s in full
+        pairs = [(s.success, base[s.index].success) for s in full
                  if s.counts and s.family in fams and s.index in base]
-        if not diffs:
+        if not pairs:
             continue
-        ci = mean_ci(diffs)
-        out[fam] = {"gain": round(ci.mean, 2),
-                    "ci95": [round(ci.lo, 2), round(ci.hi, 2)] if ci.n >= 2
-                    else [round(ci.mean, 2)] * 2,
-                    "n": ci.n, "worse_beyond_ci": bool(ci.n >= 2 and ci.hi < 0.0)}
+        cells = [sum(1 for a, b in pairs if (a, b) == key)
+                 for key in ((True, True), (True, False), (False, True), (False, False))]
+        lo, hi = paired_difference_ci(*cells)
+        gain = 100.0 * (cells[1] - cells[2]) / len(pairs)
+        out[fam] = {"gain": round(gain, 2), "ci95": [round(100.0 * lo, 2), round(100.0 * hi, 2)],
+                    "n": len(pairs), "worse_beyond_ci": bool(hi < 0.0)}
     return out
+
+
+def refusal_line(configuration: str, r: Mapping[str, Any]) -> str:
+    """The refusals in words (two lines): of the targets beyond the hand, how many were
+    refused at planning (right) and attempted (wrong); of the feasible targets, how many
+    were refused (wrong)."""
+    def pct(value: Any) -> str:
+        return "" if value is None else f" ({value:.1f} %)"
+
+    head = f"refusals ({configuration}): "
+    return (f"{head}of {r['infeasible_targets']} targets beyond the hand, {r['correct']} "
+            f"refused at planning{pct(r['infeasible_refused_pct'])}, "
+            f"{r['infeasible_attempted']} attempted;\n{'':<{len(head)}}of "
+            f"{r['feasible_targets']} targets the hand can take, {r['feasible_refused']} "
+            f"refused{pct(r['feasible_refused_pct'])}; wrong calls in all: {r['wrong']}")
 
 
 def format_summary(summary: Mapping[str, Any]) -> str:
@@ -173,6 +221,14 @@ def format_summary(summary: Mapping[str, Any]) -> str:
             cells.append(f"{f['mean']:6.1f} % (n {f['n']:>4})" if f else "-")
         lines.append(f"{fam:<12}" + "".join(f"{c:>22}" for c in cells))
     lines.append("-" * len(head))
+    for n in names[:1]:
+        skipped = confs[n].get("not_counted") or {}
+        counted = confs[n]["overall"]["n"]
+        if skipped:
+            lines.append(f"{'':<12}{counted} of {counted + sum(skipped.values())} scenes count: "
+                         f"{sum(skipped.values())} hold no target the hand can take ("
+                         + ", ".join(f"{k} {v}" for k, v in skipped.items())
+                         + "), scored under refusals only")
     for cat in ("SG", "IT", "LH"):
         cells = []
         for n in names:
@@ -187,14 +243,11 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     lines.append(f"{'cleared':<12}" + "".join(f"{c:>22}" for c in cells))
     lines.append("")
     for n in names:
-        r = confs[n]["refusals"]
-        lines.append(f"refusals ({n}): {r['correct']} correct, {r['wrong']} wrong; "
-                     f"infeasible refused {r['infeasible_refused_pct']} % of "
-                     f"{r['infeasible_targets']}, feasible refused {r['feasible_refused_pct']} "
-                     f"% of {r['feasible_targets']}")
+        lines.append(refusal_line(n, confs[n]["refusals"]))
     effect = summary.get("scene_graph")
     if effect:
-        lines += ["", "scene graph: full - no_scene_graph, paired, points (95 % interval)"]
+        lines += ["", "scene graph: full - no_scene_graph, paired, points (95 % Newcombe "
+                  "interval)"]
         for fam, e in effect.items():
             flag = "  WORSE" if e["worse_beyond_ci"] else ""
             lines.append(f"  {fam:<12}{e['gain']:+7.1f} [{e['ci95'][0]:+.1f}, "
@@ -207,45 +260,87 @@ def format_summary(summary: Mapping[str, Any]) -> str:
 
 def write_figures(summary: Mapping[str, Any], out_dir: Path, scene_seed: int,
                   max_failed: int = 12) -> Dict[str, str]:
-    """success_per_family.png, and failed_scenes.png: the first failing scenes of the full
-    system (else the first configuration) rendered from the fixed camera, each titled with
-    its index, family and instruction, so a person can see why."""
+    """success_per_family.png (Wilson 95 % intervals, the legend above the bars), and
+    failed_scenes.png: the first failing scenes of the full system (else the first
+    configuration) rendered from the fixed camera and cropped to the table, each titled with
+    its index, family, the configuration that failed and why, and its instruction."""
     plt = _pyplot()
     files: Dict[str, str] = {}
     confs = summary["configurations"]
     names = list(confs)
-    fig, ax = plt.subplots(figsize=(10, 4))
+    fig, ax = plt.subplots(figsize=(10, 4.4))
     width = 0.8 / max(1, len(names))
     for i, n in enumerate(names):
-        vals = [confs[n]["families"].get(f, {}).get("mean", 0.0) for f in FAMILIES]
-        ax.bar([k + i * width for k in range(len(FAMILIES))], vals, width, label=n)
+        fams = [confs[n]["families"].get(f) for f in FAMILIES]
+        vals = [f["mean"] if f else 0.0 for f in fams]
+        err = [[f["mean"] - f["ci95"][0] if f else 0.0 for f in fams],
+               [f["ci95"][1] - f["mean"] if f else 0.0 for f in fams]]
+        ax.bar([k + i * width for k in range(len(FAMILIES))], vals, width, yerr=err,
+               capsize=3, error_kw={"elinewidth": 0.8, "ecolor": "0.25"}, label=n)
     ax.set_xticks([k + width * (len(names) - 1) / 2 for k in range(len(FAMILIES))])
-    ax.set_xticklabels(FAMILIES, rotation=20)
-    ax.set_ylabel("success %")
+    ax.set_xticklabels([f"{f}\n(n {confs[names[0]]['families'].get(f, {}).get('n', 0)})"
+                        for f in FAMILIES] if names else FAMILIES)
+    ax.set_ylabel("scenes succeeded, % (95 % Wilson interval)")
     ax.set_ylim(0, 100)
-    ax.set_title(f"Procedural scenes, seed {scene_seed}: success per family")
-    ax.legend()
+    ax.set_title(f"Procedural scenes, seed {scene_seed}: success per family", pad=30)
+    # above the axes, never over a bar: the bars reach 100 %
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=max(1, len(names)),
+              frameon=False)
     files["success_per_family"] = str(_save(fig, out_dir / "success_per_family.png"))
     conf = "full" if "full" in confs else names[0]
     if confs[conf].get("diagnosis", {}).get("confusion"):
         written = plot_confusion(confs[conf]["diagnosis"], out_dir / "diagnosis_confusion.png")
         if written:
             files["diagnosis_confusion"] = written
-    failed = list(confs[conf]["failed_scenes"])[:max_failed]
+    all_failed = list(confs[conf]["failed_scenes"])
+    failed = all_failed[:max_failed]
+    why = confs[conf].get("why_failed", {})
     if failed:
-        cols = 4
+        cols = _columns(len(failed))
         rows = (len(failed) + cols - 1) // cols
-        fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.3 * rows), squeeze=False)
+        fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.6 * rows + 0.6),
+                                 squeeze=False)
         camera = Camera()
         for ax, index in zip(axes.flat, failed):
             scene = load_procedural(procedural_id(scene_seed, index))
-            frame = render_view(scene.task.nominal(), camera)
-            ax.imshow(frame.rgb)
-            ax.set_title(f"#{index} {scene.family}\n{scene.task.instruction}", fontsize=8)
-        for ax in axes.flat:
+            ax.imshow(_crop_to_scene(render_view(scene.task.nominal(), camera).rgb))
+            lines = [f"#{index} {scene.family}: {conf} failed",
+                     *textwrap.wrap(why.get(str(index), "") or "(no record)", 46),
+                     *textwrap.wrap(f"\u201c{scene.task.instruction}\u201d", 46)]
+            ax.set_title("\n".join(lines), fontsize=9, loc="left")
             ax.axis("off")
+        for ax in list(axes.flat)[len(failed):]:
+            fig.delaxes(ax)                 # no empty cells
+        shown = (f"the first {len(failed)} of the {len(all_failed)}"
+                 if len(all_failed) > len(failed) else f"the {len(failed)}")
+        fig.suptitle(f"Procedural scenes, seed {scene_seed}: {shown} scenes the {conf} "
+                     "configuration failed, and why", fontsize=11)
         files["failed_scenes"] = str(_save(fig, out_dir / "failed_scenes.png"))
     return files
+
+
+def _columns(n: int) -> int:
+    """Columns of a grid of ``n`` pictures: one row up to 3, 2 x 2 for 4, else 3 or 4
+    columns, whichever leaves fewer empty cells (4 on a tie)."""
+    if n <= 3:
+        return max(1, n)
+    if n == 4:
+        return 2
+    return min((4, 3), key=lambda c: (-n) % c)
+
+
+def _crop_to_scene(rgb: Any, margin: int = 12) -> Any:
+    """The part of a rendered frame that is not the background (the table and what is on
+    it), with a margin: the fixed camera's frame is mostly empty floor at this size."""
+    img = np.asarray(rgb)
+    background = img[0, 0].astype(int)
+    mask = np.abs(img.astype(int) - background).sum(axis=2) > 12
+    if not mask.any():
+        return img
+    ys, xs = np.nonzero(mask)
+    y0, y1 = max(0, ys.min() - margin), min(img.shape[0], ys.max() + margin + 1)
+    x0, x1 = max(0, xs.min() - margin), min(img.shape[1], xs.max() + margin + 1)
+    return img[y0:y1, x0:x1]
 
 
 def run_procedural(scene_seed: int, scenes: int, configurations: Sequence[str],

@@ -27,7 +27,7 @@ from agentic_grasp.core.sim import load_task
 from agentic_grasp.ros.client.graph_client import GraphClient
 from agentic_grasp.ros.client.planner import PlannerClient, load_scene, wait_until_perceived
 from agentic_grasp.ros.graph.launcher import Launcher
-from agentic_grasp.ros.planner.goal_session import is_view_record
+from agentic_grasp.ros.conversions.records import is_view_record
 from agentic_grasp_interfaces.srv import InferConstraints, Perceive, RetrieveStrategies
 
 # The same events the in-process episode runner counts (core/planner/episode.py).

@@ -19,7 +19,7 @@ from agentic_grasp.core.planner.events import EventSink, TaskPlanEvent, TaskResu
 from agentic_grasp.core.planner.instruction.tasks import (KIND_NAMED, TaskPlan,
                                                           instruction_kind,
                                                           names_only_landmarks,
-                                                          plan_subgoals)
+                                                          plan_subgoals, resolve_targets)
 from agentic_grasp.core.planner.instruction.uncover import poorly_located, run_uncover
 from agentic_grasp.core.planner.memory import EpisodicMemory
 from agentic_grasp.core.planner.outcomes import (STATUS_BLOCKED, STATUS_CANCELED,
@@ -39,6 +39,18 @@ def _why_left(goal: Optional[GoalOutcome]) -> str:
         return (f"{goal.n_attempts} attempt(s) failed"
                 + (f", last with {kinds[-1]}" if kinds else ""))
     return goal.message or goal.status
+
+
+def _not_in_view(instruction: str, shown, searched: str) -> str:
+    """The message of a named target that was not seen, even after looking behind what could
+    hide it: the objects the instruction names only as a landmark, when there are any,
+    are said to be landmarks (never that the target is one)."""
+    landmarks = resolve_targets(instruction, shown)
+    text = "the target the instruction names is not in view"
+    if landmarks:
+        text += (f" ({', '.join(landmarks)}, which it names, "
+                 f"{'is' if len(landmarks) == 1 else 'are'} only a landmark)")
+    return f"{text}; {searched}"
 
 
 def subgoal_instruction(object_id: str, name: str = "") -> str:
@@ -99,8 +111,7 @@ class TaskRunner:
                 task.plan = TaskPlan(instruction, KIND_NAMED)
                 emit(TaskPlanEvent(task.plan))
                 task.status = STATUS_CANCELED if cancel() else STATUS_FAILED
-                task.message = ("the instruction names no perceived object (but as a "
-                                f"landmark): the target is not in view; {found.message}")
+                task.message = _not_in_view(instruction, shown, found.message)
                 task.wall_s = time.perf_counter() - start
                 emit(TaskResultEvent(instruction, task.status, (), task.message))
                 return task

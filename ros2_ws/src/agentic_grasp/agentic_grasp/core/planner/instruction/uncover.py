@@ -357,11 +357,14 @@ def _describe(occ: Occluder, fragile_threshold: float, hand_width_m: float) -> s
     if o.fragility >= fragile_threshold:
         why = (f"it is fragile (fragility {o.fragility:.2f}): it is never pushed or moved")
     elif min(o.size[0], o.size[1]) > hand_width_m:
-        why = (f"it is {size} mm, wider than the {hand_width_m * 1e3:.0f} mm hand opens: it "
-               "is not moved, a view needs no contact")
+        # one decimal: a side perceived at 80.4 mm is over an 80 mm opening, but both print
+        # as 80 at whole millimetres
+        why = (f"its narrowest side is perceived at {min(o.size[0], o.size[1]) * 1e3:.1f} mm, "
+               f"more than the {hand_width_m * 1e3:.1f} mm the hand opens: it is not moved, "
+               "a view needs no contact")
     else:
         why = "it is not moved: a view needs no contact"
-    return (f"{o.id} ({o.category}, {size} mm) Occludes the region "
+    return (f"{o.id} ({o.category}, {size} mm) occludes the region "
             f"{occ.shadow_m * 1e3:.0f} mm behind it from the camera; {why}")
 
 

@@ -26,7 +26,6 @@ exact category and still sees its superclass's.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
 from dataclasses import dataclass, field, replace
@@ -36,6 +35,7 @@ from typing import Any, Dict, Iterable, Mapping, Optional
 import numpy as np
 
 from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.core.paths import user_data_dir
 from agentic_grasp.core.grasping.fit import fit_record
 from agentic_grasp.core.retrieval.acquired.experience_store import append_experience
 from agentic_grasp.core.retrieval.knowledge_base import grasp_to_object_frame
@@ -50,13 +50,10 @@ _ID_CHARS = re.compile(r"[^A-Za-z0-9_.:-]+")
 
 
 def default_acquired_path() -> Path:
-    """``$AGENTIC_GRASP_DATA_DIR`` or ``$XDG_DATA_HOME/agentic_grasp`` (~/.local/share/...)
-    joined with acquired_experiences.jsonl: per user, outside the repository."""
-    root = os.environ.get("AGENTIC_GRASP_DATA_DIR")
-    if not root:
-        xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-        root = str(Path(xdg) / "agentic_grasp")
-    return Path(root) / DEFAULT_FILE
+    """acquired_experiences.jsonl in the per-user data folder (core/paths.user_data_dir:
+    ``$AGENTIC_GRASP_DATA_HOME`` or ``~/.local/share/agentic_grasp``), outside the
+    repository."""
+    return user_data_dir() / DEFAULT_FILE
 
 
 def resolve_acquired_path(value: str) -> Optional[Path]:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple, Union
 
 from agentic_grasp.core.errors import ValidationError
+from agentic_grasp.core.paths import user_data_dir
 from agentic_grasp.core.retrieval.acquired.acquisition import extend_taxonomy
 from agentic_grasp.core.retrieval.acquired.file import prune_matching
 from agentic_grasp.core.retrieval.acquired.live import AcquiredLog, LogChunk
@@ -50,12 +51,8 @@ PathLike = Union[str, Path]
 
 
 def data_dir() -> Path:
-    """``$AGENTIC_GRASP_DATA_DIR`` or ``$XDG_DATA_HOME/agentic_grasp`` (per user)."""
-    root = os.environ.get("AGENTIC_GRASP_DATA_DIR")
-    if not root:
-        xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-        root = str(Path(xdg) / "agentic_grasp")
-    return Path(root)
+    """The per-user data folder (core/paths.user_data_dir)."""
+    return user_data_dir()
 
 
 def default_robot() -> str:
