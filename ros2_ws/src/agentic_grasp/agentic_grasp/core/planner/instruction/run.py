@@ -16,7 +16,10 @@ from agentic_grasp.core.arm.backend import CancelCheck
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND
 from agentic_grasp.core.perception.backend import PerceptionResult
 from agentic_grasp.core.planner.events import EventSink, TaskPlanEvent, TaskResultEvent
-from agentic_grasp.core.planner.instruction.tasks import (KIND_NAMED, TaskPlan,
+from agentic_grasp.core.planner.instruction.sorting import (BY_FRAGILITY, BY_SIZE,
+                                                            perception_error, sort_view)
+from agentic_grasp.core.planner.instruction.tasks import (KIND_NAMED, KIND_SORT,
+                                                          SORT_KINDS, TaskPlan,
                                                           instruction_kind,
                                                           names_only_landmarks,
                                                           plan_subgoals)
@@ -26,6 +29,8 @@ from agentic_grasp.core.planner.outcomes import (STATUS_BLOCKED, STATUS_CANCELED
                                                  STATUS_FAILED, STATUS_SUCCEEDED,
                                                  GoalOutcome, TaskOutcome)
 from agentic_grasp.core.planner.ports import Arm, Perceiver, require_port
+from agentic_grasp.core.retrieval.priors import load_category_knowledge
+from agentic_grasp.core.types import ObjectInstance
 
 
 def _why_left(goal: Optional[GoalOutcome]) -> str:
@@ -108,7 +113,7 @@ class TaskRunner:
         # the scene-graph reasoning's own graph (its configuration and camera): the same one
         # the constraints of each sub-goal come from
         graph = self.reasoner.scene_graph(objects) if self.configuration.scene_graph else None
-        plan = plan_subgoals(instruction, objects, graph)
+        plan = self._plan(instruction, objects, graph, first.backend)
         task.plan = plan
         emit(TaskPlanEvent(plan))
         if not plan.subgoals:
@@ -196,6 +201,26 @@ class TaskRunner:
         task.wall_s = time.perf_counter() - start
         emit(TaskResultEvent(instruction, task.status, tuple(task.grasped), task.message))
         return task
+
+    def _plan(self, instruction: str, objects: List[ObjectInstance], graph: object,
+              backend: str) -> TaskPlan:
+        """The task's sub-goals. A sort orders by each object's fragility or size weighed
+        from perception and from what the knowledge base knows its category to be
+        (sorting.py), with the semantics and the knowledge base of the configuration: the
+        heuristic sees no category, and without retrieval there is no knowledge base."""
+        kind = instruction_kind(instruction)
+        cfg = self.configuration
+        if kind not in SORT_KINDS or not (cfg.retrieval and cfg.semantics):
+            return plan_subgoals(instruction, objects, graph)
+        by = BY_FRAGILITY if kind == KIND_SORT else BY_SIZE
+        view, estimates = sort_view(objects, by, load_category_knowledge(),
+                                    perception_error(backend))
+        plan = plan_subgoals(instruction, view, graph)
+        for sub in plan.subgoals:
+            est = estimates.get(sub.target_id)
+            if est is not None and not sub.prerequisite_for:
+                sub.reason = sub.reason.split(" (")[0] + f" ({est.note})"
+        return plan
 
 
 __all__ = ["TaskRunner", "subgoal_instruction"]
