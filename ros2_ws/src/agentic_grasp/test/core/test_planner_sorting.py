@@ -95,3 +95,45 @@ def test_run_task_sorts_by_the_weighed_fragility():
         after_success=world.remove)
     assert task.grasped == ["cube_1", "cup_1"]
     assert "known for cube" in task.plan.subgoals[0].reason
+
+
+# ------------------------------------------------------------------ long tasks
+class HidingWorld(World):
+    """The block stands behind the box: it is in view only once the box is taken."""
+
+    def perceive(self, instruction):
+        self.instructions.append(instruction)
+        objs = [o for o in self.objects.values()
+                if o.id != "block_1" or "box_1" not in self.objects]
+        target = instruction.split()[2] if instruction.startswith("pick up ") else ""
+        if target not in {o.id for o in objs}:
+            from agentic_grasp.core.instructions import resolve_targets
+            ids = resolve_targets(instruction, objs)
+            target = ids[0] if ids else ""
+        from test_planner_fakes import perception_of
+        return perception_of(objs, target)
+
+
+def test_clearing_looks_again_for_what_the_taken_objects_hid():
+    objs = [make_object("box_1", "box", xy=(0.45, 0.0)),
+            make_object("block_1", "block", xy=(0.55, 0.0)),
+            make_object("cup_1", "cup", xy=(0.45, 0.2))]
+    world = HidingWorld(objs)
+    retriever = FixedRetriever([experience("any-001", "cup", {"width": 0.06, "force": 10.0})])
+    task = ReflectivePlanner(PlannerConfig(), retriever).run_task(
+        "clear the table", world, ScriptedArm([ok(), ok(), ok()]),
+        after_success=world.remove)
+    assert sorted(task.grasped) == ["block_1", "box_1", "cup_1"] and task.success
+    assert task.plan.subgoals[-1].target_id == "block_1"
+    assert task.plan.subgoals[-1].reason == "seen once others were taken away"
+
+
+def test_a_list_whose_first_object_is_a_landmark_has_an_unseen_target():
+    from agentic_grasp.core.planner.instruction.run import _unseen_subject
+
+    objs = [make_object("box_1", "box", xy=(0.45, 0.0)),
+            make_object("cup_1", "cup", xy=(0.45, 0.2)),
+            make_object("bowl_1", "bowl", xy=(0.55, 0.2))]
+    text = "put away the ball behind the box, then the cup and the bowl"
+    assert _unseen_subject(text, objs)
+    assert not _unseen_subject("put away the cup behind the box, then the bowl", objs)

@@ -14,11 +14,12 @@ from typing import Callable, List, Optional
 
 from agentic_grasp.core.arm.backend import CancelCheck
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND
+from agentic_grasp.core.instructions import read_instruction
 from agentic_grasp.core.perception.backend import PerceptionResult
 from agentic_grasp.core.planner.events import EventSink, TaskPlanEvent, TaskResultEvent
 from agentic_grasp.core.planner.instruction.sorting import (BY_FRAGILITY, BY_SIZE,
                                                             perception_error, sort_view)
-from agentic_grasp.core.planner.instruction.tasks import (KIND_NAMED, KIND_SORT,
+from agentic_grasp.core.planner.instruction.tasks import (KIND_CLEAR, KIND_NAMED, KIND_SORT,
                                                           SORT_KINDS, TaskPlan,
                                                           instruction_kind,
                                                           names_only_landmarks,
@@ -44,6 +45,13 @@ def _why_left(goal: Optional[GoalOutcome]) -> str:
         return (f"{goal.n_attempts} attempt(s) failed"
                 + (f", last with {kinds[-1]}" if kinds else ""))
     return goal.message or goal.status
+
+
+def _unseen_subject(instruction: str, objects: List[ObjectInstance]) -> bool:
+    """The first object a named instruction mentions is a landmark (it follows a relation):
+    the object it locates is not among ``objects``."""
+    mentions = read_instruction(instruction, objects).mentions
+    return bool(mentions) and mentions[0].role == "landmark"
 
 
 def subgoal_instruction(object_id: str, name: str = "") -> str:
@@ -86,10 +94,14 @@ class TaskRunner:
             task.wall_s = time.perf_counter() - start
             return task
         named = instruction_kind(instruction) == KIND_NAMED
+        unfound = ""
         shown = first.to_object_instances()
         # not found, or "found" as an object the instruction names only as a landmark
         hidden = names_only_landmarks(instruction, shown)
-        if named and (hidden or poorly_located(first.target, first.objects)):
+        # in a list ("the X behind the Y, the Z and the W") the first object mentioned is a
+        # landmark: the X it locates was not perceived, while Z and W were
+        listed = named and not hidden and _unseen_subject(instruction, shown)
+        if named and (hidden or listed or poorly_located(first.target, first.objects)):
             # the named target is not in view (or only a sliver of it): look behind what
             # could hide it. What the instruction also mentions is a landmark ("behind the
             # box"), never a stand-in for the target.
@@ -100,6 +112,10 @@ class TaskRunner:
             task.overhead_s += self.config.time_model.perception_s * looks
             if found.found:
                 first = found.perception
+            elif listed and not cancel():
+                # the other targets of the list are in view: they are taken, and the result
+                # names the one that was not found
+                unfound = f"; the object its first landmark locates not found: {found.message}"
             elif hidden or cancel():
                 task.plan = TaskPlan(instruction, KIND_NAMED)
                 emit(TaskPlanEvent(task.plan))
@@ -132,13 +148,33 @@ class TaskRunner:
         progressed: set = set()         # failed ones with a success after them
         revisited: set = set()
         last_goal: dict = {}            # target id -> its last GoalOutcome
-        while queue or revisit:
+        planned = set(plan.target_ids)
+        looked_after = 0                # grasps when the table was last looked at again
+        while True:
             if not queue:
                 queue = [t for t in revisit if t in progressed]
                 revisited.update(queue)
                 revisit = []
-                if not queue:
-                    break
+            if not queue and plan.kind == KIND_CLEAR and task.grasped \
+                    and len(task.grasped) > looked_after and not cancel():
+                # clearing means every object: one hidden behind another is in view once
+                # that one is gone, so the table is looked at again after each round
+                looked_after = len(task.grasped)
+                again = perceive(instruction)
+                task.perception_calls += 1
+                task.overhead_s += self.config.time_model.perception_s
+                fresh = [] if not again.ok else [
+                    s for s in plan_subgoals(instruction, again.to_object_instances()).subgoals
+                    if s.target_id not in planned]
+                for sub in fresh:
+                    sub.reason = "seen once others were taken away"
+                    plan.subgoals.append(sub)
+                    names[sub.target_id] = next((o.name for o in again.to_object_instances()
+                                                 if o.id == sub.target_id), "")
+                planned.update(s.target_id for s in fresh)
+                queue = [s.target_id for s in fresh]
+            if not queue:
+                break
             if cancel():
                 task.status, task.message = STATUS_CANCELED, "canceled between sub-goals"
                 break
@@ -191,6 +227,7 @@ class TaskRunner:
             if left:
                 task.message += "; left: " + "; ".join(
                     f"{t} ({_why_left(last_goal.get(t))})" for t in left)
+            task.message += unfound
             if plan.order_matters and done:
                 grasped = [t for t in task.grasped if t in plan.target_ids]
                 planned = [t for t in plan.target_ids if t in done]
