@@ -5,19 +5,30 @@ seed ``S``. It is rebuilt from those two numbers alone (:func:`generate`), so a 
 be handed to anything that loads a task (``Simulator.load_task``, the sweep, the sim node's
 ``load_scene``, ``agentic-grasp grasp --procedural S:K``) and always means the same layout.
 
-Families (``FAMILIES``; scene ``K`` is family ``FAMILIES[K % 8]``, so every family gets an
+Families (``FAMILIES``; scene ``K`` is family ``FAMILIES[K % 13]``, so every family gets an
 equal share of any run of scenes):
 
 - ``sg``: one object of the catalogue, anywhere in the workspace, any yaw;
 - ``it_near``: a target near a fragile neighbour;
 - ``it_between``: a target between two objects;
 - ``it_hidden``: a target behind an occluder (opaque or fragile, narrow or wide), on the far
-  side from the fixed camera;
+  side from the fixed camera: any object low and narrow enough to hide;
 - ``it_handle``: a handled object whose handle is turned towards, away from or across a
   neighbour;
-- ``it_lying``: a long object lying beside a flat or fragile one;
+- ``it_lying``: a long object lying beside a flat or fragile one (or one on each side);
 - ``lh_clear``: three to five objects, "clear the table" (or "everything but the Y");
-- ``lh_sort``: three objects sorted by fragility or by size.
+- ``lh_sort``: three objects sorted by fragility or by size;
+- ``it_clutter``: a target with three to six neighbours within 10 cm, fragile and sturdy;
+- ``it_far``: a target at the edge of the reach, its easy side turned away, between one or
+  two fragile neighbours;
+- ``it_duplicate``: two or three items of one kind told apart by side, ordinal, a landmark
+  or an attribute the camera sees ("the tall mug");
+- ``it_novel``: an object no catalogue or knowledge base entry describes (a box, cylinder
+  or sphere of random size and material, named "<colour> <noun>");
+- ``lh_long``: clearing with a hidden object, sorting four to six, "everything but the Y"
+  in clutter, or a list with a relation inside it.
+
+Every item of a kind differs (:meth:`_Draw.item`): size, mass and friction within bounds.
 
 Instructions come from a small grammar with varied phrasing (``_PHRASES``).
 
