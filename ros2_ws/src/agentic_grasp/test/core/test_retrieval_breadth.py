@@ -5,8 +5,10 @@ import pytest
 
 from agentic_grasp.core.planner.episode import _default_simulator
 from agentic_grasp_lab.commands import evaluate
-from agentic_grasp_lab.evaluation.retrieval_breadth import (MODES, _metrics, draw_queries,
-                                                            evaluate_breadth, format_breadth)
+from agentic_grasp_lab.evaluation.studies.retrieval_breadth import (MODES, _metrics,
+                                                                    draw_queries,
+                                                                    evaluate_breadth,
+                                                                    format_breadth)
 
 SEED = 4242
 

@@ -1,6 +1,6 @@
 """``agentic-grasp eval retrieval``: Table IV (P@1, P@3, MRR, affordance match) beside the
 paper; with ``--breadth N``, Table IV at catalogue breadth, judged by outcome
-(evaluation/retrieval_breadth.py)."""
+(evaluation/studies/retrieval_breadth.py)."""
 from __future__ import annotations
 
 import argparse
@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
             print(format_table(results))
         return 0
     # on use: the breadth study loads the simulator and the planner's configuration
-    from agentic_grasp_lab.evaluation.retrieval_breadth import (evaluate_breadth,
-                                                                format_breadth)
+    from agentic_grasp_lab.evaluation.studies.retrieval_breadth import (evaluate_breadth,
+                                                                        format_breadth)
 
     seed = args.scene_seed if args.scene_seed is not None else secrets.randbelow(2 ** 31)
     print(f"scene seed {seed}", file=sys.stderr if args.json else sys.stdout, flush=True)
