@@ -397,23 +397,3 @@ def test_constraints_that_block_every_candidate_give_way_in_the_stated_order():
     # with room for the lateral approach nothing is relaxed
     chosen, _, summary, _ = _occluded_beside(0.30, 0.12)
     assert "relaxed" not in summary and float(chosen.approach[2]) > -0.99
-
-
-def test_in_clutter_the_hand_leans_first_into_the_widest_free_space():
-    from agentic_grasp.core.grasping.clearance import free_space_direction
-
-    # neighbours east, north and west of the target: the free space is to the south
-    away = [np.array([-1.0, 0.0, 0.0]), np.array([0.0, -1.0, 0.0]), np.array([1.0, 0.0, 0.0])]
-    assert free_space_direction(away) == pytest.approx(np.array([0.0, -1.0, 0.0]), abs=1e-9)
-    target = obj("t", shape=Shape.BOX, xy=(0.5, 0.0), size=(0.05, 0.05, 0.1))
-    around = [obj("e", shape=Shape.BOX, xy=(0.60, 0.0), size=(0.04, 0.04, 0.1)),
-              obj("n", shape=Shape.BOX, xy=(0.5, 0.075), size=(0.04, 0.04, 0.1)),
-              obj("w", shape=Shape.BOX, xy=(0.43, 0.0), size=(0.04, 0.04, 0.1))]
-    scene = SceneGeometry.build(None, target, [target] + around, CFG)
-    dirs = scene.tilt_dirs
-    assert dirs[0] == pytest.approx(np.array([0.0, -1.0, 0.0]), abs=1e-9)
-    # then away from the two nearest: west (2.5 cm) and north (3 cm), not east (5.5 cm)
-    assert [tuple(np.round(d[:2], 6)) for d in dirs[1:]] == [(1.0, 0.0), (0.0, -1.0)]
-    # two neighbours are not clutter: away from each, as before
-    two = SceneGeometry.build(None, target, [target] + around[:2], CFG)
-    assert len(two.tilt_dirs) == 2 and two.tilt_dirs[0][0] == pytest.approx(-1.0)

@@ -37,20 +37,6 @@ class SceneGeometry:
     neighbours: List[Box] = field(default_factory=list)
     away_dirs: List[np.ndarray] = field(default_factory=list)
     unknown_extent: List[str] = field(default_factory=list)
-    gaps: List[float] = field(default_factory=list)
-
-    @property
-    def tilt_dirs(self) -> List[np.ndarray]:
-        """The directions the candidate search leans the hand towards (three at most, the
-        search's cost grows with each). Up to two neighbours: away from each. Among three or
-        more (clutter) the hand leans into the free space first, the bisector of the widest
-        angle between the neighbours as seen from the target, where it meets none of them;
-        then away from the two nearest (by surface gap), which bound how far it may lean."""
-        if len(self.away_dirs) < CLUTTER_NEIGHBOURS:
-            return self.away_dirs[:3]
-        free = free_space_direction(self.away_dirs)
-        nearest = sorted(range(len(self.away_dirs)), key=lambda i: (self.gaps[i], i))[:2]
-        return [free] + [self.away_dirs[i] for i in nearest]
 
     @property
     def obstacles(self) -> List[Box]:
@@ -90,31 +76,8 @@ class SceneGeometry:
                 continue
             scene.neighbours.append(box)
             scene.away_dirs.append(-d / float(np.linalg.norm(d)))
-            scene.gaps.append(float(obb_gap(tbox, box)))
 
         return scene
-
-
-#: Neighbours around a target from which it stands in clutter: with two, leaning away from
-#: each is leaning into the free space (or, on opposite sides, no lean at all); from three on,
-#: the directions away from each neighbour can point into another one.
-CLUTTER_NEIGHBOURS = 3
-
-
-def free_space_direction(away_dirs: Sequence[np.ndarray]) -> np.ndarray:
-    """The horizontal unit vector from the target into the widest angular gap between its
-    neighbours (``away_dirs`` point from each neighbour towards the target, so the neighbours
-    lie along their negatives): the bisector of the largest angle between two consecutive
-    neighbour bearings."""
-    bearings = sorted(math.atan2(-float(u[1]), -float(u[0])) for u in away_dirs)
-    best, start = -1.0, 0.0
-    for k, a in enumerate(bearings):
-        b = bearings[(k + 1) % len(bearings)] + (2.0 * math.pi if k + 1 == len(bearings)
-                                                   else 0.0)
-        if b - a > best:
-            best, start = b - a, a
-    mid = start + best / 2.0
-    return np.array([math.cos(mid), math.sin(mid), 0.0])
 
 
 def opening_kind(grasp: GraspParameters, target: ObjectInstance) -> str:
@@ -181,7 +144,7 @@ def choose(grasp: GraspParameters, scene: SceneGeometry, cfg: GraspSynthesisConf
                      f"({own.nearest or 'palm / wrist / table'}): candidates searched")
     cs = _generate(g, scene.target, scene.obstacles, cfg, hand, opening=opening,
                    vertical_only=vertical_only, filled=scene.filled,
-                   away_dirs=scene.tilt_dirs)
+                   away_dirs=scene.away_dirs[:3])
     if off_direction:
         # a strategy approaching off the imposed direction is kept only as a last resort
         for c in cs.ranked:
@@ -259,7 +222,7 @@ def _relax(strategy: GraspParameters, g: GraspParameters, scene: SceneGeometry,
                        "neighbour")
     elif vertical_only and not scene.filled:
         free = _generate(strategy, scene.target, scene.obstacles, cfg, hand, opening=opening,
-                         vertical_only=False, filled=False, away_dirs=scene.tilt_dirs)
+                         vertical_only=False, filled=False, away_dirs=scene.away_dirs[:3])
         _drop_unreachable(free)
         if free.best is not None and free.best.feasible:
             return free, relaxed + [f"approach side: the constraint's approach given up, "
