@@ -229,7 +229,12 @@ def _mentions(tokens: List[str], objects: Sequence[ObjectInstance]) -> List[Ment
         chosen = [k for k, v in best.items() if v[0] == length and v[1] == strength]
         plural = any(best[k][2] for k in chosen) or (i > 0 and tokens[i - 1] in _PLURAL_CUES)
         order = {o.id: n for n, o in enumerate(objects)}
-        out.append(Mention(i, i + length, sorted(chosen, key=order.get), plural))
+        mention = Mention(i, i + length, sorted(chosen, key=order.get), plural)
+        if out and out[-1].end == i:
+            # two nouns in a row are one noun phrase whose head is the last: "the glass
+            # vase" (the word glass also names a wine glass), "the toy block"
+            mention.start = out.pop().start
+        out.append(mention)
         i += length
     return out
 

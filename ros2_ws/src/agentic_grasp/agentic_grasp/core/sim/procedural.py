@@ -631,8 +631,9 @@ def _family_duplicates(d: _Draw):
         anchor = d.objects[int(d.rng.integers(len(ids)))]
         angle = float(d.rng.uniform(-math.pi, math.pi))
         d.place_beside(anchor, okey, _unit(angle), float(d.rng.uniform(0.04, 0.10)))
-    noun = d.models[key].name if d.rng.random() < 0.5 else d.models[key].category.replace(
-        "_", " ")
+    # by its kind's word: its catalogue name may hold an attribute ("tall mug") that the
+    # items, varied, no longer bear out
+    noun = d.models[key].category.replace("_", " ")
     left_to_right = ids                     # the row's order is +y
     if how == "side":
         pick_right = bool(d.rng.random() < 0.5)

@@ -24,7 +24,7 @@ Scoring (from the records and the scenes' geometric labels, never from the plann
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -88,8 +88,12 @@ def score(record: TrialRecord, scene: ProceduralScene) -> SceneScore:
 
 def parsed_targets(scene: ProceduralScene) -> List[str]:
     """The targets the robot's instruction parser reads from the scene's instruction over
-    the scene's own objects (no perception error, no scene graph): what it is judged on."""
-    return plan_subgoals(scene.task.instruction, scene.task.nominal(), None).target_ids
+    the scene's objects as perception names them (by category: the VLM reports no full
+    name) at their true places and sizes (no perception error, no scene graph): what the
+    parser alone is judged on."""
+    seen = [replace(o, category=o.category.replace("_", " "),
+                    name=o.category.replace("_", " ")) for o in scene.task.nominal()]
+    return plan_subgoals(scene.task.instruction, seen, None).target_ids
 
 
 def parser_correct(scene: ProceduralScene) -> bool:
