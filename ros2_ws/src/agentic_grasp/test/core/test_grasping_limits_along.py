@@ -363,3 +363,37 @@ def test_the_occlusion_lateral_approach_is_not_taken_where_a_fingertip_would_rea
     tall, summary = chosen_for((0.05, 0.05, 0.1))           # a block: the lateral approach
     assert float(tall.approach[2]) > -0.99
     assert any("lateral approach kept" in n for n in summary["notes"])
+
+
+# ------------------------------------------------------------------ relaxation
+def _occluded_beside(wall_x, wall_height):
+    """A block whose occlusion constraint fixes a lateral approach from -x, where a wall
+    stands: every lateral candidate meets the wall."""
+    from agentic_grasp.core.scene_graph.constraints import Constraint, ConstraintType
+
+    target = obj("t", shape=Shape.BOX, xy=(0.45, 0.0), size=(0.05, 0.05, 0.1))
+    wall = obj("w", shape=Shape.BOX, xy=(wall_x, 0.0), size=(0.03, 0.30, wall_height),
+               fragility=0.0)
+    base = grasp([0.45, 0.0, 0.07], width=0.07)
+    cs = ConstraintSet("t", [Constraint(ConstraintType.OCCLUSION, "w", "hidden",
+                                       direction_bias=np.array([0.7, 0.0, 0.0]))])
+    scene = SceneGeometry.build(None, target, [target, wall], CFG, cs)
+    return choose(base, scene, CFG, HAND, cs, Limits())
+
+
+def test_constraints_that_block_every_candidate_give_way_in_the_stated_order():
+    from agentic_grasp.core.grasping.clearance import RELAXATION_ORDER
+
+    assert RELAXATION_ORDER == ("clearance", "approach side", "force")
+    # the lateral approach meets the wall; the strategy's own top-down grasp clears it
+    chosen, _, summary, _ = _occluded_beside(0.38, 0.12)
+    assert float(chosen.approach[2]) == pytest.approx(-1.0)
+    assert summary["collision_free"] and summary["chosen"]["feasible"]
+    relaxed = summary["relaxed"]
+    assert [r.split(":")[0] for r in relaxed[:2]] == ["clearance", "approach side"]
+    assert "[relaxed: clearance, approach side" in summary["chosen"]["label"]
+    # a relaxed choice never makes its strategy win over one the constraints leave clear
+    assert rank_key(summary, CFG)[0] is True
+    # with room for the lateral approach nothing is relaxed
+    chosen, _, summary, _ = _occluded_beside(0.30, 0.12)
+    assert "relaxed" not in summary and float(chosen.approach[2]) > -0.99

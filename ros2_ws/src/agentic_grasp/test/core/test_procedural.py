@@ -86,7 +86,7 @@ def _record(task, conf, grasped, refused=()):
 
 def test_scoring_separates_feasible_targets_from_refusals():
     seed = 11
-    clear = next(generate(seed, k) for k in range(6, 400, 8)
+    clear = next(generate(seed, k) for k in range(6, 600, len(FAMILIES))
                  if generate(seed, k).infeasible_targets)
     infeasible = clear.infeasible_targets[0]
     feasible = clear.feasible_targets

@@ -76,11 +76,24 @@ class TrialRecord:
     #: per executed attempt "true>diagnosed": the simulator's mechanism beside the planner's
     #: diagnosis from the arm's observation ("none" = success); evaluation only
     diagnoses: List[str] = field(default_factory=list)
+    #: the paper's rule: every target grasped (in order for sorting), whatever else was
+    #: taken. ``success`` is the strict rule (evaluation/taken.py): that, and nothing taken
+    #: but the targets, a sturdy neighbour moved aside excepted
+    paper_success: bool = False
+    #: objects taken off the table that were not targets and fail the trial: a fragile
+    #: object, or one the instruction names (a landmark, the object "everything but" keeps,
+    #: the other of two mugs); from the simulator's truth of what ended up in the bin
+    wrongly_taken: List[str] = field(default_factory=list)
+    #: sturdy, unnamed neighbours taken out of the way: allowed, counted apart
+    moved_aside: List[str] = field(default_factory=list)
 
     @classmethod
     def from_result(cls, result: Any, seed: int, trial: int, trial_seed: int,
-                    split: str = "") -> "TrialRecord":
-        """Flatten a :class:`TrialResult` (with its task trace) into a record."""
+                    split: str = "", taken: Any = None) -> "TrialRecord":
+        """Flatten a :class:`TrialResult` (with its task trace) into a record.
+
+        ``taken``: the :class:`.taken.Taken` judgement of what the trial took off the table
+        (None: nothing but what the planner grasped is known, judged as targets only)."""
         task = result.task
         attempts = task.attempts if task is not None else []
         goals = task.goals if task is not None else []
@@ -92,12 +105,16 @@ class TrialRecord:
         return cls(
             task_id=result.task_id, category=result.category,
             configuration=result.configuration, seed=int(seed), trial=int(trial),
-            trial_seed=int(trial_seed), success=bool(result.success),
+            trial_seed=int(trial_seed),
+            success=bool(result.success) and not (taken is not None and taken.wrong),
+            paper_success=bool(result.success),
+            wrongly_taken=list(taken.wrong) if taken is not None else [],
+            moved_aside=list(taken.moved_aside) if taken is not None else [],
             n_attempts=int(result.n_attempts), n_subgoals=len(goals),
             n_targets=len(result.targets), n_grasped=len(result.grasped),
             order_ok=bool(result.order_ok), failure_types=list(result.failure_types),
             retry_levels=[int(v) for v in result.retry_levels],
-            recovered=bool(result.recovered),
+            recovered=bool(result.recovered) and not (taken is not None and taken.wrong),
             first_attempt_failed=bool(attempts) and not attempts[0].success,
             constraint_satisfied=bool(result.constraint_satisfied),
             n_violations=len(result.violations), n_constraints=n_constraints,
@@ -137,17 +154,20 @@ class TrialRecord:
             if f.name not in data:
                 continue
             kwargs[f.name] = _convert(f.name, f.type, data[f.name])
+        if "paper_success" not in data and "success" in kwargs:
+            # written before the strict rule: nothing else taken is known, both rules agree
+            kwargs["paper_success"] = kwargs["success"]
         return cls(**kwargs)
 
 
 _INT_FIELDS = {"seed", "trial", "trial_seed", "n_attempts", "n_subgoals", "n_targets",
                "n_grasped", "n_violations", "n_constraints", "perception_calls",
                "vlm_calls", "n_refused"}
-_BOOL_FIELDS = {"success", "order_ok", "recovered", "first_attempt_failed",
+_BOOL_FIELDS = {"success", "paper_success", "order_ok", "recovered", "first_attempt_failed",
                 "constraint_satisfied"}
 _FLOAT_FIELDS = {"motion_s", "compute_s", "sim_time_s", "wall_s", "vlm_s"}
 _LIST_FIELDS = {"failure_types", "retry_levels", "initial_sources", "memory_levels", "grasped",
-                "refused", "diagnoses"}
+                "refused", "diagnoses", "wrongly_taken", "moved_aside"}
 
 
 def _convert(name: str, _type: Any, value: Any) -> Any:

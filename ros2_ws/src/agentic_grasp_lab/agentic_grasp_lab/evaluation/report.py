@@ -188,7 +188,9 @@ def tabulate(records: Dict[str, Sequence[TrialRecord]], cfg: SweepConfig,
         tables["refusals"] = T.refusal_table(index)
         tables["diagnosis"] = diagnosis_summary(main, "full" if "full" in cfg.configurations
                                                 else None)
+        tables["success_rules"] = T.success_rules(index, cfg.configurations, conf)
         text += [T.format_table_ii(tables["table_ii"], tables["sg_objects"]),
+                 T.format_success_rules(tables["success_rules"]),
                  C.format_comparisons(tables["comparisons"]),
                  T.format_per_task(tables["per_task"]),
                  T.format_table_iii(tables["table_iii"]),

@@ -10,9 +10,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from agentic_grasp.core.sim.scenes import trial_seed
 from agentic_grasp_lab.evaluation.records import TrialRecord
+from agentic_grasp_lab.evaluation.taken import judge_taken
 from agentic_grasp.core.planner.configurations import PlannerConfig, get_configuration
 from agentic_grasp.core.planner.episode import retriever_for, run_trial
 from agentic_grasp.core.planner.memory import EpisodicMemory
+from agentic_grasp.core.scene_graph.config import SceneGraphConfig
 from agentic_grasp.core.sim import Simulator
 
 
@@ -40,6 +42,8 @@ class TrialRunner:
         self.planner_config = replace(PlannerConfig.from_config(), memory_scope="trial")
         self.simulator = Simulator.from_config()
         retriever_for(None)              # knowledge base + index, built once per process
+        #: what counts as fragile when judging what a trial took (evaluation/taken.py)
+        self.fragile_threshold = SceneGraphConfig.from_config().fragile_threshold
 
     def run(self, configuration: str, task: str, seed: int, trial: int,
             split: str = "", memory: Any = None, perception: str = "oracle",
@@ -53,7 +57,14 @@ class TrialRunner:
         result = run_trial(task, configuration, tseed, simulator=self.simulator,
                            planner_config=planner_config, memory=memory,
                            perception=perception, visual_query=visual_query)
-        return TrialRecord.from_result(result, seed, trial, tseed, split)
+        # the simulator's truth after the trial: what is in the bin (run_trial puts the
+        # last object held there too) and every object as the scene had it
+        binned = self.simulator.binned()
+        truth = {o.id: o for o in binned + self.simulator.objects()}
+        taken = judge_taken(self.simulator.task.instruction, result.targets,
+                            [o.id for o in binned], truth,
+                            self.fragile_threshold)
+        return TrialRecord.from_result(result, seed, trial, tseed, split, taken)
 
     @staticmethod
     def _memory(unit: WorkUnit) -> Any:

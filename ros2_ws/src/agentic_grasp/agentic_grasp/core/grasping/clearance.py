@@ -154,16 +154,90 @@ def choose(grasp: GraspParameters, scene: SceneGeometry, cfg: GraspSynthesisConf
         cs.collision_free = False
         notes.append("content preservation: the strategy's approach is not the imposed one")
     _drop_unreachable(cs)
+    relaxed: List[str] = []
+    if cs.best is not None and not cs.best.feasible and not off_direction:
+        cs, relaxed = _relax(grasp, g, scene, cfg, hand, cs, opening, vertical_only)
     summary = cs.summary()
     summary["mode"] = "clearance"
     if summary.get("chosen") and (off_direction or "no IK solution" in cs.best.nearest):
         summary["chosen"]["excluded"] = True    # ranks after every strategy that is not
     summary["notes"] = notes + summary["notes"]
+    if relaxed:
+        summary["relaxed"] = relaxed
+        summary["notes"].append("constraints relaxed: " + "; ".join(relaxed))
+        if summary.get("chosen"):
+            summary["chosen"]["relaxed"] = True     # ranks after every strategy that needs none
+            summary["chosen"]["label"] += " [relaxed: " + ", ".join(
+                r.split(":")[0] for r in relaxed) + "]"
     if cs.best is None:
         return clamp_grasp(g, limits), [], summary, []
     queue = [c for c in cs.ranked[1:] if c.feasible][:12]
     rest = [clamp_grasp(c.grasp, limits) for c in queue]
     return clamp_grasp(cs.best.grasp, limits), rest, summary, [c.label for c in queue]
+
+
+#: The order in which the scene graph's constraints give way when together they leave no
+#: candidate clear of the perceived neighbours: the clearance the search keeps to them first
+#: (a margin, nothing breaks), then the approach side they fix (a lateral approach away from
+#: an occluder, the vertical of a filled container's constraint is never given up: the
+#: content would spill), then their change of force. After the last, the grasp is the
+#: strategy's own, the one the planner runs without the scene graph: the constraints can make
+#: no grasp worse than that by the measure they are chosen by.
+RELAXATION_ORDER = ("clearance", "approach side", "force")
+
+
+def _worst(c: Candidate) -> float:
+    """The deepest a candidate's swept hand meets anything (neighbour, table, target): the
+    measure the least-bad candidate is ranked by."""
+    return min(c.clearance_m, c.table_gap_m, c.target_gap_m)
+
+
+def _relax(strategy: GraspParameters, g: GraspParameters, scene: SceneGeometry,
+           cfg: GraspSynthesisConfig, hand: HandModel, cs: CandidateSet, opening: str,
+           vertical_only: bool) -> Tuple[CandidateSet, List[str]]:
+    """No candidate under the constraints clears the neighbours: relax them in
+    :data:`RELAXATION_ORDER` until one does, or until the grasp is the strategy's own.
+    ``strategy``: the strategy's grasp before any constraint, ``g`` after the constraints'
+    direction, speed and grip. Returns the candidates to rank from and what was relaxed."""
+    own = evaluate(strategy, scene.target, scene.obstacles, cfg, hand, filled=scene.filled,
+                   label="the strategy's own grasp")
+    if own.feasible and not reachable(strategy):
+        own.feasible = False
+    best = cs.best
+    if best.clearance_m > 0.0:
+        # the table, the target itself or the arm's reach blocks it, not a neighbour the
+        # constraints keep the hand from: nothing of theirs to relax
+        return cs, []
+    # 1. clearance: the least-bad constrained candidate, when it meets less than the
+    # strategy's own grasp would (and the strategy's own is not clear of everything)
+    if not own.feasible and _worst(best) >= _worst(own):
+        return cs, [f"clearance: no candidate clears every perceived neighbour; the least-bad "
+                    f"({best.label}, {-_worst(best) * 1e3:.0f} mm into one) accepted: the "
+                    "strategy's own grasp meets them deeper"]
+    relaxed = ["clearance: no candidate clears every perceived neighbour, and the least-bad "
+               "is no better than the strategy's own grasp"]
+    # 2. approach side: the approach the constraints fixed, searched on every side
+    if own.feasible:
+        relaxed.append("approach side: the strategy's own approach clears every perceived "
+                       "neighbour")
+    elif vertical_only and not scene.filled:
+        free = _generate(strategy, scene.target, scene.obstacles, cfg, hand, opening=opening,
+                         vertical_only=False, filled=False, away_dirs=scene.away_dirs[:3])
+        _drop_unreachable(free)
+        if free.best is not None and free.best.feasible:
+            return free, relaxed + [f"approach side: the constraint's approach given up, "
+                                    f"{free.best.label} searched on every side"]
+        relaxed.append("approach side: no side clears the neighbours either")
+    # 3. force: the constraints' grip and speed given back; the strategy's own grasp
+    if abs(float(g.force) - float(strategy.force)) > 1e-9 and not scene.filled:
+        relaxed.append(f"force: {strategy.force:.0f} N, the strategy's own")
+    out = CandidateSet(n_generated=cs.n_generated, collision_free=own.feasible,
+                       notes=list(cs.notes))
+    keep = strategy if not scene.filled else g
+    own = evaluate(keep, scene.target, scene.obstacles, cfg, hand, filled=scene.filled,
+                   label="the strategy's own grasp")
+    out.ranked = [own] + [c for c in cs.ranked if c.feasible]
+    return out, relaxed + ["the strategy's own grasp, as without the scene graph"]
 
 
 #: Recent candidate searches by everything they read (:func:`_search_key`). The sweep runs
@@ -296,7 +370,9 @@ def rank_key(summary: Dict[str, Any], cfg: GraspSynthesisConfig) -> Tuple[bool, 
     clear = chosen.get("clearance_m")
     clear = cfg.required_clearance_m if clear is None else min(clear,
                                                                 cfg.required_clearance_m)
-    return (not chosen.get("feasible", False), -float(clear))
+    # a choice the constraints had to give way for is no better than a blocked one: it does
+    # not make its strategy win over another whose candidates the constraints leave clear
+    return (not chosen.get("feasible", False) or bool(chosen.get("relaxed")), -float(clear))
 
 
 __all__ = ["SceneGeometry", "choose", "executed_candidate", "opening_kind", "rank_key"]

@@ -439,6 +439,9 @@ class ReflectivePlanner(InitialGrasp, TaskRunner):
             if len(constraints):
                 why += "; constraints: " + ", ".join(
                     f"{c.type.value} ({c.source_id})" for c in constraints.constraints)
+            relaxed = (goal.candidates or {}).get("relaxed")
+            if relaxed:         # grasping/clearance.RELAXATION_ORDER
+                why += "; relaxed, in order: " + "; ".join(relaxed)
             return f"{head}: {describe_grasp(grasp)}, from {why}."
         return (f"{head} (retry level {level}): attempt {r} failed with "
                 f"{diagnosis.failure_type.value} ({diagnosis.evidence}); {correction.text}. "

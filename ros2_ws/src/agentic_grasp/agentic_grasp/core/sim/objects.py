@@ -38,6 +38,12 @@ class MaterialSpec:
     friction: float
     crush_base_n: float
     deform_base_n: Optional[float]
+    #: the friction's spread between items of the material (default: the friction alone)
+    friction_range: Optional[Tuple[float, float]] = None
+
+    @property
+    def friction_bounds(self) -> Tuple[float, float]:
+        return self.friction_range or (self.friction, self.friction)
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,18 @@ class ObjectModel:
             friction=self.friction, state=state, affordance=descriptor, name=self.name,
             color=self.color)
 
+    def varied(self, scale: np.ndarray, mass_kg: float, friction: float) -> "ObjectModel":
+        """This kind of object as one item of it: its bounding box ``scale`` times the
+        catalogue's (parts, centre of mass and regions with it), its own empty mass and
+        surface friction. Strength stays the catalogue's: it is the material's and the
+        wall's, which a few per cent of size do not change."""
+        factor = np.asarray(scale, dtype=float)
+        regions = {k: (c * factor, z * factor) for k, (c, z) in self.regions.items()}
+        return replace(self, size=self.size * factor,
+                       parts=tuple(p.scaled(factor) for p in self.parts),
+                       com=self.com * factor, mass_kg=float(mass_kg), friction=float(friction),
+                       regions=regions)
+
     def region_world(self, instance: ObjectInstance, region: str) -> Tuple[np.ndarray, np.ndarray]:
         """World centre and object-frame size of a graspable region (for planners)."""
         if region not in self.regions:
@@ -144,6 +162,14 @@ class Catalogue:
     def instance(self, key: str, object_id: str, x: float, y: float, yaw: float = 0.0,
                  state: Union[str, ObjectState] = ObjectState.EMPTY) -> ObjectInstance:
         return self.get(key).instantiate(object_id, x, y, yaw, state)
+
+    def extended(self, models: Mapping[str, ObjectModel]) -> "Catalogue":
+        """This catalogue and ``models`` (objects it holds no entry for: a procedural scene's
+        novel objects), so their parts, strength and content are simulated as drawn."""
+        if not models:
+            return self
+        return Catalogue(self.materials, {**self.models, **dict(models)},
+                         f"{self.source} + {len(models)} drawn object(s)")
 
     def model_for(self, instance: ObjectInstance) -> ObjectModel:
         """The physical model of an instance: its catalogue entry (parts scaled to the
@@ -328,8 +354,17 @@ def parse_catalogue(data: Any, source: str = "<memory>") -> Catalogue:
     for name, raw in mats_raw.items():
         mf = _Field(source, f"materials.{name}", raw)
         deform = mf.number("deform_base_n", None, 0.1, 1e5, required=False)
-        materials[str(name)] = MaterialSpec(mf.number("friction", lo=0.01, hi=3.0),
-                                            mf.number("crush_base_n", lo=0.1, hi=1e5), deform)
+        friction = mf.number("friction", lo=0.01, hi=3.0)
+        spread = None
+        if mf.has("friction_range"):
+            lo, hi = (float(v) for v in mf.vector("friction_range", length=2, positive=True))
+            if not lo <= friction <= hi:
+                raise mf.fail("friction_range", f"[{lo}, {hi}] must contain the friction "
+                                                f"{friction}")
+            spread = (lo, hi)
+        materials[str(name)] = MaterialSpec(friction,
+                                            mf.number("crush_base_n", lo=0.1, hi=1e5), deform,
+                                            spread)
     objs_raw = top.data.get("objects")
     if not isinstance(objs_raw, dict) or not objs_raw:
         raise top.fail("objects", "expected a non-empty mapping")

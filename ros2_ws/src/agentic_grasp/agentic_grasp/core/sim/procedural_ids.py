@@ -1,5 +1,5 @@
 """What a procedural scene is called: ``procedural:S:K``, scene ``K`` of scene seed ``S``,
-and the family it belongs to (scene ``K`` is family ``FAMILIES[K % 8]``).
+and the family it belongs to (scene ``K`` is family ``FAMILIES[K % 13]``).
 
 The name alone rebuilds the scene (:func:`.procedural.generate`); this module reads and
 writes it without drawing anything.
@@ -13,8 +13,8 @@ from agentic_grasp.core.errors import ConfigError
 
 PREFIX = "procedural:"
 FAMILIES = ("sg", "it_near", "it_between", "it_hidden", "it_handle", "it_lying", "lh_clear",
-            "lh_sort")
-FAMILY_CATEGORY = {"sg": "SG", "lh_clear": "LH", "lh_sort": "LH"}
+            "lh_sort", "it_clutter", "it_far", "it_duplicate", "it_novel", "lh_long")
+FAMILY_CATEGORY = {"sg": "SG", "lh_clear": "LH", "lh_sort": "LH", "lh_long": "LH"}
 
 
 def procedural_id(scene_seed: int, index: int) -> str:

@@ -21,7 +21,7 @@ from agentic_grasp.core import paths
 from agentic_grasp.core.config import load_yaml
 from agentic_grasp.core.errors import ConfigError, ValidationError
 from agentic_grasp.core.sim.collision import object_obb, place_object, separation
-from agentic_grasp.core.sim.objects import Catalogue, load_catalogue
+from agentic_grasp.core.sim.objects import Catalogue, ObjectModel, load_catalogue
 from agentic_grasp.core.types import ObjectInstance, ObjectState
 
 logger = logging.getLogger(__name__)
@@ -66,6 +66,24 @@ class SceneObjectSpec:
     state: ObjectState = ObjectState.EMPTY
     position_std_m: float = 0.0
     yaw_std_rad: float = 0.0
+    #: one item of its kind (procedural scenes): bounding box ``scale`` times the
+    #: catalogue's, its own empty mass and friction; None = the catalogue's
+    scale: Optional[Tuple[float, float, float]] = None
+    mass_kg: Optional[float] = None
+    friction: Optional[float] = None
+
+    def model(self, catalogue: Catalogue) -> ObjectModel:
+        """The physical model of this object: its catalogue entry, varied as drawn."""
+        model = catalogue.get(self.catalogue)
+        if self.scale is None and self.mass_kg is None and self.friction is None:
+            return model
+        return model.varied(np.asarray(self.scale or (1.0, 1.0, 1.0), dtype=float),
+                            model.mass_kg if self.mass_kg is None else self.mass_kg,
+                            model.friction if self.friction is None else self.friction)
+
+    def instance(self, catalogue: Catalogue, x: float, y: float, yaw: float
+                 ) -> ObjectInstance:
+        return self.model(catalogue).instantiate(self.id, x, y, yaw, self.state)
 
 
 @dataclass
@@ -86,17 +104,15 @@ class TaskSpec:
 
     def nominal(self) -> List[ObjectInstance]:
         cat = self._catalogue()
-        return [cat.instance(o.catalogue, o.id, o.x, o.y, o.yaw, o.state)
-                for o in self.objects_spec]
+        return [o.instance(cat, o.x, o.y, o.yaw) for o in self.objects_spec]
 
     def instantiate(self, rng: np.random.Generator) -> List[ObjectInstance]:
         """The scene of one trial: nominal poses plus seeded jitter, on the table, apart."""
         cat = self._catalogue()
         for _ in range(MAX_TRIES):
             draws = rng.standard_normal((len(self.objects_spec), 3))
-            objs = [cat.instance(o.catalogue, o.id, o.x + d[0] * o.position_std_m,
-                                 o.y + d[1] * o.position_std_m, o.yaw + d[2] * o.yaw_std_rad,
-                                 o.state)
+            objs = [o.instance(cat, o.x + d[0] * o.position_std_m,
+                               o.y + d[1] * o.position_std_m, o.yaw + d[2] * o.yaw_std_rad)
                     for o, d in zip(self.objects_spec, draws)]
             if layout_problem(objs, cat) is None:
                 return objs

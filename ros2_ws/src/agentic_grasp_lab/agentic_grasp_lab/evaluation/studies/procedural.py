@@ -9,7 +9,14 @@ pool, Ray) as the paper's benchmark.
 Scoring (from the records and the scenes' geometric labels, never from the planner):
 
 - a scene counts for success when it has a feasible target; it succeeds when every feasible
-  target was grasped (in the instruction's order when the order is the goal: sorting);
+  target was grasped (in the instruction's order when the order is the goal: sorting) and
+  nothing was taken but the targets: a fragile object or one the instruction names (a
+  landmark, the object kept, the other of two mugs) taken fails it (the strict rule,
+  evaluation/taken.py); ``paper_rule`` is the same without that condition, so the change
+  is visible; a sturdy neighbour moved aside is counted apart (``moved_aside``);
+- ``instruction``: the instruction parser's target accuracy, the share of scenes whose
+  parsed targets (core/planner/instruction/tasks.plan_subgoals over the scene's objects,
+  no scene graph) are the scene's true targets (in order, for sorting);
 - ``cleared``: the fraction of its feasible targets grasped (the long-horizon column beside
   the paper's all-or-nothing success);
 - refusals: an infeasible target refused at planning is a correct refusal; a feasible target
@@ -18,7 +25,7 @@ Scoring (from the records and the scenes' geometric labels, never from the plann
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -34,6 +41,7 @@ from agentic_grasp_lab.evaluation.figures import _pyplot, _save
 from agentic_grasp_lab.evaluation.sweep import run_units
 from agentic_grasp_lab.evaluation.worker import WorkUnit
 from agentic_grasp.core.camera import Camera
+from agentic_grasp.core.planner.instruction.tasks import plan_subgoals
 from agentic_grasp.core.render.views import render_view
 
 #: Configurations run by default: the full system and the same without the scene graph
@@ -58,6 +66,9 @@ class SceneScore:
     infeasible_attempted: int
     n_infeasible: int
     n_feasible: int
+    paper_success: bool = False
+    wrongly_taken: int = 0
+    moved_aside: int = 0
 
 
 def score(record: TrialRecord, scene: ProceduralScene) -> SceneScore:
@@ -65,17 +76,37 @@ def score(record: TrialRecord, scene: ProceduralScene) -> SceneScore:
     infeasible = scene.infeasible_targets
     grasped = list(record.grasped)
     done = [t for t in feasible if t in grasped]
-    success = bool(feasible) and len(done) == len(feasible)
-    if success and _order_matters(scene):
+    paper_success = bool(feasible) and len(done) == len(feasible)
+    if paper_success and _order_matters(scene):
         positions = [grasped.index(t) for t in feasible]
-        success = positions == sorted(positions)
+        paper_success = positions == sorted(positions)
+    success = paper_success and not record.wrongly_taken
     refused = set(record.refused)
     f_refused = sum(1 for t in feasible if t in refused)
     i_refused = sum(1 for t in infeasible if t in refused)
     return SceneScore(record.configuration, scene.index, scene.family, bool(feasible), success,
                       len(done) / len(feasible) if feasible else 0.0,
                       i_refused, f_refused + (len(infeasible) - i_refused), f_refused,
-                      len(infeasible) - i_refused, len(infeasible), len(feasible))
+                      len(infeasible) - i_refused, len(infeasible), len(feasible),
+                      paper_success, len(record.wrongly_taken), len(record.moved_aside))
+
+
+def parsed_targets(scene: ProceduralScene) -> List[str]:
+    """The targets the robot's instruction parser reads from the scene's instruction over
+    the scene's objects as perception names them (by category: the VLM reports no full
+    name) at their true places and sizes (no perception error, no scene graph): what the
+    parser alone is judged on."""
+    seen = [replace(o, category=o.category.replace("_", " "),
+                    name=o.category.replace("_", " ")) for o in scene.task.nominal()]
+    return plan_subgoals(scene.task.instruction, seen, None).target_ids
+
+
+def parser_correct(scene: ProceduralScene) -> bool:
+    """The parser's targets are the scene's true targets (in order when sorting)."""
+    parsed = parsed_targets(scene)
+    if _order_matters(scene):
+        return parsed == list(scene.task.targets)
+    return sorted(parsed) == sorted(scene.task.targets)
 
 
 def _order_matters(scene: ProceduralScene) -> bool:
@@ -114,14 +145,17 @@ def summarise(records: Sequence[TrialRecord], scene_seed: int, scenes: int,
     """The JSON of ``bench procedural --json`` (module docstring)."""
     by_conf: Dict[str, List[SceneScore]] = {c: [] for c in configurations}
     why: Dict[str, Dict[str, str]] = {c: {} for c in configurations}
+    parsed: Dict[int, ProceduralScene] = {}
     for r in records:
         scene = load_procedural(r.task_id)
+        parsed.setdefault(scene.index, scene)
         s = score(r, scene)
         by_conf.setdefault(r.configuration, []).append(s)
         if s.counts and not s.success:
             why.setdefault(r.configuration, {})[str(s.index)] = _why_failed(r, scene, s)
     out: Dict[str, Any] = {"scene_seed": int(scene_seed), "scenes": int(scenes),
-                           "configurations": {}}
+                           "configurations": {},
+                           "instruction": _parser_accuracy(parsed.values())}
     for conf, rows in by_conf.items():
         counted = [s for s in rows if s.counts]
         families: Dict[str, Any] = {}
@@ -132,7 +166,10 @@ def summarise(records: Sequence[TrialRecord], scene_seed: int, scenes: int,
             stats = _pct([float(s.success) for s in frows])
             families[fam] = {"mean": stats["mean"], "ci95": stats["ci95"], "n": len(frows),
                              "cleared": round(100.0 * sum(s.cleared for s in frows)
-                                              / len(frows), 2)}
+                                              / len(frows), 2),
+                             "paper_rule": _share(s.paper_success for s in frows),
+                             "wrongly_taken": sum(1 for s in frows if s.wrongly_taken),
+                             "moved_aside": sum(1 for s in frows if s.moved_aside)}
         categories: Dict[str, Any] = {}
         for cat, fams in (("SG", ("sg",)), ("IT", IT_FAMILIES), ("LH", ("lh_clear",
                                                                           "lh_sort"))):
@@ -143,6 +180,9 @@ def summarise(records: Sequence[TrialRecord], scene_seed: int, scenes: int,
         n_feas = sum(s.n_feasible for s in rows)
         out["configurations"][conf] = {
             "overall": _pct([float(s.success) for s in counted]),
+            "paper_rule": _share(s.paper_success for s in counted),
+            "wrongly_taken": sum(1 for s in counted if s.wrongly_taken),
+            "moved_aside": sum(1 for s in counted if s.moved_aside),
             "categories": categories,
             "families": families,
             "cleared": round(100.0 * sum(s.cleared for s in counted) / len(counted), 2)
@@ -168,6 +208,22 @@ def summarise(records: Sequence[TrialRecord], scene_seed: int, scenes: int,
     if "full" in confs and "no_scene_graph" in confs:
         out["scene_graph"] = _scene_graph_effect(by_conf["full"], by_conf["no_scene_graph"])
     return out
+
+
+def _share(flags) -> Optional[float]:
+    values = [bool(f) for f in flags]
+    return round(100.0 * sum(values) / len(values), 2) if values else None
+
+
+def _parser_accuracy(scenes) -> Dict[str, Any]:
+    """The instruction parser's target accuracy, overall and per family (module docstring),
+    with the first scenes it read wrong."""
+    rows = [(s.family, s.index, parser_correct(s)) for s in scenes]
+    families = {fam: _share(ok for f, _, ok in rows if f == fam) for fam in FAMILIES
+                if any(f == fam for f, _, _ in rows)}
+    return {"target_accuracy": _share(ok for _, _, ok in rows), "n": len(rows),
+            "families": families,
+            "wrong_scenes": sorted(i for _, i, ok in rows if not ok)[:50]}
 
 
 def _scene_graph_effect(full: Sequence[SceneScore], without: Sequence[SceneScore]
@@ -210,16 +266,21 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     """The same figures as a table."""
     confs = summary["configurations"]
     names = list(confs)
+    parser = summary.get("instruction") or {"families": {}, "target_accuracy": None}
     lines = [f"Procedural scenes: scene seed {summary['scene_seed']}, "
-             f"{summary['scenes']} scenes (one trial per scene and configuration)", ""]
-    head = f"{'family':<12}" + "".join(f"{n:>22}" for n in names)
+             f"{summary['scenes']} scenes (one trial per scene and configuration); success "
+             "under the strict rule (nothing taken but the targets); parser = the instruction "
+             "parser's target accuracy", ""]
+    head = f"{'family':<12}" + "".join(f"{n:>22}" for n in names) + f"{'parser':>10}"
     lines += [head, "-" * len(head)]
     for fam in FAMILIES:
         cells = []
         for n in names:
             f = confs[n]["families"].get(fam)
             cells.append(f"{f['mean']:6.1f} % (n {f['n']:>4})" if f else "-")
-        lines.append(f"{fam:<12}" + "".join(f"{c:>22}" for c in cells))
+        acc = parser["families"].get(fam)
+        lines.append(f"{fam:<12}" + "".join(f"{c:>22}" for c in cells)
+                     + (f"{acc:>8.1f} %" if acc is not None else f"{'-':>10}"))
     lines.append("-" * len(head))
     for n in names[:1]:
         skipped = confs[n].get("not_counted") or {}
@@ -241,6 +302,20 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     cells = [f"{confs[n]['cleared']:6.1f} %" if confs[n]['cleared'] is not None else "-"
              for n in names]
     lines.append(f"{'cleared':<12}" + "".join(f"{c:>22}" for c in cells))
+    acc = parser.get("target_accuracy")
+    lines.append("instruction parser target accuracy: "
+                 + (f"{acc:.1f} % of {parser.get('n')} scenes" if acc is not None else "-"))
+    lines += ["", "the paper's rule (every target grasped, whatever else was taken) beside the "
+              "strict one; trials that took a fragile or named non-target; trials that moved a "
+              "sturdy neighbour aside"]
+    for n in names:
+        fams = confs[n]["families"]
+        cells = "  ".join(f"{fam} {fams[fam]['paper_rule']:.1f}" for fam in FAMILIES
+                          if fam in fams and fams[fam].get("paper_rule") is not None)
+        lines.append(f"  {n}: overall {confs[n]['overall']['mean']:.1f} strict / "
+                     f"{confs[n].get('paper_rule')} paper rule; wrong take "
+                     f"{confs[n].get('wrongly_taken')}, moved aside "
+                     f"{confs[n].get('moved_aside')}; per family (paper rule): {cells}")
     lines.append("")
     for n in names:
         lines.append(refusal_line(n, confs[n]["refusals"]))

@@ -22,7 +22,8 @@ records), :mod:`.text` (the tables as text beside the paper's numbers).
 from agentic_grasp_lab.evaluation.tables.aggregate import (RecordIndex, failure_histogram,
                                                            level_histogram, ood_table, per_task,
                                                            perception_per_task, refusal_table,
-                                                           sg_objects, table_ii, table_iii,
+                                                           sg_objects, success_rules, table_ii,
+                                                           table_iii,
                                                            table_iv, table_v)
 from agentic_grasp_lab.evaluation.tables.paper import (CATEGORIES, LABELS, PAPER_ATTEMPTS,
                                                        PAPER_FULL_SEEDS, PAPER_OOD,
@@ -32,6 +33,7 @@ from agentic_grasp_lab.evaluation.tables.paper import (CATEGORIES, LABELS, PAPER
 from agentic_grasp_lab.evaluation.tables.text import (format_histograms, format_ood,
                                                       format_per_task,
                                                       format_perception_per_task,
+                                                      format_success_rules,
                                                       format_table_ii, format_table_iii,
                                                       format_table_v)
 
@@ -41,5 +43,6 @@ __all__ = [
     "LABELS", "level_histogram", "ood_table", "PAPER_ATTEMPTS", "PAPER_FULL_SEEDS", "PAPER_OOD",
     "PAPER_RECOVERY_RATE", "PAPER_SG_OBJECTS", "PAPER_TABLE_II", "PAPER_TABLE_III",
     "PAPER_TABLE_V", "per_task", "perception_per_task", "RecordIndex", "refusal_table",
-    "sg_objects", "table_ii", "table_iii", "table_iv", "table_v", "TABLE_V_LABELS",
+    "format_success_rules", "sg_objects", "success_rules",
+    "table_ii", "table_iii", "table_iv", "table_v", "TABLE_V_LABELS",
 ]

@@ -4,6 +4,7 @@ the failure, refusal and recovery-level histograms."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import replace
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from agentic_grasp_lab.evaluation.confidence import MeanCI, mean_ci
@@ -86,6 +87,33 @@ def table_ii(index: RecordIndex, configurations: Optional[Sequence[str]] = None,
     return {"rows": rows, "seeds": index.seeds, "confidence": confidence,
             "trials_per_task": _trials_per_task(index), "tasks": index.tasks,
             "paper": PAPER_TABLE_II, "paper_full_seeds": PAPER_FULL_SEEDS}
+
+
+def success_rules(index: RecordIndex, configurations: Optional[Sequence[str]] = None,
+                  confidence: float = 0.95) -> Dict[str, Any]:
+    """Each task's success under the strict rule (``success``: nothing but the targets taken,
+    evaluation/taken.py) and the paper's (``paper_success``: every target grasped, whatever
+    else was taken), with the trials that took a wrong object and those that moved a sturdy
+    neighbour aside; Table II's rows under the paper's rule, so the change is visible."""
+    paper_index = RecordIndex(replace(r, success=r.paper_success) for r in index.records)
+    rows: Dict[str, Dict[str, Any]] = {}
+    for conf in configurations or index.configurations:
+        if conf not in index.configurations:
+            continue
+        rows[conf] = {}
+        for task in index.tasks:
+            trials = index.trials(conf, tasks=[task])
+            strict = index.over_seeds(conf, [task], confidence)
+            paper = paper_index.over_seeds(conf, [task], confidence)
+            rows[conf][task] = {
+                "strict": round(strict.mean, 2) if strict else None,
+                "paper_rule": round(paper.mean, 2) if paper else None,
+                "trials": len(trials),
+                "wrongly_taken_trials": sum(1 for r in trials if r.wrongly_taken),
+                "wrongly_taken": dict(Counter(o for r in trials for o in r.wrongly_taken)),
+                "moved_aside_trials": sum(1 for r in trials if r.moved_aside)}
+    return {"rows": rows, "table_ii_paper_rule": table_ii(paper_index, configurations,
+                                                          confidence)}
 
 
 def per_task(index: RecordIndex, configurations: Optional[Sequence[str]] = None,

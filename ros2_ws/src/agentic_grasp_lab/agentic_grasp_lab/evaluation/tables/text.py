@@ -51,6 +51,34 @@ def format_table_ii(table: Mapping[str, Any], per_object: Optional[Mapping[str, 
     return "\n".join(lines)
 
 
+def format_success_rules(table: Mapping[str, Any]) -> str:
+    """Per task, success under the strict rule beside the paper's rule (module of
+    evaluation/taken.py says what each counts)."""
+    lines = ["Success under two rules, per task: strict (every target grasped and nothing "
+             "else taken but a sturdy neighbour moved aside) / the paper's (every target "
+             "grasped, whatever else was taken); trials that took a fragile or named "
+             "non-target, and trials that moved a sturdy neighbour aside"]
+    for conf, tasks in table["rows"].items():
+        lines.append(f"{LABELS.get(conf, conf)}:")
+        for task, row in tasks.items():
+            wrong = ", ".join(f"{k} x{v}" for k, v in sorted(row["wrongly_taken"].items()))
+            lines.append(f"  {task:<28}{_num(row['strict']):>7} /{_num(row['paper_rule']):>7}"
+                         f"   wrong take {row['wrongly_taken_trials']:>3} of {row['trials']}"
+                         + (f" ({wrong})" if wrong else "")
+                         + f"   moved aside {row['moved_aside_trials']}")
+    paper_rule = table["table_ii_paper_rule"]
+    lines.append("Table II under the paper's rule:")
+    for conf, row in paper_rule["rows"].items():
+        cells = "  ".join(f"{c} {row[c]['mean']:.1f}" for c in CATEGORIES + ("overall",)
+                          if c in row)
+        lines.append(f"  {LABELS.get(conf, conf):<22}{cells}")
+    return "\n".join(lines)
+
+
+def _num(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
 def format_per_task(table: Mapping[str, Mapping[str, Any]]) -> str:
     confs = list(table)
     if not confs:

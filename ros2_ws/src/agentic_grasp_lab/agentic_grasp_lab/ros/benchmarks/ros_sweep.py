@@ -22,6 +22,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from agentic_grasp_lab.evaluation.records import TrialRecord
 from agentic_grasp_lab.evaluation.sweep import trial_seed
+from agentic_grasp_lab.evaluation.taken import judge_taken
 from agentic_grasp.core.scene_graph.config import SceneGraphConfig
 from agentic_grasp.core.sim import load_task
 from agentic_grasp.ros.client.graph_client import GraphClient
@@ -82,6 +83,9 @@ def _record(spec, configuration: str, seed: int, trial: int, tseed: int, result,
     order_ok = [g for g in grasped if g in targets] == [t for t in targets if t in grasped]
     sorting = "sort" in spec.instruction.lower()
     success = all(t in grasped for t in targets) and (order_ok or not sorting)
+    # every object the graph lifted is put away: its grasped ids are what it took
+    taken = judge_taken(spec.instruction, targets, grasped,
+                        {o.id: o for o in spec.nominal()}, threshold)
     violations = 0
     for attempt in attempts:
         for event in attempt.outcome.events:
@@ -95,11 +99,13 @@ def _record(spec, configuration: str, seed: int, trial: int, tseed: int, result,
                 if a.diagnosis.failure_type not in ("", "none")]
     return TrialRecord(
         task_id=spec.task_id, category=spec.category, configuration=configuration,
-        seed=int(seed), trial=int(trial), trial_seed=int(tseed), success=bool(success),
+        seed=int(seed), trial=int(trial), trial_seed=int(tseed),
+        success=bool(success) and not taken.wrong, paper_success=bool(success),
+        wrongly_taken=taken.wrong, moved_aside=taken.moved_aside,
         n_attempts=len(attempts), n_subgoals=len({a.subgoal_index for a in attempts}),
         n_targets=len(targets), n_grasped=len(grasped), order_ok=bool(order_ok),
         failure_types=failures, retry_levels=[int(a.retry_level) for a in attempts],
-        recovered=bool(success and failures),
+        recovered=bool(success and not taken.wrong and failures),
         first_attempt_failed=bool(attempts) and not attempts[0].outcome.success,
         constraint_satisfied=violations == 0, n_violations=violations,
         motion_s=round(sum(a.outcome.duration_s for a in attempts), 4),

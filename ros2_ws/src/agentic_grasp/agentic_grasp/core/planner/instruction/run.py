@@ -14,9 +14,13 @@ from typing import Callable, List, Optional
 
 from agentic_grasp.core.arm.backend import CancelCheck
 from agentic_grasp.core.grasping.limits import STATUS_BEYOND_HAND
+from agentic_grasp.core.instructions import read_instruction
 from agentic_grasp.core.perception.backend import PerceptionResult
 from agentic_grasp.core.planner.events import EventSink, TaskPlanEvent, TaskResultEvent
-from agentic_grasp.core.planner.instruction.tasks import (KIND_NAMED, TaskPlan,
+from agentic_grasp.core.planner.instruction.sorting import (BY_FRAGILITY, BY_SIZE,
+                                                            perception_error, sort_view)
+from agentic_grasp.core.planner.instruction.tasks import (KIND_CLEAR, KIND_NAMED, KIND_SORT,
+                                                          SORT_KINDS, TaskPlan,
                                                           instruction_kind,
                                                           names_only_landmarks,
                                                           plan_subgoals, resolve_targets)
@@ -26,6 +30,8 @@ from agentic_grasp.core.planner.outcomes import (STATUS_BLOCKED, STATUS_CANCELED
                                                  STATUS_FAILED, STATUS_SUCCEEDED,
                                                  GoalOutcome, TaskOutcome)
 from agentic_grasp.core.planner.ports import Arm, Perceiver, require_port
+from agentic_grasp.core.retrieval.priors import load_category_knowledge
+from agentic_grasp.core.types import ObjectInstance
 
 
 def _why_left(goal: Optional[GoalOutcome]) -> str:
@@ -51,6 +57,11 @@ def _not_in_view(instruction: str, shown, searched: str) -> str:
         text += (f" ({', '.join(landmarks)}, which it names, "
                  f"{'is' if len(landmarks) == 1 else 'are'} only a landmark)")
     return f"{text}; {searched}"
+def _unseen_subject(instruction: str, objects: List[ObjectInstance]) -> bool:
+    """The first object a named instruction mentions is a landmark (it follows a relation):
+    the object it locates is not among ``objects``."""
+    mentions = read_instruction(instruction, objects).mentions
+    return bool(mentions) and mentions[0].role == "landmark"
 
 
 def subgoal_instruction(object_id: str, name: str = "") -> str:
@@ -93,10 +104,14 @@ class TaskRunner:
             task.wall_s = time.perf_counter() - start
             return task
         named = instruction_kind(instruction) == KIND_NAMED
+        unfound = ""
         shown = first.to_object_instances()
         # not found, or "found" as an object the instruction names only as a landmark
         hidden = names_only_landmarks(instruction, shown)
-        if named and (hidden or poorly_located(first.target, first.objects)):
+        # in a list ("the X behind the Y, the Z and the W") the first object mentioned is a
+        # landmark: the X it locates was not perceived, while Z and W were
+        listed = named and not hidden and _unseen_subject(instruction, shown)
+        if named and (hidden or listed or poorly_located(first.target, first.objects)):
             # the named target is not in view (or only a sliver of it): look behind what
             # could hide it. What the instruction also mentions is a landmark ("behind the
             # box"), never a stand-in for the target.
@@ -107,6 +122,10 @@ class TaskRunner:
             task.overhead_s += self.config.time_model.perception_s * looks
             if found.found:
                 first = found.perception
+            elif listed and not cancel():
+                # the other targets of the list are in view: they are taken, and the result
+                # names the one that was not found
+                unfound = f"; the object its first landmark locates not found: {found.message}"
             elif hidden or cancel():
                 task.plan = TaskPlan(instruction, KIND_NAMED)
                 emit(TaskPlanEvent(task.plan))
@@ -119,7 +138,7 @@ class TaskRunner:
         # the scene-graph reasoning's own graph (its configuration and camera): the same one
         # the constraints of each sub-goal come from
         graph = self.reasoner.scene_graph(objects) if self.configuration.scene_graph else None
-        plan = plan_subgoals(instruction, objects, graph)
+        plan = self._plan(instruction, objects, graph, first.backend)
         task.plan = plan
         emit(TaskPlanEvent(plan))
         if not plan.subgoals:
@@ -138,13 +157,33 @@ class TaskRunner:
         progressed: set = set()         # failed ones with a success after them
         revisited: set = set()
         last_goal: dict = {}            # target id -> its last GoalOutcome
-        while queue or revisit:
+        planned = set(plan.target_ids)
+        looked_after = 0                # grasps when the table was last looked at again
+        while True:
             if not queue:
                 queue = [t for t in revisit if t in progressed]
                 revisited.update(queue)
                 revisit = []
-                if not queue:
-                    break
+            if not queue and plan.kind == KIND_CLEAR and task.grasped \
+                    and len(task.grasped) > looked_after and not cancel():
+                # clearing means every object: one hidden behind another is in view once
+                # that one is gone, so the table is looked at again after each round
+                looked_after = len(task.grasped)
+                again = perceive(instruction)
+                task.perception_calls += 1
+                task.overhead_s += self.config.time_model.perception_s
+                fresh = [] if not again.ok else [
+                    s for s in plan_subgoals(instruction, again.to_object_instances()).subgoals
+                    if s.target_id not in planned]
+                for sub in fresh:
+                    sub.reason = "seen once others were taken away"
+                    plan.subgoals.append(sub)
+                    names[sub.target_id] = next((o.name for o in again.to_object_instances()
+                                                 if o.id == sub.target_id), "")
+                planned.update(s.target_id for s in fresh)
+                queue = [s.target_id for s in fresh]
+            if not queue:
+                break
             if cancel():
                 task.status, task.message = STATUS_CANCELED, "canceled between sub-goals"
                 break
@@ -197,6 +236,7 @@ class TaskRunner:
             if left:
                 task.message += "; left: " + "; ".join(
                     f"{t} ({_why_left(last_goal.get(t))})" for t in left)
+            task.message += unfound
             if plan.order_matters and done:
                 grasped = [t for t in task.grasped if t in plan.target_ids]
                 planned = [t for t in plan.target_ids if t in done]
@@ -207,6 +247,26 @@ class TaskRunner:
         task.wall_s = time.perf_counter() - start
         emit(TaskResultEvent(instruction, task.status, tuple(task.grasped), task.message))
         return task
+
+    def _plan(self, instruction: str, objects: List[ObjectInstance], graph: object,
+              backend: str) -> TaskPlan:
+        """The task's sub-goals. A sort orders by each object's fragility or size weighed
+        from perception and from what the knowledge base knows its category to be
+        (sorting.py), with the semantics and the knowledge base of the configuration: the
+        heuristic sees no category, and without retrieval there is no knowledge base."""
+        kind = instruction_kind(instruction)
+        cfg = self.configuration
+        if kind not in SORT_KINDS or not (cfg.retrieval and cfg.semantics):
+            return plan_subgoals(instruction, objects, graph)
+        by = BY_FRAGILITY if kind == KIND_SORT else BY_SIZE
+        view, estimates = sort_view(objects, by, load_category_knowledge(),
+                                    perception_error(backend))
+        plan = plan_subgoals(instruction, view, graph)
+        for sub in plan.subgoals:
+            est = estimates.get(sub.target_id)
+            if est is not None and not sub.prerequisite_for:
+                sub.reason = sub.reason.split(" (")[0] + f" ({est.note})"
+        return plan
 
 
 __all__ = ["TaskRunner", "subgoal_instruction"]

@@ -8,9 +8,12 @@ rules the perceiver uses, so both agree on what "the cup" means):
   "most fragile first" / "descending"; the order is part of the goal;
 - otherwise the objects named, in the order the instruction names them, except *landmarks*:
   an object mentioned right after a spatial relation ("the ball behind the box", "the cup
-  next to the vase") only locates the previous one and is not a target. The last connecting
-  word between two mentions decides: a relation phrase (``RELATION_PHRASES``) makes the
-  later mention a landmark, a conjunction ("and", ",", "then") a target.
+  nearest the vase", "the mug farther from the bowl") only locates the previous one and is
+  not a target. The last connecting word between two mentions decides: a relation
+  (``core.instructions.RELATION_WORDS``) makes the later mention a landmark, a conjunction
+  ("and", ",", "then") a target, so "the X behind the Y, the Z and the W" asks for X, Z
+  and W. Of two objects of one kind, a place or an attribute picks one
+  (:func:`core.instructions.read_instruction`).
 
 Then the support dependency (constraint C_support of Sec. III-B) reorders them: an object
 that rests on (Supports) or leans on (Leaning_On) another one is removed first, topmost
@@ -21,24 +24,15 @@ before the box even when sorting would put the box first). Without a scene graph
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 from agentic_grasp.core.instructions import (ALL_WORDS, DESCENDING, LARGEST_FIRST,
-                                             SORT_FRAGILITY, SORT_SIZE, SYNONYMS, find,
-                                             object_volume, resolve_targets, words)
+                                             SORT_FRAGILITY, SORT_SIZE, find, object_volume,
+                                             read_instruction, resolve_targets, words)
 from agentic_grasp.core.scene_graph.relations import LEANING_ON, SUPPORTS
 from agentic_grasp.core.scene_graph.graph import SceneGraph
 from agentic_grasp.core.types import ObjectInstance
-
-#: Words that make the next mentioned object a landmark (where the target is).
-RELATION_PHRASES = ("next to", "close to", "adjacent to", "near", "nearby", "beside",
-                    "besides", "behind", "in front of", "left of", "right of", "on top of",
-                    "on", "under", "below", "beneath", "above", "inside", "in", "by",
-                    "against", "between", "around", "from", "at", "with", "beyond", "past")
-#: Words that make the next mentioned object another target.
-CONJUNCTIONS = ("and", "then", "also", "plus", "after that", "followed by")
 
 KIND_NAMED = "named"
 KIND_CLEAR = "clear"
@@ -98,69 +92,12 @@ def instruction_kind(instruction: str) -> str:
     return KIND_NAMED
 
 
-def _tokens(text: str) -> List[str]:
-    """Lower-case words and commas, in order."""
-    return re.findall(r"[a-z0-9]+|,", str(text).lower())
-
-
-def _match_at(tokens: List[str], phrase: List[str], i: int) -> bool:
-    """phrase matches tokens at i (the last word may carry a plural -s / -es)."""
-    n = len(phrase)
-    if not n or i + n > len(tokens):
-        return False
-    if tokens[i:i + n - 1] != phrase[:-1]:
-        return False
-    last = tokens[i + n - 1]
-    return last in (phrase[-1], phrase[-1] + "s", phrase[-1] + "es")
-
-
-def _mention(obj: ObjectInstance, tokens: List[str]) -> Tuple[int, int]:
-    """(first token index, token length) where ``obj`` is named; (-1, 0) when it is not."""
-    names = [obj.id, obj.name, obj.category] + list(SYNONYMS.get(obj.category.lower(), ()))
-    best = (-1, 0)
-    for name in names:
-        phrase = [t for t in _tokens(name) if t != ","]
-        for i in range(len(tokens)):
-            if _match_at(tokens, phrase, i):
-                if best[0] < 0 or i < best[0] or (i == best[0] and len(phrase) > best[1]):
-                    best = (i, len(phrase))
-                break
-    return best
-
-
-def _last_connector(tokens: List[str]) -> str:
-    """'relation', 'conjunction' or '' for the last connecting phrase in ``tokens``."""
-    phrases = ([(_tokens(p), "relation") for p in RELATION_PHRASES]
-               + [(_tokens(c), "conjunction") for c in CONJUNCTIONS] + [([","], "conjunction")])
-    for end in range(len(tokens), 0, -1):
-        for phrase, label in phrases:
-            n = len(phrase)
-            if end - n >= 0 and tokens[end - n:end] == phrase:
-                return label
-    return ""
-
-
 def split_landmarks(instruction: str, ids: Sequence[str],
                     objects: Sequence[ObjectInstance]) -> List[str]:
-    """The ids of ``ids`` that are targets, not landmarks (module docstring)."""
+    """The ids of ``ids`` that are targets, not landmarks (:func:`read_instruction`)."""
     if len(ids) < 2:
         return list(ids)
-    by_id = {o.id: o for o in objects}
-    tokens = _tokens(instruction)
-    spans = {oid: _mention(by_id[oid], tokens) for oid in ids if oid in by_id}
-    ordered = sorted(ids, key=lambda oid: spans.get(oid, (-1, 0))[0])
-    targets = {ordered[0]}
-    between = False         # "between the vase and the glass": both are landmarks
-    for prev, cur in zip(ordered, ordered[1:]):
-        (a, n), (b, _) = spans.get(prev, (-1, 0)), spans.get(cur, (-1, 0))
-        gap = tokens[a + n:b] if a >= 0 and b >= a + n else []
-        connector = _last_connector(gap) if gap else ""
-        if between and gap[:1] == ["and"]:
-            between = False
-            continue
-        between = connector == "relation" and gap[:1] == ["between"]
-        if a < 0 or b < a + n or connector != "relation":
-            targets.add(cur)
+    targets = set(read_instruction(instruction, objects).targets)
     return [oid for oid in ids if oid in targets]
 
 
@@ -170,14 +107,8 @@ def names_only_landmarks(instruction: str, objects: Sequence[ObjectInstance]) ->
     perceived). The instruction is then about an object that is not among them."""
     if instruction_kind(instruction) != KIND_NAMED:
         return False
-    tokens = _tokens(instruction)
-    named = resolve_targets(instruction, objects)
-    by_id = {o.id: o for o in objects}
-    for oid in named:
-        start, _ = _mention(by_id[oid], tokens)
-        if start < 0 or _last_connector(tokens[:start]) != "relation":
-            return False
-    return True
+    reading = read_instruction(instruction, objects)
+    return bool(reading.landmarks) and not reading.targets
 
 
 def _dependents(graph: SceneGraph, object_id: str) -> List[str]:
@@ -242,7 +173,7 @@ def plan_subgoals(instruction: str, objects: Sequence[ObjectInstance],
     return plan
 
 
-__all__ = ["CONJUNCTIONS", "KIND_CLEAR", "KIND_NAMED", "KIND_SORT", "KIND_SORT_SIZE",
-           "RELATION_PHRASES", "SORT_KINDS",
+__all__ = ["KIND_CLEAR", "KIND_NAMED", "KIND_SORT", "KIND_SORT_SIZE",
+           "SORT_KINDS",
            "SubGoal", "TaskPlan", "instruction_kind", "names_only_landmarks", "plan_subgoals",
            "split_landmarks"]
