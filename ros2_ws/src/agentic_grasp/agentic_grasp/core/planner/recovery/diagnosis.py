@@ -92,6 +92,9 @@ LOAD_CHANGE_N = 4.0 * 0.3 * math.sqrt(2.0)
 YIELD_WIDTH_M = 0.001
 #: A collapse of at least this fraction of the contact width is a crush, below it a dent.
 CRUSH_FRACTION = 0.25
+#: Perception's error on an extent (m): 8 mm at p90 from the fixed camera
+#: (config/perception.yaml, docs/perception.md).
+PERCEIVED_EXTENT_ERROR_M = 0.008
 #: The hand's lowest point at the stop pose this near the table means the table (m): the
 #: pads compress 2 mm, the pose reads within 0.1 mm, and nothing else stands at that height.
 TABLE_CONTACT_M = 0.003
@@ -193,7 +196,6 @@ def _landing(obs: ArmObservation, grasp: GraspParameters, hand: HandModel,
     axis = R[:, 1]
     along = footprint_extent(target.shape, target.size, axis, float(target.yaw))
     across = footprint_extent(target.shape, target.size, R[:, 0], float(target.yaw))
-    finger_y = float(grasp.width) / 2.0 + hand.cfg.finger_thickness_m / 2.0
     opening = float(grasp.width)
     evidence = (f"reflex at {fz:.0f} N in the approach; the hand's finger meets the perceived "
                 f"{target.id} ({along * 1e3:.0f} mm along the closing axis, opening "
@@ -204,10 +206,12 @@ def _landing(obs: ArmObservation, grasp: GraspParameters, hand: HandModel,
         # a grasp on a part (a handle, a rim) opens for the part: a finger that lands on
         # the side of the body met the body, too wide for that opening
         towards_body = side * float((target.position - np.asarray(grasp.position)) @ axis) > 0
-    at_stroke = opening >= GRIPPER_MAX_WIDTH_M - 0.001
-    if (along > opening - 2.0 * 0.001 and not part) or towards_body or at_stroke:
-        # (at the hand's full opening nothing wider passes whatever the offset: the
-        # material there is wider than the hand opens, whatever the camera measured)
+    # at the hand's full opening the opening cannot grow: where the perceived width is
+    # within perception's extent error of the stroke, the landing is read as off position,
+    # the one cause a correction can still remove (moving the grasp)
+    fits_stroke = opening >= GRIPPER_MAX_WIDTH_M - 0.001 \
+        and along <= GRIPPER_MAX_WIDTH_M + PERCEIVED_EXTENT_ERROR_M
+    if ((along > opening - 2.0 * 0.001 and not part) or towards_body) and not fits_stroke:
         if along > GRIPPER_MAX_WIDTH_M and across < GRIPPER_MAX_WIDTH_M:
             return Diagnosis(FailureType.ORIENTATION, evidence + f"; across it is "
                              f"{across * 1e3:.0f} mm", "observation", phase="approach",
@@ -387,6 +391,15 @@ def assess(result: ArmResult, grasp: GraspParameters, hand: HandModel,
                       f"the grip rose past {force:.1f} N (trace sample {k + 1} of "
                       f"{CLOSE_TRACE_SAMPLES})", "observation", phase="close")
         d.yield_force_n = force
+        return fail(d)
+    if not obs.is_grasped and w1 >= MIN_OBJECT_WIDTH_M:
+        # the fingers stopped on material, outside the grasp action's window
+        d = Diagnosis(FailureType.WIDTH_MISMATCH, f"the grasp action failed with the fingers "
+                      f"stopped at {w1 * 1e3:.1f} mm (opening {obs.commanded_width_m * 1e3:.1f}"
+                      " mm)", "observation", phase="close", detail="outside the grasp window")
+        d.material_width_m = w1
+        too_wide = (obs.commanded_width_m - w1) / 2.0 > cfg.too_wide_margin_m
+        d.width_direction = -1 if too_wide else 1
         return fail(d)
     if not obs.is_grasped or not math.isfinite(w0) or w1 < MIN_OBJECT_WIDTH_M:
         if target is not None and _surrounded(grasp, target):
