@@ -58,3 +58,32 @@ def test_a_procedural_scene_that_took_a_named_non_target_does_not_succeed():
                       grasped=[other, target], wrongly_taken=[other])
     s = score(rec, scene)
     assert s.paper_success is True and s.success is False and s.wrongly_taken == 1
+
+
+def test_the_sweeps_record_reads_what_was_taken_from_the_simulators_bin(monkeypatch):
+    """The worker judges the trial from the simulator's truth: a landmark put in the bin
+    fails the trial however the planner scored it."""
+    from types import SimpleNamespace
+
+    from agentic_grasp_lab.evaluation import worker
+    from agentic_grasp_lab.evaluation.sweep import TrialRunner
+
+    runner = TrialRunner()
+
+    def fake_trial(task, configuration, seed, simulator=None, **_):
+        spec = simulator.load_task(task, trial_seed=seed)
+        for oid in ("vase_1", "cup_1"):         # the landmark first, then the target
+            simulator._held = oid
+            simulator.place_held_object()
+        return SimpleNamespace(task_id=spec.task_id, category=spec.category,
+                               configuration=configuration, success=True, n_attempts=2,
+                               targets=list(spec.targets), grasped=["vase_1", "cup_1"],
+                               order_ok=True, failure_types=[], retry_levels=[0, 0],
+                               recovered=False, constraint_satisfied=True, violations=[],
+                               motion_s=0.0, compute_s=0.0, sim_time_s=0.0, wall_s=0.0,
+                               task=None)
+
+    monkeypatch.setattr(worker, "run_trial", fake_trial)
+    record = runner.run("full", "it_cup_near_vase", 0, 0)
+    assert record.paper_success and not record.success
+    assert record.wrongly_taken == ["vase_1"] and record.moved_aside == []
