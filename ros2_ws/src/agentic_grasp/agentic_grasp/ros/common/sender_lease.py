@@ -18,6 +18,11 @@ first few hundred ms was never seen alive, so never seen to die, and its goal ra
 (measured: 3 of 8 kill tries). A sender not seen within ``seen_s`` (it died while the goal was
 being sent, or names a topic nobody announces) has its goal ended before anything moves.
 
+A server keeps the lease of each sender across its goals (:class:`SenderLeases`, the last
+:data:`KEEP` senders): Fast DDS reports a writer's liveliness to a reader only on a change, so a
+second subscription of the same process to a sender already watched (one per goal) was never
+told the sender is alive (measured: an MCP server's second goal waited out ``seen_s``).
+
 The caller decides what a loss does (the front cancels the forwarded goal, whose cancel
 reaches the executor, which aborts the arm). ROS-free checks of the name are here too.
 """
@@ -26,6 +31,8 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections import OrderedDict
+from functools import partial
 from typing import Callable, Optional
 
 from rclpy.node import Node
@@ -37,6 +44,8 @@ from agentic_grasp.ros.common.liveness import TOPIC_PREFIX, PeerMonitor
 #: to match its writer: well under a second here, and a few seconds on a loaded 2-core
 #: machine; a sender alive when it sent the goal is seen within this.
 SEEN_S = 5.0
+#: Senders whose leases a server keeps (one subscription each): agents that come and go.
+KEEP = 16
 #: A topic name a lease may name: ``alive/`` and one ROS name token (letters, digits, ``_``).
 _TOPIC = re.compile(r"^" + re.escape(TOPIC_PREFIX) + r"[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
@@ -51,7 +60,8 @@ def check_topic(topic: str) -> str:
 
 
 class SenderLease:
-    """Watches one goal's sender; ``on_lost(why)`` once when it is dead or never seen."""
+    """Watches one sender; ``on_lost(why)`` once, when it is dead (it never comes back: a
+    sender's topic is its process's own)."""
 
     def __init__(self, node: Node, topic: str, on_lost: Callable[[str], None],
                  seen_s: float = SEEN_S) -> None:
@@ -59,6 +69,7 @@ class SenderLease:
         self._name = topic[len(TOPIC_PREFIX):]
         self._on_lost: Optional[Callable[[str], None]] = on_lost
         self._fired = False
+        self.why = ""
         self._lock = threading.Lock()
         self._node = node
         self.monitor = PeerMonitor(node, [self._name], on_lost=self._lost)
@@ -67,7 +78,8 @@ class SenderLease:
     def _fire(self, why: str) -> None:
         with self._lock:
             on_lost, self._on_lost = self._on_lost, None
-            self._fired = self._fired or on_lost is not None
+            if not self._fired:
+                self._fired, self.why = True, why
         if on_lost is not None:
             on_lost(why)
 
@@ -96,10 +108,38 @@ class SenderLease:
             return self._fired
 
     def destroy(self) -> None:
-        """Stop watching (the goal ended): no loss is reported after this."""
+        """Stop watching: no loss is reported after this."""
         with self._lock:
             self._on_lost = None
         self.monitor.destroy()
 
 
-__all__ = ["SEEN_S", "SenderLease", "check_topic"]
+class SenderLeases:
+    """One :class:`SenderLease` per sender topic, kept across goals (module docstring);
+    ``on_lost(topic, why)`` when a sender dies, whether or not a goal of it runs."""
+
+    def __init__(self, node: Node, on_lost: Callable[[str, str], None],
+                 seen_s: float = SEEN_S, keep: int = KEEP) -> None:
+        self._node = node
+        self._on_lost = on_lost
+        self.seen_s = seen_s
+        self.keep = keep
+        self._lock = threading.Lock()
+        self._leases: "OrderedDict[str, SenderLease]" = OrderedDict()
+
+    def lease(self, topic: str) -> SenderLease:
+        """``topic``'s lease (made on first use; the oldest beyond ``keep`` let go)."""
+        with self._lock:
+            lease = self._leases.pop(topic, None)
+            if lease is None:
+                lease = SenderLease(self._node, topic, partial(self._on_lost, topic),
+                                    self.seen_s)
+            self._leases[topic] = lease
+            old = [self._leases.popitem(last=False)[1]
+                   for _ in range(max(0, len(self._leases) - self.keep))]
+        for gone in old:
+            gone.destroy()
+        return lease
+
+
+__all__ = ["KEEP", "SEEN_S", "SenderLease", "SenderLeases", "check_topic"]

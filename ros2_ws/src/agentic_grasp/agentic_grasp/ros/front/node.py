@@ -55,7 +55,7 @@ from agentic_grasp.ros.common.dependencies import (DependencyTimeout, GoalCancel
 from agentic_grasp.ros.common.peer_call import PeerCall, goal_call
 from agentic_grasp.ros.common.liveness import PeerMonitor
 from agentic_grasp.ros.common.runner import spin_node
-from agentic_grasp.ros.common.sender_lease import SEEN_S, SenderLease, check_topic
+from agentic_grasp.ros.common.sender_lease import SEEN_S, SenderLeases, check_topic
 from agentic_grasp.ros.common.params import declare
 from agentic_grasp_interfaces.action import GraspObject
 
@@ -113,6 +113,8 @@ class FrontNode(Node):
         self._waiting: Optional[GoalSignal] = None
         #: why the running goal's sender was lost ("" while it lives or names none)
         self._sender_lost = ""
+        self._lease_topic = ""                  # the running goal's sender ("" for none)
+        self._leases = SenderLeases(self, self._on_sender_lost, self.sender_seen_s)
         self.liveness = PeerMonitor(self, [PLANNER], on_lost=self._on_planner_lost)
         self._call = PeerCall(PLANNER, self.planner_wait_s, watch=self.liveness)
         self._server = ActionServer(
@@ -146,8 +148,10 @@ class FrontNode(Node):
         if forwarded is not None:               # forwarded with its cancel (_forward)
             forwarded.cancel_goal_async()       # the planner's answer ends the goal
 
-    def _on_sender_lost(self, why: str) -> None:
+    def _on_sender_lost(self, topic: str, why: str) -> None:
         with self._lock:
+            if topic != self._lease_topic:      # a sender with no goal running: no motion
+                return
             self._sender_lost = why
         self.get_logger().error(f"{why}; canceling its goal (lease on motion)")
         self._cancel_running()
@@ -173,7 +177,6 @@ class FrontNode(Node):
         with self._lock:
             signal = self._signal or GoalSignal(self.planner_wait_s)
             self._sender_lost = ""
-        lease = None
         try:
             topic = goal_handle.request.sender_liveliness_topic
             if topic:
@@ -181,8 +184,10 @@ class FrontNode(Node):
                 if reason:
                     return self._end(goal_handle, False, Result(
                         error_code=Result.ERROR_INVALID_GOAL, message=reason))
-                lease = SenderLease(self, topic, self._on_sender_lost, self.sender_seen_s)
-                unseen = lease.wait_seen(lambda: signal.canceled)
+                lease = self._leases.lease(topic)
+                with self._lock:
+                    self._lease_topic = topic   # a loss from now on cancels this goal
+                unseen = lease.why if lease.lost() else lease.wait_seen(lambda: signal.canceled)
                 if unseen:                      # before anything moves: no lease, no goal
                     with self._lock:
                         self._sender_lost = unseen
@@ -190,10 +195,9 @@ class FrontNode(Node):
                     return self._end(goal_handle, False, self._sender_result(Result()))
             return self._forward(goal_handle, signal)
         finally:
-            if lease is not None:
-                lease.destroy()
             with self._lock:
                 self._signal = self._forwarded = self._waiting = self._relay_to = None
+                self._lease_topic = ""
 
     def _forward(self, goal_handle: Any, signal: GoalSignal) -> GraspObject.Result:
         goal_id = bytes(goal_handle.goal_id.uuid).hex()[:8]
