@@ -13,10 +13,17 @@ from what this node has received since it started: the planner's attempt records
 planner keeps its last ones for late subscribers), the perception answers, the camera
 frames, the scene graph and its constraint summary, each kept with its arrival order, so an
 attempt is drawn on the perception answer and frame that came before it (as ``show`` picks
-them from a bag).
+them from a bag). ``describe_scene`` draws the same way before any attempt
+(recording/show.scene_picture): the frame of the perception answer's capture (same stamp).
+
+The goals this server sends hold a lease on motion (PlannerClient ``lease``): the node
+announces its liveliness on a topic of its own and names it in each goal, so a server that
+dies (SIGKILL included) has its goal canceled by the front about 1.2 s later. ``stop`` and
+``status`` see every client's goals (graph_watch.GraphWatch).
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -36,7 +43,10 @@ from agentic_grasp_interfaces.msg import (AffordanceDescriptor, AttemptRecord, G
 from agentic_grasp_interfaces.srv import InferConstraints, Perceive, RetrieveStrategies
 from agentic_grasp.ros.client.grasp_report import result_report
 from agentic_grasp.ros.client.retrieval import strategy_from_msg
-from agentic_grasp.ros.recording.show import attempt_picture
+from agentic_grasp.ros.client.graph_watch import GraphWatch
+from agentic_grasp.ros.conversions.perception import objects_from_msgs
+from agentic_grasp.ros.recording.show import attempt_picture, scene_picture
+from agentic_grasp.core.planner.instruction.tasks import plan_subgoals
 from agentic_grasp.ros.recording.views import (AttemptView, camera_of, constraint_summary,
                                                default_extrinsics, rgb_image)
 
@@ -112,6 +122,18 @@ class _Pictures:
                 best = msg
         return best
 
+    def frame_and_camera(self, stamp: Any) -> Tuple[Any, Any]:
+        """(RGB image or None, Camera) of the capture stamped ``stamp`` (else the latest)."""
+        with self._lock:
+            frames = [m for _, m in self.history["frame"]]
+            info = self.history["info"][-1][1] if self.history["info"] else None
+        key = (stamp.sec, stamp.nanosec)
+        frame = next((f for f in reversed(frames)
+                      if (f.header.stamp.sec, f.header.stamp.nanosec) == key),
+                     frames[-1] if frames else None)
+        return (rgb_image(frame) if frame is not None else None,
+                camera_of(info, default_extrinsics()))
+
     def last_attempt_png(self) -> Tuple[bytes, str]:
         """(PNG bytes, caption) of the last attempt record received; GraphError when none."""
         with self._lock:
@@ -164,7 +186,8 @@ class GraphBridge:
         self.call_timeout_s = float(call_timeout_s)
         self.graph = GraphClient(node_name)
         node = self.graph.node
-        self.planner = PlannerClient(self.graph)
+        self.planner = PlannerClient(self.graph, lease=True)
+        self.watch = GraphWatch(node)
         self._perceive = node.create_client(Perceive, "perceive")
         self._infer = node.create_client(InferConstraints, "infer_constraints")
         self._retrieve = node.create_client(RetrieveStrategies, "retrieve_strategies")
@@ -271,11 +294,14 @@ class GraphBridge:
             raise GraphError(f"{what}: {future.exception()}")
         return future.result()
 
-    def describe_scene(self) -> Tuple[Dict[str, Any], List[Dict[str, Any]], str]:
-        """(perception fields, relations, note): a fresh perception of the whole table and
-        the scene graph's relations between what it reports."""
+    def describe_scene(self, picture: bool = True
+                       ) -> Tuple[Dict[str, Any], List[Dict[str, Any]], str, bytes]:
+        """(perception fields, relations, note, PNG): a fresh perception of the whole table,
+        the scene graph's relations between what it reports, and the camera image of that
+        capture with both drawn on it (b"" when ``picture`` is False)."""
         answer = self._service(self._perceive, Perceive.Request(instruction="clear the table"),
                                "perceive")
+        self._last_perception = answer.result
         perception = perception_fields(answer.result)
         relations: List[Dict[str, Any]] = []
         note = ""
@@ -291,7 +317,41 @@ class GraphBridge:
                              for r in inferred.relations]
             else:
                 note = f"relations not available: {inferred.message}"
-        return perception, relations, note
+        png = b""
+        if picture:
+            image, camera = self.pictures.frame_and_camera(answer.result.header.stamp)
+            ok, encoded = cv2.imencode(".png", scene_picture(
+                answer.result, image, camera,
+                [(r["subject"], r["relation"], r["object"]) for r in relations]),
+                [cv2.IMWRITE_PNG_COMPRESSION, 6])
+            if not ok:
+                raise GraphError("the scene picture could not be encoded as PNG")
+            png = encoded.tobytes()
+        return perception, relations, note, png
+
+    def preview_targets(self, instruction: str) -> List[Dict[str, str]]:
+        """The sub-goals the planner would make of ``instruction`` now: its own parse
+        (core/planner/instruction/tasks.plan_subgoals) over a fresh perception of the table;
+        the planner perceives again when the goal starts, so this is what the user is asked
+        to confirm, not a promise."""
+        answer = self._service(self._perceive, Perceive.Request(instruction=instruction),
+                               "perceive")
+        plan = plan_subgoals(instruction, objects_from_msgs(answer.result.objects))
+        return [s.to_dict() for s in plan.subgoals]
+
+    # ---- stop and status (any client's goals) ---------------------------------------------------
+    def stop(self, timeout_s: float = 10.0) -> Dict[str, Any]:
+        return self.watch.stop(timeout_s)
+
+    def status(self) -> Dict[str, Any]:
+        report = self.watch.status()
+        report["this_server"] = {"goal_running": self.goal_running(), "pid": os.getpid(),
+                                 "lease_topic": self.planner.lease_topic}
+        return report
+
+    def grasp_running_elsewhere(self) -> List[str]:
+        """Goal ids of grasp_object that run (any client's)."""
+        return self.watch.running()
 
     # ---- retrieval ------------------------------------------------------------------------------
     def retrieve(self, query: Dict[str, Any]) -> Dict[str, Any]:
