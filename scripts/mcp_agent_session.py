@@ -162,6 +162,7 @@ async def session(log) -> dict:
                 seen["stopped_grasp"] = await agent.call_tool(
                     "grasp", {"instruction": "pick up the apple", "configuration": "full",
                               "seed": SEED}, progress_callback=on_progress)
+                moving.set()                    # ended before it moved: nothing to stop
             tg.start_soon(second_grasp)
             with anyio.fail_after(60):
                 await moving.wait()

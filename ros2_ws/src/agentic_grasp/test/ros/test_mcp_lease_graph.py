@@ -268,3 +268,39 @@ def test_stop_from_a_second_client_ends_the_grasp_within_1s(graph):
         assert m["stop_call_s"] < 1.0 and m["goal_end_s"] < 1.0, m
         assert grasp.is_error and grasp.structured_content["error_code"] == "ERROR_CANCELED"
     assert watch.running("grasp_object") == [] and watch.running("execute_grasp") == []
+
+
+def test_a_sender_never_seen_or_misnamed_moves_nothing(graph):
+    """Opting in with a topic nobody announces ends the goal as sender lost after the
+    front's sender_seen_s, before anything moves; a name that is not alive/<name> is an
+    invalid goal. (A plain client: the lease is the action's, not the MCP server's.)"""
+    from agentic_grasp.ros.client.graph_client import GraphClient
+    from agentic_grasp.ros.common.dependencies import OrderedActionClient
+    from agentic_grasp_interfaces.action import GraspObject
+
+    _launcher, watch = graph
+    client = GraphClient("test_lease_plain")
+    action = OrderedActionClient(client.node, GraspObject, "grasp_object")
+    try:
+        assert action.wait_for_server(timeout_sec=60.0)
+        arm_goals = set(watch.last["execute_grasp"])
+        results = {}
+        for name, topic in (("unseen", "alive/nobody_announces_this"),
+                            ("misnamed", "chatter; rm -rf /")):
+            handle = action.send_goal_resending(GraspObject.Goal(
+                instruction=INSTRUCTION, sender_liveliness_topic=topic), None, 30.0)
+            assert handle is not None and handle.accepted
+            future = handle.get_result_async()
+            client.wait_future(future, 30.0)
+            assert future.done(), name
+            results[name] = future.result()
+        unseen, misnamed = results["unseen"], results["misnamed"]
+        assert unseen.status == GoalStatus.STATUS_ABORTED
+        assert unseen.result.error_code == GraspObject.Result.ERROR_SENDER_LOST
+        assert "not seen alive within" in unseen.result.message
+        assert misnamed.result.error_code == GraspObject.Result.ERROR_INVALID_GOAL
+        assert "not a liveliness topic" in misnamed.result.message
+        assert set(watch.last["execute_grasp"]) == arm_goals        # nothing moved
+    finally:
+        action.destroy()
+        client.close()

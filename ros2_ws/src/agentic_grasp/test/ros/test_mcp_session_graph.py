@@ -25,9 +25,15 @@ SCRIPT = ROOT / "scripts" / "mcp_agent_session.py"
 RECORD = Path(__file__).parent / "data" / "mcp_agent_session.jsonl"
 
 
+#: The protocol negotiation: the SDK's client tries server/discover and initialize
+#: concurrently and which it sends again depends on which answer comes first.
+HANDSHAKE = ("server/discover", "initialize")
+
+
 def skeleton(lines):
     """(requests in order, sorted answers): each (direction, what, is_error, result type,
-    content kinds); progress and log notifications left out (their count varies)."""
+    content kinds); the handshake (HANDSHAKE) and progress and log notifications left out
+    (their order and count vary)."""
     names = {}
     requests, answers = [], []
     for line in lines:
@@ -38,6 +44,8 @@ def skeleton(lines):
                     requests.append((direction, m["method"], None, None, ()))
                 continue
             what = m["method"]
+            if what in HANDSHAKE:
+                continue
             if what == "tools/call":
                 what += ":" + m["params"]["name"]
             elif what == "elicitation/create":
@@ -47,7 +55,9 @@ def skeleton(lines):
             requests.append((direction, what, None, None, ()))
         else:
             asked = "client->server" if direction == "server->client" else "server->client"
-            what = names.get((asked, m.get("id")), "?")
+            what = names.get((asked, m.get("id")))
+            if what is None:                        # the handshake's answers
+                continue
             result = m.get("result", {})
             kinds = tuple(c.get("type") for c in result.get("content", []))
             answers.append((direction, "answer " + what, result.get("isError"),

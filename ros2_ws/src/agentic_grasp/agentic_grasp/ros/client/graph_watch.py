@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Dict, List, Optional
+import uuid
+from typing import Any, Dict, List, Optional, Tuple
 
 from action_msgs.msg import GoalStatus, GoalStatusArray
 from action_msgs.srv import CancelGoal
@@ -45,8 +46,12 @@ GRASP_ACTION = "grasp_object"
 PLANNER_ACTION = "planner/grasp_object"
 ARM_ACTION = "execute_grasp"
 #: How long a stop waits for the front to answer its cancel before it cancels the planner's
-#: own action (s): an answer is a local service round trip (milliseconds).
-CANCEL_ANSWER_S = 0.3
+#: own action (s): an answer is a local service round trip (milliseconds), but a new client's
+#: first request (or its answer) can be lost to DDS matching, so the request is sent again
+#: every CANCEL_RESEND_S (a cancel-all is idempotent). Measured without resending: 2 of 3
+#: stops from a server started seconds before lost their first cancel.
+CANCEL_ANSWER_S = 0.6
+CANCEL_RESEND_S = 0.15
 #: How long after the grasp goals are canceled an arm goal may still run before it is
 #: canceled at the executor itself (s): the planner's cancel reaches the executor within
 #: one peer-call wake (tens of ms), so this only acts on a planner that is stuck or gone.
@@ -77,6 +82,13 @@ class GraphWatch:
         node.create_subscription(GoalLog, goal_log.TOPIC, self._on_log, goal_log.QOS)
         self._cancel = {action: node.create_client(CancelGoal, f"{action}/_action/cancel_goal")
                         for action in self.statuses}
+        for client in self._cancel.values():
+            # Match the request and answer paths now, with a cancel of a goal id no server
+            # holds (answered ERROR_UNKNOWN_GOAL_ID; nothing is canceled), so that a stop's
+            # first request is not the one DDS matching loses.
+            probe = CancelGoal.Request()
+            probe.goal_info.goal_id.uuid = list(uuid.uuid4().bytes)
+            client.call_async(probe)
         self.nodes = list(nodes) if nodes is not None else [spec.name for spec in NODES]
         self._restarts: Dict[str, int] = {n: 0 for n in self.nodes}
         self.health = PeerMonitor(node, self.nodes, on_back=self._on_back)
@@ -146,24 +158,40 @@ class GraphWatch:
                 "watching_since_unix_s": round(self.since, 3)}
 
     # ---- stopping -----------------------------------------------------------------------------
-    def _cancel_all(self, action: str, answer_s: float) -> Optional[int]:
-        """Send ``action``'s cancel-all request; the goals it cancels (None: no answer)."""
+    def _cancel_all(self, action: str, answer_s: float) -> Optional[List[str]]:
+        """Send ``action``'s cancel-all request (again every CANCEL_RESEND_S until one is
+        answered); the ids of the goals it cancels (None: no answer within ``answer_s``)."""
         client = self._cancel[action]
-        if not client.service_is_ready():
+        deadline = time.monotonic() + answer_s
+        if not client.wait_for_service(timeout_sec=answer_s):
             return None
-        future = client.call_async(CancelGoal.Request())        # zero id and stamp: all
         done = threading.Event()
-        future.add_done_callback(lambda _f: done.set())
-        done.wait(answer_s)
-        if not future.done() or future.exception() is not None:
+        futures = []
+        while time.monotonic() < deadline and not done.is_set():
+            future = client.call_async(CancelGoal.Request())    # zero id and stamp: all
+            future.add_done_callback(lambda _f: done.set())
+            futures.append(future)
+            done.wait(min(CANCEL_RESEND_S, max(0.0, deadline - time.monotonic())))
+        answers = [f.result() for f in futures if f.done() and f.exception() is None]
+        if not answers:
             return None
-        return len(future.result().goals_canceling)
+        return sorted({bytes(g.goal_id.uuid).hex() for a in answers for g in a.goals_canceling})
 
     def _wait_still(self, timeout_s: float, actions=(GRASP_ACTION, PLANNER_ACTION,
-                                                       ARM_ACTION)) -> bool:
+                                                       ARM_ACTION),
+                    canceled: Tuple[str, ...] = ()) -> bool:
+        """Whether, within ``timeout_s``, no goal of ``actions`` runs and each goal of
+        ``canceled`` has a status here that says it ended (a goal this watch has not heard of
+        yet, e.g. in a server started moments ago, is waited for, not taken as ended)."""
         deadline = time.monotonic() + timeout_s
+
+        def ended(goal: str) -> bool:
+            return any(self.statuses[a].get(goal) not in (None,) + RUNNING
+                       for a in (GRASP_ACTION, PLANNER_ACTION))
+
         with self._cond:
-            while any(s in RUNNING for a in actions for s in self.statuses[a].values()):
+            while any(s in RUNNING for a in actions for s in self.statuses[a].values()) \
+                    or not all(ended(g) for g in canceled):
                 left = deadline - time.monotonic()
                 if left <= 0.0:
                     return False
@@ -174,23 +202,24 @@ class GraphWatch:
         """Cancel every grasp goal, whoever sent it, and wait until the arm is still
         (module docstring). ``stopped`` False when a goal still runs after ``timeout_s``."""
         started = time.monotonic()
-        running_before = self.running(GRASP_ACTION) + self.running(PLANNER_ACTION)
+        running_before = self.running(GRASP_ACTION)
         arm_before = self.running(ARM_ACTION)
         canceled = self._cancel_all(GRASP_ACTION, CANCEL_ANSWER_S)
         notes: List[str] = []
         if canceled is None:
             notes.append("grasp_object did not answer the cancel: the planner's action was "
                          "canceled directly")
-            canceled = self._cancel_all(PLANNER_ACTION, CANCEL_ANSWER_S) or 0
+            canceled = self._cancel_all(PLANNER_ACTION, CANCEL_ANSWER_S) or []
         elif self.running(PLANNER_ACTION) and not running_before:
-            canceled += self._cancel_all(PLANNER_ACTION, CANCEL_ANSWER_S) or 0
+            canceled += self._cancel_all(PLANNER_ACTION, CANCEL_ANSWER_S) or []
         if not self._wait_still(ARM_GRACE_S, (ARM_ACTION,)):
             notes.append("the arm goal still ran after the planner's cancel: canceled at "
                          "the executor")
             self._cancel_all(ARM_ACTION, CANCEL_ANSWER_S)
-        stopped = self._wait_still(max(0.0, timeout_s - (time.monotonic() - started)))
-        return {"stopped": stopped, "goals_canceled": int(canceled),
-                "goals_running_before": sorted(set(running_before)),
+        stopped = self._wait_still(max(0.0, timeout_s - (time.monotonic() - started)),
+                                   canceled=tuple(canceled))
+        return {"stopped": stopped, "goals_canceled": len(set(canceled)),
+                "goals_running_before": sorted(set(running_before) | set(canceled)),
                 "arm_was_moving": bool(arm_before),
                 "stop_s": round(time.monotonic() - started, 3), "notes": notes}
 

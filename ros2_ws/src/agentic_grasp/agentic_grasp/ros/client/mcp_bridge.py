@@ -31,6 +31,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 import cv2
+from action_msgs.msg import GoalStatus
 from sensor_msgs.msg import CameraInfo, Image
 from visualization_msgs.msg import MarkerArray
 
@@ -43,7 +44,7 @@ from agentic_grasp_interfaces.msg import (AffordanceDescriptor, AttemptRecord, G
 from agentic_grasp_interfaces.srv import InferConstraints, Perceive, RetrieveStrategies
 from agentic_grasp.ros.client.grasp_report import result_report
 from agentic_grasp.ros.client.retrieval import strategy_from_msg
-from agentic_grasp.ros.client.graph_watch import GraphWatch
+from agentic_grasp.ros.client.graph_watch import GRASP_ACTION, GraphWatch
 from agentic_grasp.ros.conversions.perception import objects_from_msgs
 from agentic_grasp.ros.recording.show import attempt_picture, scene_picture
 from agentic_grasp.core.planner.instruction.tasks import plan_subgoals
@@ -61,6 +62,11 @@ DISCOVERY_S = 30.0
 #: Messages of each picture topic kept (arrival order); the planner re-perceives after each
 #: failed attempt, so a goal of a few attempts needs a few of each.
 PICTURE_HISTORY = 16
+#: How long a grasp waits for this server's previous goal to end when that goal is already
+#: canceled or ended (s): its result travels front -> here after its status, and the planner
+#: ends a canceled goal after the phase under way (a few hundred ms); a grasp sent right
+#: after a cancel or a stop waits for that instead of being refused as "still running".
+ENDING_WAIT_S = 3.0
 
 
 def feedback_fields(fb: Any) -> Dict[str, Any]:
@@ -194,6 +200,7 @@ class GraphBridge:
         self.pictures = _Pictures(node)
         self._goal_lock = threading.Lock()
         self._active: Optional[Any] = None
+        self._canceled_by_us = False
 
     def peer_wait_s(self) -> float:
         """How long to wait for a peer now: ``server_timeout_s``, or longer while this
@@ -216,7 +223,8 @@ class GraphBridge:
         The wait runs in a thread of its own that frees the goal slot when the goal has
         ended, whoever (or nobody) still waits for the future: a caller that gives up
         cancels the goal (:meth:`cancel`) and the slot frees once the planner ends it."""
-        if not self._goal_lock.acquire(blocking=False):
+        if not self._goal_lock.acquire(blocking=False) and not (
+                self._ending() and self._goal_lock.acquire(timeout=ENDING_WAIT_S)):
             raise GraphError("a grasp from this server is still running (one at a time)")
         try:
             handle = self.planner.send(instruction, configuration,
@@ -229,6 +237,7 @@ class GraphBridge:
             self._goal_lock.release()
             raise
         self._active = handle
+        self._canceled_by_us = False
         future: Future = Future()
         threading.Thread(target=self._wait_result, args=(handle, future),
                          name="mcp_goal_wait", daemon=True).start()
@@ -248,8 +257,20 @@ class GraphBridge:
             else:
                 future.set_result(outcome)
 
+    def _ending(self) -> bool:
+        """Whether this server's goal is on its way out: canceled by this server, or canceled
+        or ended as any watcher of the action sees it (a stop from another client) while its
+        result is still on its way here."""
+        handle = self._active
+        if handle is None or self._canceled_by_us:
+            return True
+        status = self.watch.statuses[GRASP_ACTION].get(bytes(handle.goal_id.uuid).hex())
+        return status is not None and status not in (GoalStatus.STATUS_ACCEPTED,
+                                                     GoalStatus.STATUS_EXECUTING)
+
     def cancel(self, handle: Any) -> bool:
         """Ask the planner to cancel ``handle``; whether it answered."""
+        self._canceled_by_us = True
         try:
             return self.planner.cancel(handle, timeout_s=5.0)
         except Exception:  # noqa: BLE001 - a dead planner cannot cancel; nothing is left
