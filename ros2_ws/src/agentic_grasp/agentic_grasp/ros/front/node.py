@@ -91,7 +91,8 @@ class FrontNode(Node):
                                           "late clients (s), as the planner's", (1, 3600)))
         self.sender_seen_s = float(declare(
             self, "sender_seen_s", SEEN_S,
-            "How long a goal's named sender may stay unseen before its lease is lost (s; "
+            "How long a goal that names its sender waits to see it alive before the goal "
+            "is forwarded; not seen by then: ERROR_SENDER_LOST, nothing moved (s; "
             "common.sender_lease)", (0.5, 60.0)))
         self._planner = OrderedActionClient(self, GraspObject, PLANNER_ACTION,
                                             callback_group=ReentrantCallbackGroup())
