@@ -263,8 +263,9 @@ def test_stop_from_a_second_client_ends_the_grasp_within_1s(graph):
     for m in measured:
         stop, grasp = m["stop"], m["grasp"]
         assert not stop.is_error and stop.structured_content["stopped"], text_of(stop)
-        assert stop.structured_content["arm_was_moving"] and \
-            stop.structured_content["goals_canceled"] == 1, stop.structured_content
+        # (arm_was_moving is not asserted: the stop may land between two attempts of the
+        # goal, whose attempts take 0.4 s here)
+        assert stop.structured_content["goals_canceled"] == 1, stop.structured_content
         assert m["stop_call_s"] < 1.0 and m["goal_end_s"] < 1.0, m
         assert grasp.is_error and grasp.structured_content["error_code"] == "ERROR_CANCELED"
     assert watch.running("grasp_object") == [] and watch.running("execute_grasp") == []

@@ -41,9 +41,10 @@ from agentic_grasp.ros.common.liveness import TOPIC_PREFIX, PeerMonitor
 
 #: How long a named sender may stay unseen after the goal's start (s). The server already
 #: holds the sender's participant (the goal came from it), so only the new subscription has
-#: to match its writer: well under a second here, and a few seconds on a loaded 2-core
-#: machine; a sender alive when it sent the goal is seen within this.
-SEEN_S = 5.0
+#: to match its writer: well under a second here, but at load average 28 a live MCP server
+#: went unseen for 5 s (1 goal in about 30). Nothing moves while a goal waits here, so a long
+#: wait costs only the goal of a sender that died while sending it.
+SEEN_S = 15.0
 #: Senders whose leases a server keeps (one subscription each): agents that come and go.
 KEEP = 16
 #: A topic name a lease may name: ``alive/`` and one ROS name token (letters, digits, ``_``).
@@ -70,6 +71,8 @@ class SenderLease:
         self._on_lost: Optional[Callable[[str], None]] = on_lost
         self._fired = False
         self.why = ""
+        #: how long the last wait_seen waited (s): the lease's cost on a goal's start
+        self.seen_after_s = 0.0
         self._lock = threading.Lock()
         self._node = node
         self.monitor = PeerMonitor(node, [self._name], on_lost=self._lost)
@@ -90,7 +93,8 @@ class SenderLease:
     def wait_seen(self, stop: Callable[[], bool]) -> str:
         """Block (a goal's thread) until the sender has been seen alive: "" then, else why not
         (not within ``seen_s``); returns "" early when ``stop()`` (the goal was canceled)."""
-        deadline = time.monotonic() + self.seen_s
+        started = time.monotonic()
+        deadline = started + self.seen_s
         poll = threading.Event()                    # never set: a sleep
         while not self.monitor.seen(self._name):
             if stop():
@@ -100,6 +104,7 @@ class SenderLease:
                         f"{self.seen_s:g} s of the goal's start (it died, or nobody announces "
                         "that topic); nothing was moved")
             poll.wait(0.01)
+        self.seen_after_s = time.monotonic() - started
         return ""
 
     def lost(self) -> bool:

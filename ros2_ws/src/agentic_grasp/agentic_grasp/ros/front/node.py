@@ -189,6 +189,9 @@ class FrontNode(Node):
                 with self._lock:
                     self._lease_topic = topic   # a loss from now on cancels this goal
                 unseen = lease.why if lease.lost() else lease.wait_seen(lambda: signal.canceled)
+                if not unseen and lease.seen_after_s > 0.5:
+                    self.get_logger().warning(f"{topic} seen alive after "
+                                              f"{lease.seen_after_s:.2f} s (goal held till then)")
                 if unseen:                      # before anything moves: no lease, no goal
                     with self._lock:
                         self._sender_lost = unseen
