@@ -37,7 +37,8 @@ COMMANDS = {
     "show": ("show", "pictures of what the robot saw and decided: one PNG per attempt and a "
              "contact sheet per goal, from a bag or the live graph"),
     "mcp": ("mcp", "serve the graph as tools for LLM agents (Model Context Protocol: grasp, "
-            "describe_scene, load_scene, retrieve_strategies, show_last_attempt)"),
+            "describe_scene, load_scene, retrieve_strategies, show_last_attempt, stop, "
+            "status)"),
 }
 
 #: The entry-point group through which other packages add subcommands (agentic_grasp_lab:

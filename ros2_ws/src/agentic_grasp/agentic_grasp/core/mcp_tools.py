@@ -1,6 +1,6 @@
 """The graph's tools for LLM agents, ROS-free: bounded inputs, descriptions, result text.
 
-``agentic-grasp mcp`` (commands/mcp.py) serves five tools over the Model Context Protocol;
+``agentic-grasp mcp`` (commands/mcp.py) serves seven tools over the Model Context Protocol;
 the rclpy side (ros/client/mcp_bridge.py) talks to the graph. What an agent may send and what it
 reads back lives here, so it is tested without ROS:
 
@@ -46,6 +46,19 @@ CONFIRM_UNSUPPORTED = ("grasp refused: this server asks for confirmation before 
                        "(--confirm) and this client cannot answer confirmation requests "
                        "(it declared no elicitation capability).")
 CONFIRM_DECLINED = "grasp refused: the motion was not confirmed ({action}); no goal was sent."
+SCENE_REFUSED = ("load_scene refused: it changes the world, and this server was started "
+                 "without --allow-motion. Restart it with `agentic-grasp mcp --allow-motion`.")
+SCENE_BUSY = ("load_scene refused: a grasp is running ({goals}); changing the world under it "
+              "would make it fail. Wait for it, or call stop first.")
+SCENE_DECLINED = "load_scene refused: the scene change was not confirmed ({action})."
+
+#: ``error_code`` of a grasp the server refused or could not run (the planner's own codes,
+#: GraspObject.action's ERROR_*, come with the goals it ran).
+REFUSED_NO_MOTION = "REFUSED_NO_MOTION"
+REFUSED_NOT_CONFIRMED = "REFUSED_NOT_CONFIRMED"
+REFUSED_CANNOT_CONFIRM = "REFUSED_CANNOT_CONFIRM"
+GRAPH_ERROR = "GRAPH_ERROR"
+PEER_LOST = "ERROR_PEER_LOST"
 
 
 class ToolInputError(ValidationError):
@@ -320,6 +333,83 @@ def strategies_text(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def refused_report(code: str, message: str) -> Dict[str, Any]:
+    """The structured result of a grasp that sent no goal or lost it (same keys as a goal's
+    report, so an agent reads one shape)."""
+    return {"success": False, "error_code": code, "message": message, "grasped_ids": [],
+            "total_time_s": 0.0, "attempts": []}
+
+
+def confirmation_text(instruction: str, targets: Sequence[Mapping[str, str]],
+                      configuration: str, preview_error: str = "") -> str:
+    """The question put to the user before a grasp: the targets the planner would make of
+    the instruction now and what the arm does with each. Only ids, categories and the
+    order's reason without numbers: the 2026-07-28 protocol accepts an answer only for the
+    exact question shown, and the resolver asks again on the answering round."""
+    lines = [f"Let the robot arm move to carry out {instruction!r}?"]
+    if preview_error:
+        lines.append(f"Targets: not known before the goal starts ({preview_error}).")
+    elif not targets:
+        lines.append("Targets: none of the perceived objects matches the instruction now "
+                     "(the planner will perceive again and may end with "
+                     "ERROR_TARGET_NOT_FOUND, moving nothing).")
+    else:
+        lines.append("Targets, in order (the planner's reading of the instruction over what "
+                     "perception sees now):")
+        for n, t in enumerate(targets, start=1):
+            extra = f", to clear the way for {t['prerequisite_for']}" \
+                if t.get("prerequisite_for") else ""
+            lines.append(f"{n}. {t['target_id']} ({t.get('category') or 'unknown'}{extra})")
+    lines.append("For each target the arm approaches, closes the gripper and lifts it. A "
+                 "failed attempt is retried with a correction (grip force, opening, grasp "
+                 "type or approach side may change) without asking again.")
+    lines.append(f"Planner configuration: {configuration or 'the planner default'}.")
+    return "\n".join(lines)
+
+
+def scene_confirmation_text(task: str, seed: int) -> str:
+    return (f"Load the scene {task!r} (seed {seed})? The simulated world is replaced: every "
+            "object is put where the scene says.")
+
+
+def stop_text(report: Mapping[str, Any]) -> str:
+    """A stop's report as one paragraph."""
+    head = "STOPPED" if report["stopped"] else "NOT STOPPED"
+    text = (f"{head} in {report['stop_s']:.2f} s: {report['goals_canceled']} goal(s) canceled"
+            + (" (the arm was moving)" if report["arm_was_moving"] else
+               " (the arm was not moving)"))
+    if not report["goals_running_before"] and not report["arm_was_moving"]:
+        text += "; nothing was running"
+    for note in report.get("notes", []):
+        text += f"; {note}"
+    return text
+
+
+def status_text(report: Mapping[str, Any]) -> str:
+    """The graph's health, the running goal and the last result as text."""
+    nodes = ", ".join(f"{n['name']} {'up' if n['alive'] else 'DOWN'}"
+                      + (f" ({n['restarts']} restart(s))" if n["restarts"] else "")
+                      for n in report["nodes"])
+    lines = [f"graph {'healthy' if report['healthy'] else 'NOT healthy'}: {nodes}"]
+    if report["running_goals"]:
+        for g in report["running_goals"]:
+            line = f"running goal {g['goal_id'][:8]} ({g['status']})"
+            if g.get("feedback"):
+                line += ": " + feedback_text(g["feedback"])
+            lines.append(line)
+    else:
+        lines.append("no goal running")
+    lines.append(f"arm {'moving' if report['arm_moving'] else 'still'}")
+    last = report.get("last_result")
+    if last:
+        lines.append(f"last result: goal {last['goal_id'][:8]} {last['instruction']!r}: "
+                     f"{'SUCCESS' if last['success'] else 'FAILED'} ({last['error_code']}) "
+                     f"{last['message']}")
+    else:
+        lines.append("last result: none seen since this server started")
+    return "\n".join(lines)
+
+
 def tool_error_text(what: str, exc: BaseException) -> str:
     """The tool error an agent reads when the graph fails (no planner, peer lost, timeout)."""
     return f"{what} failed: {exc}"
@@ -333,16 +423,22 @@ DESCRIPTIONS: Dict[str, str] = {
         "strategies from past experience, reasons about neighbouring objects, executes and "
         "retries with corrections. Progress notifications report each stage. Returns success, "
         "the error name, the message, the grasped object ids and one line per attempt with "
-        "its failure type and correction. Moves the arm: refused unless the server allows "
-        "motion."),
+        "its failure type and correction. A goal that fails, is refused or loses a peer is a "
+        "tool error (isError) with the same structured result. Moves the arm: refused unless "
+        "the server allows motion; with confirmation on, the user is shown the targets first. "
+        "Call stop to end it from anywhere."),
     "describe_scene": (
         "What the robot perceives now: each object (id, category, material, affordance, "
         "fragility, position in metres, world frame) and the scene graph's spatial relations "
-        "between them (On_Top_Of, Near, Occludes, ...). Use it before grasping to name the "
-        "right object."),
+        "between them (On_Top_Of, Near, Occludes, ...), and the camera image with the objects, "
+        "relations and each object's perceived attributes and confidence drawn on it. Look at "
+        "the image before grasping: perception can be wrong (a glass object read as 'unknown "
+        "material, fragility 0.00'), and the picture lets you catch it."),
     "load_scene": (
         "Simulator only: load one of the benchmark scenes (e.g. sg_cup, it_cup_near_vase, "
-        "lh_clear_table) with a trial seed. Refused when the arm is not the simulator."),
+        "lh_clear_table) with a trial seed. It replaces the world, so it is gated like "
+        "motion (refused unless the server allows motion, confirmed when confirmation is "
+        "on) and refused while any grasp runs. Refused when the arm is not the simulator."),
     "retrieve_strategies": (
         "What the affordance-aware retrieval (HAA-RAG) would propose for an object: the top "
         "grasp strategies from the knowledge base with their score breakdown (category, "
@@ -352,6 +448,14 @@ DESCRIPTIONS: Dict[str, str] = {
         "A PNG picture of the last grasp attempt: the camera image it was planned from with "
         "the perceived objects, the scene-graph relations and the planned gripper drawn on "
         "it, and a panel with the grasp parameters, outcome, failure type and correction."),
+    "stop": (
+        "Stop the arm now: cancels every running grasp goal, whoever sent it (this agent, "
+        "another agent, another program), and returns once the arm has stopped. Needs no "
+        "confirmation and works on a server that does not allow motion."),
+    "status": (
+        "The graph's health and activity: each node alive or down and how often it restarted "
+        "since this server started, the running grasp goal (any client's) with its stage, "
+        "whether the arm moves, and the last goal's result."),
 }
 
 

@@ -167,6 +167,7 @@ def test_strategies_text():
 
 def test_every_tool_has_a_description_and_limits_are_listed():
     assert set(tools.DESCRIPTIONS) == {"grasp", "describe_scene", "load_scene",
-                                       "retrieve_strategies", "show_last_attempt"}
+                                       "retrieve_strategies", "show_last_attempt", "stop",
+                                       "status"}
     assert all(len(d) > 80 for d in tools.DESCRIPTIONS.values())
     assert dict(tools.iter_limits())["seed"].startswith("0..")

@@ -170,7 +170,9 @@ def test_tools_scene_grasp_and_picture_over_stdio(graph):
             listed = await client.list_tools()
             names = {t.name for t in listed.tools}
             assert names == {"grasp", "describe_scene", "load_scene", "retrieve_strategies",
-                             "show_last_attempt"}
+                             "show_last_attempt", "stop", "status"}
+            assert all(t.input_schema.get("additionalProperties") is False and t.output_schema
+                       for t in listed.tools)
             schema = next(t for t in listed.tools if t.name == "grasp").input_schema
             assert schema["required"] == ["instruction"]
             assert schema["properties"]["instruction"]["maxLength"] == 300
@@ -183,6 +185,8 @@ def test_tools_scene_grasp_and_picture_over_stdio(graph):
             scene = await client.call_tool("describe_scene", {})
             assert not scene.is_error, text_of(scene)
             assert "cup" in text_of(scene)
+            seen = next(c for c in scene.content if c.type == "image")   # eyes before hands
+            assert base64.b64decode(seen.data)[:8] == b"\x89PNG\r\n\x1a\n"
             ids = [o["id"] for o in scene.structured_content["objects"]]
             assert any("cup" in i for i in ids), ids
 
@@ -225,7 +229,8 @@ def test_tools_scene_grasp_and_picture_over_stdio(graph):
 @pytest.mark.parametrize("arguments, expected", [
     ({"instruction": ""}, "instruction is empty"),
     ({"instruction": "   "}, "instruction is empty"),
-    ({"instruction": "pick up the cup", "configuration": "turbo"}, "unknown configuration"),
+    ({"instruction": "pick up the cup", "configuration": "turbo"}, "configuration"),
+    ({"instruction": "pick up the cup", "speed": 99}, "speed"),
     ({"instruction": "pick up the cup " * 100}, "at most 300 characters"),
     ({"instruction": "pick up the cup", "seed": -5}, "greater than or equal to 0"),
 ])
@@ -236,9 +241,9 @@ def test_bad_grasp_inputs_are_tool_errors_and_the_server_keeps_serving(graph, ar
             result = await client.call_tool("grasp", arguments)
             assert result.is_error and expected in text_of(result), text_of(result)
             after = await client.call_tool("load_scene", {"task": "no_such_scene"})
-            assert after.is_error and "unknown task" in text_of(after)
+            assert after.is_error and "task" in text_of(after)
             tools = await client.list_tools()
-            assert len(tools.tools) == 5
+            assert len(tools.tools) == 7
 
     run(main)
     assert graph.running_goals() == []
@@ -279,6 +284,8 @@ def test_confirm_over_stdio_asks_before_the_goal(graph):
 
     def answer(action, content=None):
         async def callback(ctx, params):
+            if params.message.startswith("Load the scene"):     # load_scene is gated too
+                return ElicitResult(action="accept", content={"confirm": True})
             asked.append(params.message)
             return ElicitResult(action=action, content=content)
         return callback
@@ -299,7 +306,10 @@ def test_confirm_over_stdio_asks_before_the_goal(graph):
     assert set(graph.logs) == before                                    # no goal was sent
     accepted = anyio.run(main, "accept", {"confirm": True})
     assert not accepted.is_error and text_of(accepted).startswith("SUCCESS"), text_of(accepted)
-    assert asked == ["Let the robot arm move to carry out 'pick up the ceramic cup'?"] * 2
+    assert len(asked) == 2 and asked[0] == asked[1], asked
+    # the question names the targets the planner makes of the instruction, and the motion
+    assert asked[0].startswith("Let the robot arm move to carry out 'pick up the ceramic cup'?")
+    assert "1. cup" in asked[0] and "closes the gripper" in asked[0], asked[0]
     assert graph.running_goals() == []
 
 
@@ -326,6 +336,12 @@ def test_client_cancellation_cancels_the_goal(graph):
                 with anyio.fail_after(60):
                     await executing.wait()
                 tg.cancel_scope.cancel()            # the client gives up on the call
+            # a grasp right after the cancel waits for the canceled goal to end instead of
+            # being refused as "still running"
+            again = await client.call_tool("grasp", {"instruction": "pick up the ceramic cup",
+                                                     "configuration": "no_episodic_memory"})
+            assert "still running" not in text_of(again), text_of(again)
+            assert again.structured_content["error_code"] != "GRAPH_ERROR", text_of(again)
             # the server keeps serving this client
             assert not (await client.call_tool("describe_scene", {})).is_error
 
@@ -336,7 +352,7 @@ def test_client_cancellation_cancels_the_goal(graph):
 
 
 HOSTILE_TOOLS = ("grasp", "describe_scene", "load_scene", "retrieve_strategies",
-                 "show_last_attempt")
+                 "show_last_attempt", "stop", "status")
 
 
 def _valid_instruction(value) -> bool:
@@ -373,22 +389,21 @@ def hostile_calls():
             calls.append((f"no_such_tool_{n}", {"a": v}, True))
         elif kind == 5:
             calls.append((big[:5000], {}, True))
-        elif kind == 6:
-            calls.append(("describe_scene", {"unexpected": v}, None))
+        elif kind == 6:                       # closed schemas: an unknown argument is refused
+            calls.append(("describe_scene", {"unexpected": v}, True))
         elif kind == 7:
-            calls.append(("show_last_attempt", {"x": v}, None))
+            calls.append(("show_last_attempt", {"x": v}, True))
         elif kind == 8:
             calls.append(("grasp", {"instruction": "pick up the ceramic cup"}, None))
         else:
-            tool = HOSTILE_TOOLS[n % 5]
-            calls.append((tool, {"instruction": {"nested": [v] * 50}},
-                          True if tool == "grasp" else None))
+            tool = HOSTILE_TOOLS[n % len(HOSTILE_TOOLS)]
+            calls.append((tool, {"instruction": {"nested": [v] * 50}}, True))
     return calls
 
 
 def test_hostile_calls_are_answered_and_leave_no_goal(graph):
     calls = hostile_calls()
-    assert len(calls) == 100 and sum(1 for c in calls if c[2]) >= 55
+    assert len(calls) == 100 and sum(1 for c in calls if c[2]) >= 75
     answers = []
 
     async def main():
@@ -408,7 +423,7 @@ def test_hostile_calls_are_answered_and_leave_no_goal(graph):
                                     time.monotonic() - started))
             # still serving: a plain call after the storm
             tools = await client.list_tools()
-            assert len(tools.tools) == 5
+            assert len(tools.tools) == 7
 
     try:
         run(main)

@@ -13,10 +13,17 @@ from what this node has received since it started: the planner's attempt records
 planner keeps its last ones for late subscribers), the perception answers, the camera
 frames, the scene graph and its constraint summary, each kept with its arrival order, so an
 attempt is drawn on the perception answer and frame that came before it (as ``show`` picks
-them from a bag).
+them from a bag). ``describe_scene`` draws the same way before any attempt
+(recording/show.scene_picture): the frame of the perception answer's capture (same stamp).
+
+The goals this server sends hold a lease on motion (PlannerClient ``lease``): the node
+announces its liveliness on a topic of its own and names it in each goal, so a server that
+dies (SIGKILL included) has its goal canceled by the front about 1.2 s later. ``stop`` and
+``status`` see every client's goals (graph_watch.GraphWatch).
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -24,6 +31,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 import cv2
+from action_msgs.msg import GoalStatus
 from sensor_msgs.msg import CameraInfo, Image
 from visualization_msgs.msg import MarkerArray
 
@@ -36,7 +44,10 @@ from agentic_grasp_interfaces.msg import (AffordanceDescriptor, AttemptRecord, G
 from agentic_grasp_interfaces.srv import InferConstraints, Perceive, RetrieveStrategies
 from agentic_grasp.ros.client.grasp_report import result_report
 from agentic_grasp.ros.client.retrieval import strategy_from_msg
-from agentic_grasp.ros.recording.show import attempt_picture
+from agentic_grasp.ros.client.graph_watch import GRASP_ACTION, GraphWatch
+from agentic_grasp.ros.conversions.perception import objects_from_msgs
+from agentic_grasp.ros.recording.show import attempt_picture, scene_picture
+from agentic_grasp.core.planner.instruction.tasks import plan_subgoals
 from agentic_grasp.ros.recording.views import (AttemptView, camera_of, constraint_summary,
                                                default_extrinsics, rgb_image)
 
@@ -51,6 +62,11 @@ DISCOVERY_S = 30.0
 #: Messages of each picture topic kept (arrival order); the planner re-perceives after each
 #: failed attempt, so a goal of a few attempts needs a few of each.
 PICTURE_HISTORY = 16
+#: How long a grasp waits for this server's previous goal to end when that goal is already
+#: canceled or ended (s): its result travels front -> here after its status, and the planner
+#: ends a canceled goal after the phase under way (a few hundred ms); a grasp sent right
+#: after a cancel or a stop waits for that instead of being refused as "still running".
+ENDING_WAIT_S = 3.0
 
 
 def feedback_fields(fb: Any) -> Dict[str, Any]:
@@ -112,6 +128,18 @@ class _Pictures:
                 best = msg
         return best
 
+    def frame_and_camera(self, stamp: Any) -> Tuple[Any, Any]:
+        """(RGB image or None, Camera) of the capture stamped ``stamp`` (else the latest)."""
+        with self._lock:
+            frames = [m for _, m in self.history["frame"]]
+            info = self.history["info"][-1][1] if self.history["info"] else None
+        key = (stamp.sec, stamp.nanosec)
+        frame = next((f for f in reversed(frames)
+                      if (f.header.stamp.sec, f.header.stamp.nanosec) == key),
+                     frames[-1] if frames else None)
+        return (rgb_image(frame) if frame is not None else None,
+                camera_of(info, default_extrinsics()))
+
     def last_attempt_png(self) -> Tuple[bytes, str]:
         """(PNG bytes, caption) of the last attempt record received; GraphError when none."""
         with self._lock:
@@ -164,13 +192,15 @@ class GraphBridge:
         self.call_timeout_s = float(call_timeout_s)
         self.graph = GraphClient(node_name)
         node = self.graph.node
-        self.planner = PlannerClient(self.graph)
+        self.planner = PlannerClient(self.graph, lease=True)
+        self.watch = GraphWatch(node)
         self._perceive = node.create_client(Perceive, "perceive")
         self._infer = node.create_client(InferConstraints, "infer_constraints")
         self._retrieve = node.create_client(RetrieveStrategies, "retrieve_strategies")
         self.pictures = _Pictures(node)
         self._goal_lock = threading.Lock()
         self._active: Optional[Any] = None
+        self._canceled_by_us = False
 
     def peer_wait_s(self) -> float:
         """How long to wait for a peer now: ``server_timeout_s``, or longer while this
@@ -193,7 +223,8 @@ class GraphBridge:
         The wait runs in a thread of its own that frees the goal slot when the goal has
         ended, whoever (or nobody) still waits for the future: a caller that gives up
         cancels the goal (:meth:`cancel`) and the slot frees once the planner ends it."""
-        if not self._goal_lock.acquire(blocking=False):
+        if not self._goal_lock.acquire(blocking=False) and not (
+                self._ending() and self._goal_lock.acquire(timeout=ENDING_WAIT_S)):
             raise GraphError("a grasp from this server is still running (one at a time)")
         try:
             handle = self.planner.send(instruction, configuration,
@@ -206,6 +237,7 @@ class GraphBridge:
             self._goal_lock.release()
             raise
         self._active = handle
+        self._canceled_by_us = False
         future: Future = Future()
         threading.Thread(target=self._wait_result, args=(handle, future),
                          name="mcp_goal_wait", daemon=True).start()
@@ -225,8 +257,20 @@ class GraphBridge:
             else:
                 future.set_result(outcome)
 
+    def _ending(self) -> bool:
+        """Whether this server's goal is on its way out: canceled by this server, or canceled
+        or ended as any watcher of the action sees it (a stop from another client) while its
+        result is still on its way here."""
+        handle = self._active
+        if handle is None or self._canceled_by_us:
+            return True
+        status = self.watch.statuses[GRASP_ACTION].get(bytes(handle.goal_id.uuid).hex())
+        return status is not None and status not in (GoalStatus.STATUS_ACCEPTED,
+                                                     GoalStatus.STATUS_EXECUTING)
+
     def cancel(self, handle: Any) -> bool:
         """Ask the planner to cancel ``handle``; whether it answered."""
+        self._canceled_by_us = True
         try:
             return self.planner.cancel(handle, timeout_s=5.0)
         except Exception:  # noqa: BLE001 - a dead planner cannot cancel; nothing is left
@@ -271,11 +315,14 @@ class GraphBridge:
             raise GraphError(f"{what}: {future.exception()}")
         return future.result()
 
-    def describe_scene(self) -> Tuple[Dict[str, Any], List[Dict[str, Any]], str]:
-        """(perception fields, relations, note): a fresh perception of the whole table and
-        the scene graph's relations between what it reports."""
+    def describe_scene(self, picture: bool = True
+                       ) -> Tuple[Dict[str, Any], List[Dict[str, Any]], str, bytes]:
+        """(perception fields, relations, note, PNG): a fresh perception of the whole table,
+        the scene graph's relations between what it reports, and the camera image of that
+        capture with both drawn on it (b"" when ``picture`` is False)."""
         answer = self._service(self._perceive, Perceive.Request(instruction="clear the table"),
                                "perceive")
+        self._last_perception = answer.result
         perception = perception_fields(answer.result)
         relations: List[Dict[str, Any]] = []
         note = ""
@@ -291,7 +338,41 @@ class GraphBridge:
                              for r in inferred.relations]
             else:
                 note = f"relations not available: {inferred.message}"
-        return perception, relations, note
+        png = b""
+        if picture:
+            image, camera = self.pictures.frame_and_camera(answer.result.header.stamp)
+            ok, encoded = cv2.imencode(".png", scene_picture(
+                answer.result, image, camera,
+                [(r["subject"], r["relation"], r["object"]) for r in relations]),
+                [cv2.IMWRITE_PNG_COMPRESSION, 6])
+            if not ok:
+                raise GraphError("the scene picture could not be encoded as PNG")
+            png = encoded.tobytes()
+        return perception, relations, note, png
+
+    def preview_targets(self, instruction: str) -> List[Dict[str, str]]:
+        """The sub-goals the planner would make of ``instruction`` now: its own parse
+        (core/planner/instruction/tasks.plan_subgoals) over a fresh perception of the table;
+        the planner perceives again when the goal starts, so this is what the user is asked
+        to confirm, not a promise."""
+        answer = self._service(self._perceive, Perceive.Request(instruction=instruction),
+                               "perceive")
+        plan = plan_subgoals(instruction, objects_from_msgs(answer.result.objects))
+        return [s.to_dict() for s in plan.subgoals]
+
+    # ---- stop and status (any client's goals) ---------------------------------------------------
+    def stop(self, timeout_s: float = 10.0) -> Dict[str, Any]:
+        return self.watch.stop(timeout_s)
+
+    def status(self) -> Dict[str, Any]:
+        report = self.watch.status()
+        report["this_server"] = {"goal_running": self.goal_running(), "pid": os.getpid(),
+                                 "lease_topic": self.planner.lease_topic}
+        return report
+
+    def grasp_running_elsewhere(self) -> List[str]:
+        """Goal ids of grasp_object that run (any client's)."""
+        return self.watch.running()
 
     # ---- retrieval ------------------------------------------------------------------------------
     def retrieve(self, query: Dict[str, Any]) -> Dict[str, Any]:

@@ -25,10 +25,15 @@ class PlannerClient:
     goal runs, :meth:`wait` raises about 1.2 s after the death (lease and verdict) instead of
     waiting out its timeout (the action server vanishes from the graph only after DDS's 20 s
     participant lease).
+
+    ``lease``: the goals hold a lease on motion (GraspObject ``sender_liveliness_topic``,
+    common.sender_lease): this client announces its liveliness on a topic of its own
+    (``alive/<node>_<pid>_<random>``: unique, so two clients never share a writer count) and
+    names it in each goal, so a goal whose client dies is canceled and the arm stops.
     """
 
     def __init__(self, graph: Any, action: str = "grasp_object",
-                 planner_node: str = "grasp_front") -> None:
+                 planner_node: str = "grasp_front", lease: bool = False) -> None:
         # on use (module docstring)
         from agentic_grasp.ros.common.dependencies import OrderedActionClient
         from agentic_grasp.ros.common.liveness import PeerMonitor
@@ -43,6 +48,20 @@ class PlannerClient:
         self._waits: set = set()
         self.liveness = PeerMonitor(graph.node, [planner_node], on_lost=self._wake)
         self._losses_at_send = 0
+        self.lease_topic = ""
+        self._announcement = None
+        if lease:
+            # on use (module docstring)
+            import os
+            import secrets
+
+            from agentic_grasp.ros.common.liveness import liveliness_qos, topic
+            from std_msgs.msg import Empty
+
+            self.lease_topic = topic(f"{graph.node.get_name()}_{os.getpid()}_"
+                                     f"{secrets.token_hex(4)}")
+            self._announcement = graph.node.create_publisher(Empty, self.lease_topic,
+                                                             liveliness_qos())
 
     def _wake(self, _peer: str) -> None:
         with self._lock:
@@ -70,7 +89,8 @@ class PlannerClient:
                              f"{timeout_s:.0f} s (is the planner node running?)")
         callback = (lambda fb: on_feedback(fb.feedback)) if on_feedback else None
         goal = self._goal_type(instruction=instruction, configuration=configuration,
-                               seed=-1 if seed is None else int(seed))
+                               seed=-1 if seed is None else int(seed),
+                               sender_liveliness_topic=self.lease_topic)
         self._losses_at_send = self.liveness.losses(self._planner)
         handle = self._action.send_goal_resending(goal, callback, timeout_s)
         if handle is None:

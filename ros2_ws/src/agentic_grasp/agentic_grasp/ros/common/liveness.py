@@ -83,6 +83,7 @@ class PeerMonitor:
                  on_back: Optional[Callable[[str], None]] = None,
                  lease_s: float = LEASE_S, confirm_s: float = CONFIRM_S) -> None:
         self.peers = list(peers)
+        self._node = node
         self.lease_s = lease_s
         self.confirm_s = confirm_s
         self._on_lost = on_lost
@@ -95,6 +96,7 @@ class PeerMonitor:
         self._losses: Dict[str, int] = {p: 0 for p in self.peers}
         self._lapses: Dict[str, int] = {p: 0 for p in self.peers}
         self._suspect: Dict[str, bool] = {p: False for p in self.peers}
+        self._seen: Dict[str, bool] = {p: False for p in self.peers}
         self._why: Dict[str, str] = {}
         self._back_at: Dict[str, float] = {}
         group = MutuallyExclusiveCallbackGroup()
@@ -124,6 +126,7 @@ class PeerMonitor:
         with self._lock:
             was = self._alive[peer]
             self._alive[peer] = alive
+            self._seen[peer] = self._seen[peer] or alive
             if was and not alive and not self._dead[peer]:
                 if int(info.not_alive_count_change) > 0:
                     # The lease ran out: a death or a stall (DDS cannot tell them apart).
@@ -165,11 +168,12 @@ class PeerMonitor:
     def _arm_verdict(self, peer: str, start: bool) -> None:
         """Start (or stop) ``peer``'s verdict timer. While the node is being destroyed (a
         peer's lease running out as the whole graph shuts down) there is nothing to decide."""
+        timer = self._verdicts.get(peer)            # None once the monitor is destroyed
         try:
-            if start:
-                self._verdicts[peer].reset()
-            else:
-                self._verdicts[peer].cancel()
+            if timer is not None and start:
+                timer.reset()
+            elif timer is not None:
+                timer.cancel()
         except InvalidHandle:
             pass
 
@@ -195,6 +199,11 @@ class PeerMonitor:
         with self._lock:
             return self._alive.get(peer, False)
 
+    def seen(self, peer: str) -> bool:
+        """True once DDS has reported ``peer`` alive (whatever came after)."""
+        with self._lock:
+            return self._seen.get(peer, False)
+
     def lost(self, peer: str) -> bool:
         """True when ``peer`` was alive and is dead since (module docstring; not back yet)."""
         with self._lock:
@@ -216,6 +225,17 @@ class PeerMonitor:
         (a stall, not a death)."""
         with self._lock:
             return self._lapses.get(peer, 0)
+
+    def destroy(self) -> None:
+        """Stop watching (a monitor made for one goal, e.g. a sender's lease, ends with it):
+        its subscriptions and verdict timers leave the node; no callback comes after."""
+        node = self._node
+        for sub in self._subscriptions:
+            node.destroy_subscription(sub)
+        for timer in self._verdicts.values():
+            node.destroy_timer(timer)
+        self._subscriptions, self._verdicts = [], {}
+        self._on_lost = self._on_back = None
 
     def describe_loss(self, peer: str) -> str:
         with self._lock:

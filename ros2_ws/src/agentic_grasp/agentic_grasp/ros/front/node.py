@@ -20,6 +20,12 @@ So the public action is served here, by a thin process that only forwards:
   dead before it answered the forwarded goal) waits for it, ``planner_wait_s`` in all
   (common.peer_call.PeerCall, the planner's own peer call), then is forwarded; a planner
   that never appears ends it with ERROR_DEPENDENCY_TIMEOUT;
+- a goal that names its sender's liveliness (GraspObject ``sender_liveliness_topic``, opt-in)
+  holds a lease on motion (common.sender_lease): the goal is forwarded once the sender is
+  seen alive (its end is then seen too); when the sender dies (about 1.2 s after a SIGKILL)
+  its goal is canceled as a client's cancel is (the planner
+  cancels the executor's goal, the arm stops) and ends ABORTED with ERROR_SENDER_LOST, the
+  attempts made kept; nobody would read the result, and nobody should own a moving arm;
 - a planner that came back moments ago may take the goal and drop its answer (its response
   writer not matched yet): the goal is sent again under the same id, which rclpy's server
   refuses while it holds the goal, so the goal runs once and its result is asked for by id.
@@ -49,6 +55,7 @@ from agentic_grasp.ros.common.dependencies import (DependencyTimeout, GoalCancel
 from agentic_grasp.ros.common.peer_call import PeerCall, goal_call
 from agentic_grasp.ros.common.liveness import PeerMonitor
 from agentic_grasp.ros.common.runner import spin_node
+from agentic_grasp.ros.common.sender_lease import SEEN_S, SenderLeases, check_topic
 from agentic_grasp.ros.common.params import declare
 from agentic_grasp_interfaces.action import GraspObject
 
@@ -82,6 +89,11 @@ class FrontNode(Node):
         self.result_timeout_s = int(declare(
             self, "result_timeout_s", 30, "How long a finished goal's result is kept for "
                                           "late clients (s), as the planner's", (1, 3600)))
+        self.sender_seen_s = float(declare(
+            self, "sender_seen_s", SEEN_S,
+            "How long a goal that names its sender waits to see it alive before the goal "
+            "is forwarded; not seen by then: ERROR_SENDER_LOST, nothing moved (s; "
+            "common.sender_lease)", (0.5, 60.0)))
         self._planner = OrderedActionClient(self, GraspObject, PLANNER_ACTION,
                                             callback_group=ReentrantCallbackGroup())
         # Feedback is relayed from the planner's feedback topic, one message at a time (in
@@ -100,6 +112,10 @@ class FrontNode(Node):
         #: the wait for the forwarded goal's result: woken by a planner death, never by a
         #: cancel (that is forwarded, and the planner's answer ends the goal)
         self._waiting: Optional[GoalSignal] = None
+        #: why the running goal's sender was lost ("" while it lives or names none)
+        self._sender_lost = ""
+        self._lease_topic = ""                  # the running goal's sender ("" for none)
+        self._leases = SenderLeases(self, self._on_sender_lost, self.sender_seen_s)
         self.liveness = PeerMonitor(self, [PLANNER], on_lost=self._on_planner_lost)
         self._call = PeerCall(PLANNER, self.planner_wait_s, watch=self.liveness)
         self._server = ActionServer(
@@ -122,13 +138,24 @@ class FrontNode(Node):
         return GoalResponse.ACCEPT
 
     def _on_cancel(self, _goal_handle: Any) -> CancelResponse:
+        self._cancel_running()
+        return CancelResponse.ACCEPT
+
+    def _cancel_running(self) -> None:
         with self._lock:                        # ordered against _forward's hand-over
             forwarded = self._forwarded
             if forwarded is None and self._signal is not None:
                 self._signal.cancel()           # not forwarded yet: ends here, or is
         if forwarded is not None:               # forwarded with its cancel (_forward)
             forwarded.cancel_goal_async()       # the planner's answer ends the goal
-        return CancelResponse.ACCEPT
+
+    def _on_sender_lost(self, topic: str, why: str) -> None:
+        with self._lock:
+            if topic != self._lease_topic:      # a sender with no goal running: no motion
+                return
+            self._sender_lost = why
+        self.get_logger().error(f"{why}; canceling its goal (lease on motion)")
+        self._cancel_running()
 
     def _relay(self, msg: Any) -> None:
         with self._lock:
@@ -150,11 +177,31 @@ class FrontNode(Node):
     def _execute(self, goal_handle: Any) -> GraspObject.Result:
         with self._lock:
             signal = self._signal or GoalSignal(self.planner_wait_s)
+            self._sender_lost = ""
         try:
+            topic = goal_handle.request.sender_liveliness_topic
+            if topic:
+                reason = check_topic(topic)
+                if reason:
+                    return self._end(goal_handle, False, Result(
+                        error_code=Result.ERROR_INVALID_GOAL, message=reason))
+                lease = self._leases.lease(topic)
+                with self._lock:
+                    self._lease_topic = topic   # a loss from now on cancels this goal
+                unseen = lease.why if lease.lost() else lease.wait_seen(lambda: signal.canceled)
+                if not unseen and lease.seen_after_s > 0.5:
+                    self.get_logger().warning(f"{topic} seen alive after "
+                                              f"{lease.seen_after_s:.2f} s (goal held till then)")
+                if unseen:                      # before anything moves: no lease, no goal
+                    with self._lock:
+                        self._sender_lost = unseen
+                    self.get_logger().error(unseen)
+                    return self._end(goal_handle, False, self._sender_result(Result()))
             return self._forward(goal_handle, signal)
         finally:
             with self._lock:
                 self._signal = self._forwarded = self._waiting = self._relay_to = None
+                self._lease_topic = ""
 
     def _forward(self, goal_handle: Any, signal: GoalSignal) -> GraspObject.Result:
         goal_id = bytes(goal_handle.goal_id.uuid).hex()[:8]
@@ -183,6 +230,9 @@ class FrontNode(Node):
                                          f"{PLANNER_ACTION} result", lambda _f: None, since,
                                          timeout_s=RESULT_WAIT_S)
         except GoalCanceled:
+            if self._sender_lost:
+                return self._end(goal_handle, False, self._sender_result(Result(
+                    message="canceled before the planner took the goal")))
             return self._end(goal_handle, True, Result(
                 error_code=Result.ERROR_CANCELED,
                 message="canceled before the planner took the goal"))
@@ -203,12 +253,24 @@ class FrontNode(Node):
         result = response.result
         # the planner published "done" before it ended the goal: relay it first
         self._relayed_done.wait(DONE_GRACE_S)
+        if self._sender_lost and int(response.status) != GoalStatus.STATUS_SUCCEEDED:
+            goal_handle.abort()                 # canceled for its sender, who is gone
+            return self._sender_result(result)
         if int(response.status) == GoalStatus.STATUS_SUCCEEDED:
             goal_handle.succeed()
         elif int(response.status) == GoalStatus.STATUS_CANCELED and goal_handle.is_cancel_requested:
             goal_handle.canceled()
         else:
             goal_handle.abort()
+        return result
+
+    def _sender_result(self, result: GraspObject.Result) -> GraspObject.Result:
+        """The result of a goal canceled for its lost sender: ERROR_SENDER_LOST, the
+        planner's message and attempts kept."""
+        result.success = False
+        result.error_code = Result.ERROR_SENDER_LOST
+        result.message = f"sender lost: {self._sender_lost}; the goal was canceled" + \
+            (f" ({result.message})" if result.message else "")
         return result
 
     def _end(self, goal_handle: Any, canceled: bool, result: GraspObject.Result

@@ -158,9 +158,9 @@ class _Zoom:
 
 def draw_scene(view: AttemptView) -> np.ndarray:
     """The camera image (BGR) with objects, relations and the projected gripper, zoomed to
-    the objects and the hand."""
+    the objects and the hand (a view without an attempt record: no gripper, the objects)."""
     cam = view.camera or Camera()
-    target = view.record.target_id
+    target = view.record.target_id if view.record is not None else ""
     points = _object_points(view, cam)
     boxes: Dict[str, np.ndarray] = {}
     if view.perception is not None:
@@ -171,10 +171,10 @@ def draw_scene(view: AttemptView) -> np.ndarray:
                                                _yaw(obj.pose.orientation)))
                 if uv is not None:
                     boxes[obj.id] = uv
-    g = view.record.grasp
+    g = view.record.grasp if view.record is not None else None
     hand_lines = {name: _project(cam, pts) for name, pts in gripper_lines(
         from_xyz(g.position), from_xyz(g.approach_direction), float(g.gripper_width),
-        float(g.wrist_yaw), float(g.approach_height)).items()}
+        float(g.wrist_yaw), float(g.approach_height)).items()} if g is not None else {}
     zoom = _Zoom(cam, list(points.values()) + list(boxes.values())
                  + [uv for uv in hand_lines.values() if uv is not None])
     if view.image is not None:
@@ -223,6 +223,8 @@ def draw_scene(view: AttemptView) -> np.ndarray:
                 org = org or (u + 6, v - 6)
             if org is not None:
                 _label(cv2, img, f"{obj.id} ({obj.category})", org, colour, 0.45)
+    if g is None:
+        return img
     # The planned grasp.
     success = bool(view.record.outcome.success)
     hand = _BGR["ok"] if success else _BGR["fail"]
@@ -354,6 +356,41 @@ def _text_lines(img: np.ndarray, lines: Sequence[Tuple[str, str]], x: int, y: in
                         cv2.LINE_AA)
             y += step
     return y
+
+
+def scene_lines(perception: Any, relations: Sequence[Tuple[str, str, str]]
+                ) -> List[Tuple[str, str]]:
+    """(colour key, text) lines of a scene picture's panel: each perceived object's
+    attributes with perception's confidence, then the relations (``Far_From`` counted)."""
+    lines: List[Tuple[str, str]] = [("head", f"perception ({perception.backend or '?'}): "
+                                             f"{len(perception.objects)} object(s)")]
+    if perception.error:
+        lines.append(("fail", f"error: {perception.error}"))
+    for o in perception.objects:
+        a = o.affordance
+        lines.append(("text", f"{o.id} ({o.category}): {a.material or 'unknown material'}, "
+                              f"{a.type or 'no affordance'}, region {a.graspable_region or '-'}"
+                              f", fragility {float(a.fragility):.2f}, confidence "
+                              f"{float(o.confidence):.2f}"))
+        for w in o.warnings:
+            lines.append(("dim", f"  {w}"))
+    shown = [r for r in relations if r[1] != "Far_From"]
+    lines.append(("head", f"relations: {len(relations)}"
+                          + (f" ({len(relations) - len(shown)} Far_From not listed)"
+                             if len(shown) != len(relations) else "")))
+    lines += [("text", f"{a} {rel} {b}") for a, rel, b in shown] or [("dim", "none")]
+    lines += [("dim", f"warning: {w}") for w in perception.warnings]
+    return lines
+
+
+def scene_picture(perception: Any, image: Optional[np.ndarray], camera: Optional[Camera],
+                  relations: Sequence[Tuple[str, str, str]]) -> np.ndarray:
+    """What the robot perceives before it acts: the camera image with each perceived object
+    (point, box, id, category) and the relations drawn on it, and a panel with the perceived
+    attributes and their confidence (``agentic-grasp mcp``'s describe_scene)."""
+    view = AttemptView("", "", "", 0, None, perception, image, camera, list(relations))
+    scene = draw_scene(view)
+    return np.hstack([scene, draw_panel(scene_lines(perception, relations), scene.shape[0])])
 
 
 def contact_sheet(goal: GoalView, scenes: Sequence[np.ndarray],
