@@ -143,7 +143,9 @@ class TaskRunner:
         emit(TaskPlanEvent(plan))
         if not plan.subgoals:
             task.status = STATUS_FAILED
-            task.message = "the instruction names no perceived object"
+            task.message = (_not_in_view(instruction, shown, "no perceived object is the one "
+                                         "it names") if named
+                            else "the instruction names no perceived object")
             task.wall_s = time.perf_counter() - start
             return task
         names = {o.id: o.name for o in objects}
