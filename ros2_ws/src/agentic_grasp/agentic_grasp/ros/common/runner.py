@@ -27,7 +27,8 @@ then the process ends without them (``os._exit``, streams flushed, the blocked w
 named on stderr): what they would have done is lost either way, as with the SIGKILL.
 
 Every node announces its liveliness (agentic_grasp.ros.common.liveness), so its peers learn within a
-lease when its process dies.
+lease when its process dies, and logs when every service and action it calls is discovered
+(agentic_grasp.ros.common.readiness: bringup's "ready").
 
 A stopped node's DDS teardown can deadlock inside Fast DDS 2.14 (the wheels' version): the
 participant's event thread, running the WLP timer that asserts an AUTOMATIC liveliness with a
@@ -93,6 +94,7 @@ from rclpy.node import Node
 from agentic_grasp.core.supervision import (EXIT_CONFIG, arm_teardown_watchdog,
                                             enable_stack_dumps)
 from agentic_grasp.ros.common.liveness import announce
+from agentic_grasp.ros.common.readiness import ClientReadiness
 
 
 #: How long threads still running after the node is destroyed may take to end (s): well
@@ -108,6 +110,11 @@ _SIGINT_GUARDS: List[object] = []
 #: 0.5 s for a whole graph, 2.0 s at most beside two busy loops; with the 2 s callback grace
 #: before it, still inside the launcher's 5 s between SIGINT and SIGTERM when callbacks end.
 TEARDOWN_S = 2.5
+#: Environment variable naming a folder: every node traces its Python allocations
+#: (tracemalloc) and writes a snapshot there every :data:`TRACE_EVERY_S` (diagnosis of a
+#: node's growth under a soak; docs/performance.md, "Soak"). Unset: no tracing (it costs).
+TRACE_ENV = "AGENTIC_GRASP_TRACEMALLOC_DIR"
+TRACE_EVERY_S = 60.0
 #: Environment variable that overrides every node's executor: "multi" or "events".
 EXECUTOR_ENV = "AGENTIC_GRASP_EXECUTOR"
 EXECUTORS = ("multi", "events")
@@ -166,6 +173,8 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
     do not restart a node whose configuration cannot work. ``executor_kind``: "multi" (a
     MultiThreadedExecutor of ``num_threads``) or "events" (module docstring)."""
     enable_stack_dumps()
+    # the node's package folder names it (ros/<node>/node.py, run as python -m)
+    _trace_allocations(os.path.basename(os.path.dirname(sys.argv[0] or "node")) or "node")
     signals = _StopSignals()
     signals.install()
     rclpy.init(args=args)
@@ -178,6 +187,8 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
     try:
         node = factory()
         alive = announce(node)
+        # says in the log when every peer this node calls is discovered (bringup's "ready")
+        readiness = ClientReadiness(node)  # noqa: F841 - kept while the node spins
         executor = make_executor(executor_kind, num_threads)
         executor.add_node(node)
         executor.spin()
@@ -223,6 +234,62 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
             rclpy.try_shutdown()
     if code:
         sys.exit(code)
+
+
+def _trace_allocations(name: str) -> None:
+    """With :data:`TRACE_ENV` set, trace allocations and write a snapshot every
+    :data:`TRACE_EVERY_S` from a daemon thread (the executor may not return to Python for
+    long), named ``<node>-<pid>-<n>.tracemalloc``; compare two with tracemalloc's
+    ``Snapshot.compare_to``."""
+    folder = os.environ.get(TRACE_ENV, "").strip()
+    if not folder:
+        return
+    import tracemalloc     # on use: only a traced run pays for it
+
+    os.makedirs(folder, exist_ok=True)
+    tracemalloc.start(16)
+
+    def dump() -> None:
+        count = 0
+        while True:
+            time.sleep(TRACE_EVERY_S)
+            count += 1
+            path = os.path.join(folder, f"{name}-{os.getpid()}-{count:04d}.tracemalloc")
+            tracemalloc.take_snapshot().dump(path)
+            # beside it, what the C heap holds: Python's traced bytes flat while the heap's
+            # in-use bytes grow is native growth; both flat while RSS grows, fragmentation
+            with open(os.path.join(folder, f"{name}-{os.getpid()}.heap"), "a") as log:
+                log.write(f"{time.time():.0f} {_heap_line()} traced "
+                          f"{tracemalloc.get_traced_memory()[0]}\n")
+
+    threading.Thread(target=dump, name="tracemalloc_dump", daemon=True).start()
+
+
+def _heap_line() -> str:
+    """RSS and glibc's heap totals of this process (mallinfo2, every arena), for
+    :func:`_trace_allocations`."""
+    import ctypes    # on use: only a traced run
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(f, ctypes.c_size_t) for f in ("arena", "ordblks", "smblks", "hblks",
+                                                   "hblkhd", "usmblks", "fsmblks",
+                                                   "uordblks", "fordblks", "keepcost")]
+
+    rss = "?"
+    try:
+        with open("/proc/self/status") as status:
+            rss = next(r.split()[1] for r in status if r.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallinfo2.restype = MallInfo2
+        info = libc.mallinfo2()
+        heap = (f"arena {info.arena} mmap {info.hblkhd} in_use {info.uordblks} "
+                f"free {info.fordblks}")
+    except (AttributeError, OSError):
+        heap = "mallinfo2 n/a"
+    return f"rss_kb {rss} {heap}"
 
 
 def _keep_sigint_guard(executor: Executor) -> None:

@@ -54,7 +54,7 @@ def growth_per_1000(checkpoints: List[Dict[str, Any]], node: str) -> Optional[fl
 
 
 def run(n: int = 1000, every: int = 100, goal_timeout_s: float = 60.0,
-        on_checkpoint=None, perception: str = "oracle") -> Dict[str, Any]:
+        on_checkpoint=None, perception: str = "oracle", on_goal=None) -> Dict[str, Any]:
     launcher = Launcher({"acquired": "none", "perception": perception},
                         extra_params={"planner": {"memory_lifetime": "goal"}})
     launcher.start()
@@ -65,6 +65,7 @@ def run(n: int = 1000, every: int = 100, goal_timeout_s: float = 60.0,
     hung: List[str] = []
     errors: List[str] = []
     checkpoints: List[Dict[str, Any]] = []
+    timed: List[Dict[str, Any]] = []        # every goal's time, to read the tail by
     try:
         with GraphClient("bench_soak") as graph:
             planner = PlannerClient(graph)
@@ -90,6 +91,12 @@ def run(n: int = 1000, every: int = 100, goal_timeout_s: float = 60.0,
                         if len(result.attempts) == 1:
                             samples["single_grasp_one_attempt"].append(elapsed)
                     tally["succeeded"] += int(result.success)
+                    timed.append({"goal": i, "task": task, "seed": seed,
+                                  "ms": round(elapsed * 1e3, 1),
+                                  "attempts": len(result.attempts),
+                                  "success": bool(result.success)})
+                    if on_goal is not None:
+                        on_goal(timed[-1])
                 except GraphError as exc:
                     (hung if "no result within" in str(exc) else errors).append(
                         f"goal {i} ({task} seed {seed}): {exc}")
@@ -114,7 +121,7 @@ def run(n: int = 1000, every: int = 100, goal_timeout_s: float = 60.0,
             "rss_growth_mb_per_1000": {name: growth_per_1000(checkpoints, name)
                                        for name in (checkpoints[0]["rss_mb"]
                                                     if checkpoints else {})},
-            "restarts": launcher.restarts()}
+            "restarts": launcher.restarts(), "timed": timed}
 
 
 def format_checkpoint(point: Dict[str, Any]) -> str:
