@@ -216,3 +216,59 @@ def test_a_second_signal_during_the_stop_ends_the_node_quietly(second, block):
         process.kill()
     assert process.returncode == 0, (process.returncode, err)
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+
+
+#: A node with an action server and an action client (as the planner, the front and the
+#: executor have), whose interpreter exit is slow; it prints when spin_node has returned.
+ACTION_NODE_SCRIPT = """
+import sys, time
+from rclpy.action import ActionClient, ActionServer
+from rclpy.node import Node
+from agentic_grasp.ros.common.runner import spin_node
+from agentic_grasp_interfaces.action import GraspObject
+
+class WithActions(Node):
+    def __init__(self):
+        super().__init__(sys.argv[1])
+        self.server = ActionServer(self, GraspObject, sys.argv[1] + "_action", lambda h: None)
+        self.client = ActionClient(self, GraspObject, sys.argv[1] + "_action")
+        print("up", flush=True)
+
+spin_node(WithActions)
+print("spin_node returned", flush=True)
+time.sleep(2.0)             # the interpreter's exit, slowed (within the teardown watchdog's
+                            # 2.5 s): the node must be gone already
+"""
+
+
+def test_a_nodes_actions_and_participant_are_torn_down_before_the_interpreter_exits(
+        ros_domain):
+    # rclpy's destroy_node leaves action servers and clients, which hold the node: it used
+    # to leave the graph only in the garbage collection of Python's exit (runner.py).
+    import os
+
+    import rclpy
+
+    name = f"runner_actions_probe_{os.getpid()}"
+    watcher = rclpy.create_node(f"runner_actions_watcher_{os.getpid()}")
+    process = subprocess.Popen([sys.executable, "-c", ACTION_NODE_SCRIPT, name],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _first_line(process) == "up", process.stderr.read()
+        deadline = time.monotonic() + 30.0
+        while name not in watcher.get_node_names() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert name in watcher.get_node_names()
+        process.send_signal(signal.SIGINT)
+        assert _first_line(process, 30.0) == "spin_node returned"
+        returned = time.monotonic()
+        while name in watcher.get_node_names() and time.monotonic() - returned < 1.5:
+            time.sleep(0.05)
+        assert process.poll() is None                   # still in its slow exit
+        assert name not in watcher.get_node_names(), \
+            "the node was still in the graph after spin_node returned"
+        process.wait(timeout=30.0)
+        assert process.returncode == 0, process.stderr.read()
+    finally:
+        watcher.destroy_node()
+        process.kill()

@@ -69,6 +69,15 @@ KeyboardInterrupt as before (it also interrupts a node still being built), later
 SIGINT or SIGTERM once the stop has begun are ignored (rclpy's handler has shut the context
 down on the first). The teardown watchdog stays the last resort for a stop that hangs.
 
+Teardown at exit: a node's action servers and clients are destroyed with the node's other
+entities (:func:`_destroy_waitables`). rclpy's Node.destroy_node leaves them, and each holds
+the rcl node, so the node's DDS endpoints and its participant used to be torn down by the
+garbage collection of Python's exit (a planner ended by its watchdog showed only
+"Garbage-collecting, <no Python frame>"): after the context had shut down, in no order, and
+after everything else, so a slow one on a loaded machine ran past the watchdog (status -14).
+Now the whole DDS teardown is done in order inside spin_node, and the interpreter's exit
+has no DDS left to tear down.
+
 Every node can say where it is stuck: SIGUSR1 writes every thread's Python stack to stderr
 (core.supervision.STACKS_SIGNAL, ``faulthandler``), and a crash (SIGSEGV, SIGABRT, ...) writes them
 before the process dies. The launcher sends SIGUSR1 to a node still running after SIGINT
@@ -229,6 +238,7 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
             # removals of its peers' writers arrive (module docstring: Fast DDS deadlock)
             node.destroy_publisher(alive)
         if node is not None:
+            _destroy_waitables(node)
             node.destroy_node()
         if rclpy.ok():
             rclpy.try_shutdown()
@@ -290,6 +300,24 @@ def _heap_line() -> str:
     except (AttributeError, OSError):
         heap = "mallinfo2 n/a"
     return f"rss_kb {rss} {heap}"
+
+
+def _destroy_waitables(node: Node) -> None:
+    """Destroy the node's action servers and clients (module docstring: teardown at exit).
+
+    rclpy 7.1.6's Node.destroy_node destroys publishers, subscriptions, clients, services,
+    timers and guard conditions but not waitables, and each action server or client holds
+    the rcl node (its three services and two topics are DDS endpoints of the node). The
+    node, its endpoints and the process's DDS participant then outlived destroy_node and
+    were torn down by the garbage collection of Python's exit, after the context had shut
+    down, outside any order, in the last moments of the teardown watchdog."""
+    for waitable in list(node.waitables):
+        destroy = getattr(waitable, "destroy", None)
+        if callable(destroy):
+            try:
+                destroy()
+            except Exception as exc:  # noqa: BLE001 - the rest of the teardown must run
+                sys.stderr.write(f"destroying {type(waitable).__name__} failed: {exc!r}\n")
 
 
 def _keep_sigint_guard(executor: Executor) -> None:
