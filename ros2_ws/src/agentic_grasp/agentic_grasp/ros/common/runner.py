@@ -76,7 +76,12 @@ garbage collection of Python's exit (a planner ended by its watchdog showed only
 "Garbage-collecting, <no Python frame>"): after the context had shut down, in no order, and
 after everything else, so a slow one on a loaded machine ran past the watchdog (status -14).
 Now the whole DDS teardown is done in order inside spin_node, and the interpreter's exit
-has no DDS left to tear down.
+has no DDS left to tear down. What was left of the exit was still slow on a loaded machine:
+the planner's final garbage collection (82,000 objects), its modules' teardown and the
+native libraries' static destructors took 1.6-3.4 s at load 27 on 2 cores, most of the
+watchdog's 2.5 s (the same stacks, "Garbage-collecting"; 0.02-0.04 s with ``os._exit``), to
+free memory the process was giving back anyway. So once the node is torn down, spin_node
+runs the exit handlers, flushes the streams and ends the process (:func:`_end_process`).
 
 Every node can say where it is stuck: SIGUSR1 writes every thread's Python stack to stderr
 (core.supervision.STACKS_SIGNAL, ``faulthandler``), and a crash (SIGSEGV, SIGABRT, ...) writes them
@@ -175,12 +180,14 @@ def make_executor(kind: str, num_threads: int) -> Executor:
 
 def spin_node(factory: Callable[[], Node], num_threads: int = 2,
               args: Optional[List[str]] = None,
-              fatal: Tuple[Type[BaseException], ...] = (), executor_kind: str = "multi"
-              ) -> None:
+              fatal: Tuple[Type[BaseException], ...] = (), executor_kind: str = "multi",
+              end_process: bool = True) -> None:
     """Run one node until Ctrl-C/SIGTERM; exceptions in ``fatal`` raised while building it are
     logged as FATAL and end the process with status EXIT_CONFIG (78): supervisors see it and
     do not restart a node whose configuration cannot work. ``executor_kind``: "multi" (a
-    MultiThreadedExecutor of ``num_threads``) or "events" (module docstring)."""
+    MultiThreadedExecutor of ``num_threads``) or "events" (module docstring).
+    ``end_process``: once the node is torn down, end the process without the interpreter's
+    finalization (:func:`_end_process`); False returns instead (a caller with more to do)."""
     enable_stack_dumps()
     # the node's package folder names it (ros/<node>/node.py, run as python -m)
     _trace_allocations(os.path.basename(os.path.dirname(sys.argv[0] or "node")) or "node")
@@ -242,6 +249,8 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
             node.destroy_node()
         if rclpy.ok():
             rclpy.try_shutdown()
+    if end_process:
+        _end_process(code)
     if code:
         sys.exit(code)
 
@@ -300,6 +309,21 @@ def _heap_line() -> str:
     except (AttributeError, OSError):
         heap = "mallinfo2 n/a"
     return f"rss_kb {rss} {heap}"
+
+
+def _end_process(code: int) -> None:
+    """End a node's process whose teardown is complete, skipping the interpreter's
+    finalization (module docstring: teardown at exit): exit handlers run and the streams are
+    flushed, as Python's exit would; what is skipped is the final garbage collection, the
+    modules' teardown and the native libraries' static destructors, which only free memory
+    the process is giving back anyway."""
+    import atexit    # on use: only a node that ends
+
+    # CPython's own list of exit handlers (logging's flush among them): run as Python would
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _destroy_waitables(node: Node) -> None:
