@@ -1,8 +1,8 @@
 """config/fastdds_localhost.xml, the Fast DDS profile of every node.
 
-- Fast DDS parses all of it (an element it does not know is reported and its whole profile
-  dropped, silently for the rest of the process: the writers' heartbeat period would be
-  3 s again);
+- Fast DDS parses all of it (an element it does not know is reported on stdout and its
+  whole profile dropped: the 16 MB segment and the lease would silently be Fast DDS's
+  defaults again);
 - the participant lease: a SIGKILLed node leaves the graph (``ros2 node list``, every
   peer's graph) within 5 s, not Fast DDS's default 20 s. A child process with the project's
   profile runs one node; this process watches the node names its own participant
