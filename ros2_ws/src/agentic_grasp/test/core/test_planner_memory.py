@@ -147,3 +147,25 @@ def test_a_handle_grasp_stored_without_its_side_is_never_copied_whole():
     plain = EpisodicMemory()
     plain.store("apple", _planner().default_grasp(apple), apple, yaw_known=False)
     assert plain.recall_for(apple).level == LEVEL_CATEGORY        # round, no handle: fine
+
+
+def test_a_session_memory_keeps_a_bounded_number_of_successes():
+    # A planner node keeps its memory for its life and records it with every goal: it must
+    # not grow with every success (core/planner/memory.py, MAX_ENTRIES).
+    from agentic_grasp.core.planner.memory import MAX_ENTRIES
+    from agentic_grasp.ros.recording.memory_state import memory_from_state, memory_state
+
+    memory = EpisodicMemory()
+    planner = _planner()
+    cup = make_object("cup_1", "cup", size=(0.08, 0.08, 0.09), material="ceramic",
+                      fragility=0.3, shape=Shape.CYLINDER, aff_type="Graspable_Handle")
+    memory.store("cup", planner.default_grasp(cup), cup)          # the cup's only success
+    for i in range(3 * MAX_ENTRIES):
+        block = _block(f"block_{i}", "block")
+        memory.store("block", planner.default_grasp(block), block)
+    assert len(memory._all) <= MAX_ENTRIES + 1
+    assert memory.recall("cup").object_id == "cup_1"          # level 1 of each category kept
+    assert memory.recall("block").object_id == f"block_{3 * MAX_ENTRIES - 1}"
+    # a replay rebuilds it from the goal's record
+    again = memory_from_state(memory_state(memory))
+    assert again.recall("cup").object_id == "cup_1"

@@ -129,6 +129,42 @@ def test_a_peer_that_never_appears_is_a_timeout():
         call(PeerCall("perception", 0.2, Watch()), peer, GoalSignal())
 
 
+def test_a_server_never_seen_is_waited_for_until_the_start_up_window_ends():
+    # Discovery can outlast a call's timeout while the graph comes up: a goal sent then
+    # waits for it (the demo whose planner saw no infer_constraints within 5 s).
+    peer = Peer()
+    peer.up = False
+    caller = PeerCall("scene_graph", 0.2, Watch())
+    caller.startup_until = time.monotonic() + 5.0
+    later(0.8, setattr, peer, "up", True)
+    t0 = time.monotonic()
+    assert call(caller, peer, GoalSignal()) == "answer 0"
+    assert 0.7 < time.monotonic() - t0 < 3.0
+
+
+def test_a_server_seen_once_has_only_the_call_timeout_to_reappear():
+    peer = Peer()
+    caller = PeerCall("scene_graph", 0.2, Watch())
+    caller.startup_until = time.monotonic() + 30.0
+    assert call(caller, peer, GoalSignal()) == "answer 0"
+    peer.up = False
+    t0 = time.monotonic()
+    with pytest.raises(DependencyTimeout, match="did not appear"):
+        call(caller, peer, GoalSignal())
+    assert time.monotonic() - t0 < 2.0
+
+
+def test_a_server_never_seen_after_the_start_up_window_is_a_timeout():
+    peer = Peer()
+    peer.up = False
+    caller = PeerCall("scene_graph", 0.2, Watch())
+    caller.startup_until = time.monotonic() + 0.5
+    t0 = time.monotonic()
+    with pytest.raises(DependencyTimeout, match="did not appear"):
+        call(caller, peer, GoalSignal())
+    assert 0.45 < time.monotonic() - t0 < 2.0
+
+
 def test_a_cancel_ends_the_wait_at_once():
     signal = GoalSignal()
     later(0.1, signal.cancel)

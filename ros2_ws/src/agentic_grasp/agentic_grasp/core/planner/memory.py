@@ -64,6 +64,15 @@ _LOG = logging.getLogger(__name__)
 LEVEL_CATEGORY = 1
 LEVEL_SIMILAR = 2
 LEVEL_CORRECTIONS = 3
+#: Successes a memory keeps for levels 2 and 3, the latest first (the latest of each category,
+#: level 1, is kept besides). A planner node keeps its memory for its whole life ("session"),
+#: and every goal's decision inputs carry all of it (recording/inputs.py), so an unbounded
+#: memory grew the process and each goal's record with every success. Recall takes the most
+#: recent match, so an older success only answers where no newer one matches; what a robot
+#: must keep for good is on disk or in the fleet store (the acquired experiences that
+#: retrieval serves), not here. 256 are a few dozen successes for each of the catalogue's
+#: categories.
+MAX_ENTRIES = 256
 
 
 def category_key(category: str) -> str:
@@ -386,8 +395,20 @@ class EpisodicMemory:
                             serial=self._serial)
         self._entries[entry.category] = entry
         self._all.append(entry)
+        if len(self._all) > MAX_ENTRIES:
+            self._forget_oldest()
         _LOG.debug("episodic memory: stored %s from %s", entry.category, obj.id)
         return entry
+
+    def _forget_oldest(self) -> None:
+        """Drop the oldest success that is not its category's latest (:data:`MAX_ENTRIES`),
+        and the failed transfers that named it."""
+        latest = {id(e) for e in self._entries.values()}
+        index = next((i for i, e in enumerate(self._all) if id(e) not in latest), None)
+        if index is None:
+            return
+        gone = self._all.pop(index).serial
+        self._failed = {(s, o) for s, o in self._failed if s != gone}
 
     def reset(self) -> None:
         self._entries.clear()
@@ -466,5 +487,5 @@ class MemoryLifetime:
 
 
 __all__ = ["EpisodicMemory", "LEVEL_CATEGORY", "LEVEL_CORRECTIONS", "LEVEL_SIMILAR",
-           "LearnedCorrections", "MemoryEntry", "MemoryLifetime", "ObjectKey", "Recall",
-           "SESSION", "category_key"]
+           "LearnedCorrections", "MAX_ENTRIES", "MemoryEntry", "MemoryLifetime", "ObjectKey",
+           "Recall", "SESSION", "category_key"]

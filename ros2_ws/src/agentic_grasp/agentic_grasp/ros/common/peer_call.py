@@ -9,7 +9,11 @@ covers, in this order:
    not discovered yet, is waited for: out of the goal's restart budget
    (``GoalSignal.restart_left``, the planner's ``timeouts.restart_wait_s``, shared by every
    call of the goal), not the call's own timeout. A peer that was never lost and does not
-   appear within the call's timeout is "did not appear" (DependencyTimeout), as before.
+   appear within the call's timeout is "did not appear" (DependencyTimeout), as before,
+   except while the calling node starts: a server this call never saw is waited for until
+   :attr:`PeerCall.startup_until` (the node's start-up window), so a goal sent as the graph
+   comes up waits for discovery instead of failing (common.readiness says why discovery can
+   outlast a call's timeout).
 2. **Timeout.** The answer must come within ``timeout_s`` of the request (of the last one
    sent after a restart wait): DependencyTimeout naming the peer.
 3. **Cancel.** A cancel of the goal ends every wait at once: GoalCanceled.
@@ -89,6 +93,10 @@ class PeerCall:
         self.resend_s = float(resend_s)
         self.back_s = float(back_s)
         self.resend_always = resend_always
+        #: Until when (time.monotonic) a server this call never saw is waited for instead of
+        #: the call's timeout (module docstring, 1.); 0: no start-up window.
+        self.startup_until = 0.0
+        self._seen: set = set()             # the ``what`` of servers seen ready once
 
     # ---- the peer's state ---------------------------------------------------------------------
     def _lost_now(self) -> Optional[str]:
@@ -125,6 +133,7 @@ class PeerCall:
                 raise GoalCanceled(f"canceled while waiting for {what}")
             lost = self._lost_now()
             if lost is None and ready():
+                self._seen.add(what)
                 return
             now = time.monotonic()
             if lost is not None or self._restarting():
@@ -138,11 +147,13 @@ class PeerCall:
                 signal.spend_restart(time.monotonic() - t0)
                 appear_deadline = time.monotonic() + self.timeout_s
                 continue
-            if now >= appear_deadline:
+            deadline = appear_deadline if what in self._seen \
+                else max(appear_deadline, self.startup_until)
+            if now >= deadline:
                 raise DependencyTimeout(self.peer, f"{what} did not appear within "
                                                    f"{self.timeout_s:.1f} s (is the "
                                                    f"{self.peer} node running?)")
-            signal.wait_event(poll, min(DISCOVERY_POLL_S, appear_deadline - now))
+            signal.wait_event(poll, min(DISCOVERY_POLL_S, deadline - now))
 
     # ---- the call -----------------------------------------------------------------------------
     def call(self, signal: Optional[GoalSignal], what: str, ready: Callable[[], bool],

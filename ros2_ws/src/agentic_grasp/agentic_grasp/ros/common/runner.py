@@ -27,7 +27,8 @@ then the process ends without them (``os._exit``, streams flushed, the blocked w
 named on stderr): what they would have done is lost either way, as with the SIGKILL.
 
 Every node announces its liveliness (agentic_grasp.ros.common.liveness), so its peers learn within a
-lease when its process dies.
+lease when its process dies, and logs when every service and action it calls is discovered
+(agentic_grasp.ros.common.readiness: bringup's "ready").
 
 A stopped node's DDS teardown can deadlock inside Fast DDS 2.14 (the wheels' version): the
 participant's event thread, running the WLP timer that asserts an AUTOMATIC liveliness with a
@@ -68,6 +69,20 @@ KeyboardInterrupt as before (it also interrupts a node still being built), later
 SIGINT or SIGTERM once the stop has begun are ignored (rclpy's handler has shut the context
 down on the first). The teardown watchdog stays the last resort for a stop that hangs.
 
+Teardown at exit: a node's action servers and clients are destroyed with the node's other
+entities (:func:`_destroy_waitables`). rclpy's Node.destroy_node leaves them, and each holds
+the rcl node, so the node's DDS endpoints and its participant used to be torn down by the
+garbage collection of Python's exit (a planner ended by its watchdog showed only
+"Garbage-collecting, <no Python frame>"): after the context had shut down, in no order, and
+after everything else, so a slow one on a loaded machine ran past the watchdog (status -14).
+Now the whole DDS teardown is done in order inside spin_node, and the interpreter's exit
+has no DDS left to tear down. What was left of the exit was still slow on a loaded machine:
+the planner's final garbage collection (82,000 objects), its modules' teardown and the
+native libraries' static destructors took 1.6-3.4 s at load 27 on 2 cores, most of the
+watchdog's 2.5 s (the same stacks, "Garbage-collecting"; 0.02-0.04 s with ``os._exit``), to
+free memory the process was giving back anyway. So once the node is torn down, spin_node
+runs the exit handlers, flushes the streams and ends the process (:func:`_end_process`).
+
 Every node can say where it is stuck: SIGUSR1 writes every thread's Python stack to stderr
 (core.supervision.STACKS_SIGNAL, ``faulthandler``), and a crash (SIGSEGV, SIGABRT, ...) writes them
 before the process dies. The launcher sends SIGUSR1 to a node still running after SIGINT
@@ -93,6 +108,7 @@ from rclpy.node import Node
 from agentic_grasp.core.supervision import (EXIT_CONFIG, arm_teardown_watchdog,
                                             enable_stack_dumps)
 from agentic_grasp.ros.common.liveness import announce
+from agentic_grasp.ros.common.readiness import ClientReadiness
 
 
 #: How long threads still running after the node is destroyed may take to end (s): well
@@ -108,6 +124,11 @@ _SIGINT_GUARDS: List[object] = []
 #: 0.5 s for a whole graph, 2.0 s at most beside two busy loops; with the 2 s callback grace
 #: before it, still inside the launcher's 5 s between SIGINT and SIGTERM when callbacks end.
 TEARDOWN_S = 2.5
+#: Environment variable naming a folder: every node traces its Python allocations
+#: (tracemalloc) and writes a snapshot there every :data:`TRACE_EVERY_S` (diagnosis of a
+#: node's growth under a soak; docs/performance.md, "Soak"). Unset: no tracing (it costs).
+TRACE_ENV = "AGENTIC_GRASP_TRACEMALLOC_DIR"
+TRACE_EVERY_S = 60.0
 #: Environment variable that overrides every node's executor: "multi" or "events".
 EXECUTOR_ENV = "AGENTIC_GRASP_EXECUTOR"
 EXECUTORS = ("multi", "events")
@@ -159,13 +180,17 @@ def make_executor(kind: str, num_threads: int) -> Executor:
 
 def spin_node(factory: Callable[[], Node], num_threads: int = 2,
               args: Optional[List[str]] = None,
-              fatal: Tuple[Type[BaseException], ...] = (), executor_kind: str = "multi"
-              ) -> None:
+              fatal: Tuple[Type[BaseException], ...] = (), executor_kind: str = "multi",
+              end_process: bool = True) -> None:
     """Run one node until Ctrl-C/SIGTERM; exceptions in ``fatal`` raised while building it are
     logged as FATAL and end the process with status EXIT_CONFIG (78): supervisors see it and
     do not restart a node whose configuration cannot work. ``executor_kind``: "multi" (a
-    MultiThreadedExecutor of ``num_threads``) or "events" (module docstring)."""
+    MultiThreadedExecutor of ``num_threads``) or "events" (module docstring).
+    ``end_process``: once the node is torn down, end the process without the interpreter's
+    finalization (:func:`_end_process`); False returns instead (a caller with more to do)."""
     enable_stack_dumps()
+    # the node's package folder names it (ros/<node>/node.py, run as python -m)
+    _trace_allocations(os.path.basename(os.path.dirname(sys.argv[0] or "node")) or "node")
     signals = _StopSignals()
     signals.install()
     rclpy.init(args=args)
@@ -178,6 +203,8 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
     try:
         node = factory()
         alive = announce(node)
+        # says in the log when every peer this node calls is discovered (bringup's "ready")
+        readiness = ClientReadiness(node)  # noqa: F841 - kept while the node spins
         executor = make_executor(executor_kind, num_threads)
         executor.add_node(node)
         executor.spin()
@@ -218,11 +245,103 @@ def spin_node(factory: Callable[[], Node], num_threads: int = 2,
             # removals of its peers' writers arrive (module docstring: Fast DDS deadlock)
             node.destroy_publisher(alive)
         if node is not None:
+            _destroy_waitables(node)
             node.destroy_node()
         if rclpy.ok():
             rclpy.try_shutdown()
+    if end_process:
+        _end_process(code)
     if code:
         sys.exit(code)
+
+
+def _trace_allocations(name: str) -> None:
+    """With :data:`TRACE_ENV` set, trace allocations and write a snapshot every
+    :data:`TRACE_EVERY_S` from a daemon thread (the executor may not return to Python for
+    long), named ``<node>-<pid>-<n>.tracemalloc``; compare two with tracemalloc's
+    ``Snapshot.compare_to``."""
+    folder = os.environ.get(TRACE_ENV, "").strip()
+    if not folder:
+        return
+    import tracemalloc     # on use: only a traced run pays for it
+
+    os.makedirs(folder, exist_ok=True)
+    tracemalloc.start(16)
+
+    def dump() -> None:
+        count = 0
+        while True:
+            time.sleep(TRACE_EVERY_S)
+            count += 1
+            path = os.path.join(folder, f"{name}-{os.getpid()}-{count:04d}.tracemalloc")
+            tracemalloc.take_snapshot().dump(path)
+            # beside it, what the C heap holds: Python's traced bytes flat while the heap's
+            # in-use bytes grow is native growth; both flat while RSS grows, fragmentation
+            with open(os.path.join(folder, f"{name}-{os.getpid()}.heap"), "a") as log:
+                log.write(f"{time.time():.0f} {_heap_line()} traced "
+                          f"{tracemalloc.get_traced_memory()[0]}\n")
+
+    threading.Thread(target=dump, name="tracemalloc_dump", daemon=True).start()
+
+
+def _heap_line() -> str:
+    """RSS and glibc's heap totals of this process (mallinfo2, every arena), for
+    :func:`_trace_allocations`."""
+    import ctypes    # on use: only a traced run
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(f, ctypes.c_size_t) for f in ("arena", "ordblks", "smblks", "hblks",
+                                                   "hblkhd", "usmblks", "fsmblks",
+                                                   "uordblks", "fordblks", "keepcost")]
+
+    rss = "?"
+    try:
+        with open("/proc/self/status") as status:
+            rss = next(r.split()[1] for r in status if r.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallinfo2.restype = MallInfo2
+        info = libc.mallinfo2()
+        heap = (f"arena {info.arena} mmap {info.hblkhd} in_use {info.uordblks} "
+                f"free {info.fordblks}")
+    except (AttributeError, OSError):
+        heap = "mallinfo2 n/a"
+    return f"rss_kb {rss} {heap}"
+
+
+def _end_process(code: int) -> None:
+    """End a node's process whose teardown is complete, skipping the interpreter's
+    finalization (module docstring: teardown at exit): exit handlers run and the streams are
+    flushed, as Python's exit would; what is skipped is the final garbage collection, the
+    modules' teardown and the native libraries' static destructors, which only free memory
+    the process is giving back anyway."""
+    import atexit    # on use: only a node that ends
+
+    # CPython's own list of exit handlers (logging's flush among them): run as Python would
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _destroy_waitables(node: Node) -> None:
+    """Destroy the node's action servers and clients (module docstring: teardown at exit).
+
+    rclpy 7.1.6's Node.destroy_node destroys publishers, subscriptions, clients, services,
+    timers and guard conditions but not waitables, and each action server or client holds
+    the rcl node (its three services and two topics are DDS endpoints of the node). The
+    node, its endpoints and the process's DDS participant then outlived destroy_node and
+    were torn down by the garbage collection of Python's exit, after the context had shut
+    down, outside any order, in the last moments of the teardown watchdog."""
+    for waitable in list(node.waitables):
+        destroy = getattr(waitable, "destroy", None)
+        if callable(destroy):
+            try:
+                destroy()
+            except Exception as exc:  # noqa: BLE001 - the rest of the teardown must run
+                sys.stderr.write(f"destroying {type(waitable).__name__} failed: {exc!r}\n")
 
 
 def _keep_sigint_guard(executor: Executor) -> None:

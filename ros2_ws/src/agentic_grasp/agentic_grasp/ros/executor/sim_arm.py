@@ -17,6 +17,7 @@ from agentic_grasp.core.arm.backend import (PHASES, ArmBackend, ArmError, ArmRes
 from agentic_grasp.core.types import GraspParameters, Phase
 from agentic_grasp.ros.common.futures import wait_done
 from agentic_grasp.ros.common.liveness import PeerMonitor
+from agentic_grasp.ros.common.readiness import STARTUP_S
 from agentic_grasp_interfaces.srv import SimArmPhase, SimMoveCamera, WristCamera
 
 def _plain_wait(event: threading.Event, timeout_s: float) -> None:
@@ -73,6 +74,10 @@ class SimArmBackend(ArmBackend):
         self._describe = node.create_client(WristCamera, f"{base}/wrist_camera",
                                             callback_group=group)
         self._camera: Optional[WristCameraInfo] = None
+        #: A sim service never seen yet is waited for until then (readiness.STARTUP_S), not
+        #: only timeout_s: a goal sent as the graph comes up waits for discovery.
+        self.startup_until = time.monotonic() + STARTUP_S
+        self._seen: set = set()
         self._waits: set = set()
         self._waits_lock = threading.Lock()
         self._monitor = PeerMonitor(node, [self.peer], on_lost=self._on_lost)
@@ -131,8 +136,7 @@ class SimArmBackend(ArmBackend):
 
     def execute(self, target_id, grasp: GraspParameters, on_phase, is_canceled) -> ArmResult:
         self._await_back(is_canceled)
-        if not self._client.service_is_ready() and not self._client.wait_for_service(
-                timeout_sec=self._timeout):
+        if not self._ready(self._client):
             return ArmResult(ArmError.BACKEND_UNAVAILABLE,
                              f"simulator arm service not available within {self._timeout:.1f} s")
         attempt_id = uuid.uuid4().hex
@@ -210,7 +214,15 @@ class SimArmBackend(ArmBackend):
 
     # ---- the wrist camera (ros/sim/wrist.py serves it on the sim node) ----------------
     def _ready(self, client) -> bool:
-        return client.service_is_ready() or client.wait_for_service(timeout_sec=self._timeout)
+        """Whether ``client``'s service is discovered, waiting ``timeout_s`` for it (until the
+        start-up window's end for one never seen)."""
+        timeout = self._timeout
+        if client.srv_name not in self._seen:
+            timeout = max(timeout, self.startup_until - time.monotonic())
+        if client.service_is_ready() or client.wait_for_service(timeout_sec=timeout):
+            self._seen.add(client.srv_name)
+            return True
+        return False
 
     def wrist_camera(self) -> Optional[WristCameraInfo]:
         """The simulated hand camera's model (config/sim.yaml ``wrist_camera``), asked of

@@ -14,6 +14,12 @@ is restarted after a delay with backoff and given up on after repeated crashes, 
 core.supervision; the other nodes are not touched. The recorder is never restarted (its bag
 folder exists by then; a second writer would refuse it).
 
+Bringup says "ready" once every node has logged that every service and action it calls is
+discovered (:data:`agentic_grasp.ros.common.readiness.READY_MARK`, read from the node's
+output): a node's own "ready" says only that its servers exist, not that its callers see
+them yet (:mod:`agentic_grasp.ros.common.readiness`). It is said once, for the start; a
+restarted node's callers rediscover it through their peer calls (common.peer_call).
+
 A node killed while it creates its DDS participant (the last-resort SIGKILL here, a crash)
 can leave a shared-memory port that hangs every later participant taking it
 (:mod:`agentic_grasp.ros.common.fastdds_shm`). The launcher removes the Fast DDS files no process
@@ -36,6 +42,7 @@ from agentic_grasp.core import paths
 from agentic_grasp.core.supervision import (DEFAULT_POLICY, STACKS_SIGNAL, TEARDOWN_SIGNAL,
                                             CrashHistory, RestartPolicy)
 from agentic_grasp.ros.common import fastdds_shm
+from agentic_grasp.ros.common.readiness import READY_MARK
 from agentic_grasp.ros.graph.description import (DEFAULT_ARGS, RECORDER, NodeSpec, new_run_dir,
                                                  selected_nodes)
 
@@ -95,11 +102,17 @@ class Launcher:
         self._procs_lock = threading.RLock()
         self._stopping = threading.Event()
         self._supervisor: Optional[threading.Thread] = None
+        #: Set once every started node has logged READY_MARK (module docstring).
+        self.ready = threading.Event()
+        self._ready_nodes: set = set()
+        self._t0 = time.monotonic()
+        self._all_started = False
 
     def start(self) -> None:
         """Start the selected nodes, and the recorder first when ``record`` names a folder
         (so the latched topics and the first messages land in the bag)."""
         fastdds_shm.remove_stale()
+        self._t0 = time.monotonic()
         # the run's own folder: the sim keeps its world there, and a respawned sim restores it
         self.args.setdefault("run_dir", str(new_run_dir()))
         if self.args.get("record"):
@@ -108,7 +121,8 @@ class Launcher:
         for spec in selected_nodes(self.args):
             if self._only is None or spec.name in self._only:
                 self.start_node(spec)
-
+        self._all_started = True
+        self._node_ready("", None)                 # all may have said it already
     def start_node(self, spec: NodeSpec) -> subprocess.Popen:
         """Start (or restart) one node's process."""
         proc = subprocess.Popen(node_command(spec, self.args, self._extra.get(spec.name)),
@@ -118,6 +132,7 @@ class Launcher:
             self.procs[spec.name] = proc
             self._specs[spec.name] = spec
             self._started[spec.name] = time.monotonic()
+            self._ready_nodes.discard(spec.name)
         thread = threading.Thread(target=self._pump, args=(spec.name, proc), daemon=True)
         thread.start()
         self._threads.append(thread)
@@ -138,6 +153,29 @@ class Launcher:
         assert proc.stdout is not None
         for line in proc.stdout:
             sys.stderr.write(f"[{name}] {line}" if self._log_prefix else line)
+            if READY_MARK in line:
+                self._node_ready(name, proc)
+
+    def _node_ready(self, name: str, proc: Optional[subprocess.Popen]) -> None:
+        """``name`` discovered every peer it calls (``proc`` None: only check); bringup is
+        ready when all nodes have, once all were started."""
+        with self._procs_lock:
+            if proc is not None:
+                if self.procs.get(name) is not proc:   # an earlier instance's last words
+                    return
+                self._ready_nodes.add(name)
+            # the recorder calls nobody and nobody calls it (and it is no spin_node node)
+            waited = {n for n in self.procs if n != RECORDER.name}
+            if self.ready.is_set() or not self._all_started \
+                    or not waited <= self._ready_nodes:
+                return
+            self.ready.set()
+        self._say(f"ready: every node's services and actions are discovered by the nodes "
+                  f"that call them ({time.monotonic() - self._t0:.1f} s after start)")
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Whether bringup became ready (module docstring) within ``timeout_s``."""
+        return self.ready.wait(timeout_s)
 
     def dead(self) -> List[str]:
         with self._procs_lock:

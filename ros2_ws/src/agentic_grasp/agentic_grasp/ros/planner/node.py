@@ -139,8 +139,10 @@ class PlannerNode(Node):
         self._busy = False
         self._signal: Optional[GoalSignal] = None
         self.peers = PeerMonitor(self, PEERS, on_lost=self._on_peer_lost)
+        startup_until = time.monotonic() + t.startup_s
         for port in (self.perception, self.retrieval, self.scene_graph, self.arm):
             port.caller.watch = self.peers    # PeerCall: lost and restarting peers
+            port.caller.startup_until = startup_until   # goals sent as the graph comes up
         for service in (self.perception, self.retrieval, self.scene_graph):
             service.tap = self.inputs         # decision inputs (recording/inputs.py)
         self._server = ActionServer(

@@ -75,6 +75,12 @@ class Timeouts:
         20.0, "How long one goal may wait, in all, for peers that are restarting (s): a "
               "respawn takes the 0.5-8 s delay of core/supervision.py plus 1.5-5 s to start "
               "(retrieval embeds its knowledge base), so 20 s covers the second restart")
+    startup_s: float = _described(
+        120.0, "Start-up window (s from the node's start): a peer's service or action the "
+               "planner never saw is waited for until it ends, instead of failing after the "
+               "call's own timeout, so a goal sent while the graph comes up waits for "
+               "discovery (common/readiness.py). Retrieval alone took 43 s to start at load 9 "
+               "on 2 cores (it embeds its knowledge base), and discovery comes after")
 
     def check(self) -> None:
         """ConfigError unless every timeout is a finite number > 0 (NodeSettings calls it)."""

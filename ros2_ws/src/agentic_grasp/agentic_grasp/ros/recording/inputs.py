@@ -23,8 +23,9 @@ one message per input, as it arrives, so a recording cut mid-goal keeps what cam
 
 Each message is a std_msgs/String holding one JSON document, ``format`` :data:`FORMAT`:
 std_msgs needs no interface change, every rosbag2 tool and PyPI's ``mcap-ros2-support``
-read it, and the layout is versioned here. QoS: reliable and transient local with a deep
-history (:data:`QOS`), so a recorder that matches late still receives the goal under way.
+read it, and the layout is versioned here. QoS: reliable and transient local with a
+history of one goal (:data:`HISTORY`), so a recorder that matches late still receives the
+goal under way.
 """
 from __future__ import annotations
 
@@ -39,8 +40,17 @@ from agentic_grasp.ros.recording.memory_state import memory_state
 TOPIC = "planner/decision_inputs"
 #: Layout version of the documents; replay refuses any other (it names what differs).
 FORMAT = 1
-#: Documents a late subscriber still receives (a few goals' worth).
-HISTORY = 1000
+#: Documents a late subscriber still receives: one goal's worth. A sub-goal has at most 21
+#: (perceive, retrieve, infer_constraints; Rmax + 1 = 4 attempts of execute and perceive
+#: again; 3 views of wrist_camera, move_camera and perceive), so 64 hold the goal document
+#: and three whole sub-goals (a long-horizon goal under way). Not more: the writer keeps
+#: each slot of its history at the largest document it ever held (rmw_fastrtps preallocates
+#: with realloc), and a retrieval answer is about 25 kB against 1.5 kB for most others, so
+#: 1,000 slots grew the planner by about 25 MB per 1,000 goals long after they were full
+#: (a publisher of the measured mix of sizes: +44 MB over 9,000 documents past the first
+#: 1,000; +3 MB with 50 slots). What must outlive a goal is on disk (a recording, the
+#: acquired experiences), not in this history.
+HISTORY = 64
 #: The peer calls recorded, each a port of the planner (core/planner/ports.py).
 KINDS = ("perceive", "retrieve", "infer_constraints", "execute", "wrist_camera",
          "move_camera")

@@ -7,7 +7,9 @@ untimed; a goal is timed from sending it to its result. Every ``every`` goals th
 set (VmRSS) of each node process is sampled. A goal with no result within ``goal_timeout_s``
 counts as hung (the soak test asserts there are none); the run goes on with the next goal.
 
-Reported: RSS per node at each checkpoint, its growth after the first checkpoint scaled to
+Every goal's time is kept (``timed``) with the feedback stages as they arrived (ms after the
+goal was sent), so a slow goal shows where its time went. Reported: RSS per node at each
+checkpoint, its growth after the first checkpoint scaled to
 MB per 1,000 goals, latency p50/p99 of all goals and of the single-grasp (sg_*) goals with
 their p99/p50 ratio (also over the single-grasp goals of one attempt: a goal that retries
 runs perception and the arm again, which is work, not jitter), and success counts per task
@@ -54,7 +56,7 @@ def growth_per_1000(checkpoints: List[Dict[str, Any]], node: str) -> Optional[fl
 
 
 def run(n: int = 1000, every: int = 100, goal_timeout_s: float = 60.0,
-        on_checkpoint=None, perception: str = "oracle") -> Dict[str, Any]:
+        on_checkpoint=None, perception: str = "oracle", on_goal=None) -> Dict[str, Any]:
     launcher = Launcher({"acquired": "none", "perception": perception},
                         extra_params={"planner": {"memory_lifetime": "goal"}})
     launcher.start()
@@ -65,6 +67,7 @@ def run(n: int = 1000, every: int = 100, goal_timeout_s: float = 60.0,
     hung: List[str] = []
     errors: List[str] = []
     checkpoints: List[Dict[str, Any]] = []
+    timed: List[Dict[str, Any]] = []        # every goal's time, to read the tail by
     try:
         with GraphClient("bench_soak") as graph:
             planner = PlannerClient(graph)
@@ -80,9 +83,13 @@ def run(n: int = 1000, every: int = 100, goal_timeout_s: float = 60.0,
                     loaded = load_scene(graph, task, seed)
                     if perception == "oracle":      # vlm_sim may miss an object
                         wait_until_perceived(graph, perceive, loaded.object_ids, 30.0)
+                    stages: List[Any] = []          # (stage, ms after sending), the tail's
                     started = time.perf_counter()
-                    result = planner.grasp(loaded.instruction, timeout_s=goal_timeout_s,
-                                           server_timeout_s=30.0)
+
+                    def on_feedback(fb: Any, t0: float = started, into=stages) -> None:
+                        into.append((fb.stage, round((time.perf_counter() - t0) * 1e3, 1)))
+                    result = planner.grasp(loaded.instruction, on_feedback=on_feedback,
+                                           timeout_s=goal_timeout_s, server_timeout_s=30.0)
                     elapsed = time.perf_counter() - started
                     samples["all"].append(elapsed)
                     if family == "sg":
@@ -90,6 +97,12 @@ def run(n: int = 1000, every: int = 100, goal_timeout_s: float = 60.0,
                         if len(result.attempts) == 1:
                             samples["single_grasp_one_attempt"].append(elapsed)
                     tally["succeeded"] += int(result.success)
+                    timed.append({"goal": i, "task": task, "seed": seed,
+                                  "ms": round(elapsed * 1e3, 1),
+                                  "attempts": len(result.attempts),
+                                  "success": bool(result.success), "stages": stages})
+                    if on_goal is not None:
+                        on_goal(timed[-1])
                 except GraphError as exc:
                     (hung if "no result within" in str(exc) else errors).append(
                         f"goal {i} ({task} seed {seed}): {exc}")
@@ -114,7 +127,7 @@ def run(n: int = 1000, every: int = 100, goal_timeout_s: float = 60.0,
             "rss_growth_mb_per_1000": {name: growth_per_1000(checkpoints, name)
                                        for name in (checkpoints[0]["rss_mb"]
                                                     if checkpoints else {})},
-            "restarts": launcher.restarts()}
+            "restarts": launcher.restarts(), "timed": timed}
 
 
 def format_checkpoint(point: Dict[str, Any]) -> str:
