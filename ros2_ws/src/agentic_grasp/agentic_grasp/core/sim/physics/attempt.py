@@ -193,8 +193,10 @@ def _contact_point(kind: str, box: Any, stop_tcp: np.ndarray, R: np.ndarray, a: 
     """Where the hand was touched when it stopped (world): the landing finger's tip, the
     palm's face, the hit box's centre (a neighbour), or between the fingertips (table)."""
     if kind == "finger":
-        side = 1.0 if not math.isfinite(geo.offset) or geo.offset >= 0.0 else -1.0
-        y = side * (g.width / 2.0 + prm.finger_thickness_m / 2.0)
+        sides = getattr(geo, "land_sides", ()) or \
+            ((1,) if not math.isfinite(geo.offset) or geo.offset >= 0.0 else (-1,))
+        # both fingers on the material push between them; one, at its own tip
+        y = sum(sides) / len(sides) * (g.width / 2.0 + prm.finger_thickness_m / 2.0)
         return stop_tcp + R @ np.array([0.0, y, prm.z_tip])
     if kind == "palm":
         return stop_tcp + R @ np.array([0.0, 0.0, prm.z_palm])

@@ -46,6 +46,7 @@ class ContactGeometry:
     landed: bool = False
     land_s: float = math.inf          # descent travelled when a finger lands (m)
     land_extent: float = math.nan     # material width where it lands (m)
+    land_sides: tuple = ()            # the fingers (+1 / -1 along the closing axis) that land
     extent: float = math.nan          # material width between the finger faces (m)
     offset: float = math.nan          # centre of that material along the closing axis (m)
     pad_x: float = math.nan           # centre of the material on the pad (gripper x, z)
@@ -111,7 +112,9 @@ def analyse(solids: List[Solid], R: np.ndarray, p: np.ndarray, opening: float,
     # the widest material the hand could ever enclose: full aperture plus the fingers
     window = max(GRIPPER_MAX_WIDTH_M / 2.0, half) + thick
     # --- landing: material where a finger sweeps on the way down
-    land = ((t_in < half + thick) & (t_out > inner)) | ((t_in < -inner) & (t_out > -half - thick))
+    plus = (t_in < half + thick) & (t_out > inner)
+    minus = (t_in < -inner) & (t_out > -half - thick)
+    land = plus | minus
     land_rays = land.any(axis=0)
     if land_rays.any():
         z_land = float(zs[land_rays].min())
@@ -119,6 +122,9 @@ def analyse(solids: List[Solid], R: np.ndarray, p: np.ndarray, opening: float,
         geo.land_s = max(0.0, approach_height - (params.z_tip - z_land))
         rows = np.abs(zs - z_land) < 1e-9
         geo.land_extent = _span(t_in[:, rows], t_out[:, rows], window)
+        # which fingers met material first (what the landing pushes on: the sensor model)
+        geo.land_sides = tuple(side for side, mask in ((1, plus), (-1, minus))
+                               if bool(mask[:, rows].any()))
     # --- material between the finger faces (within what the aperture could ever enclose)
     in_win = face & (t_out > -window) & (t_in < window)
     cols = in_win.any(axis=1)
