@@ -64,6 +64,7 @@ from agentic_grasp.core.grasping.along import on_part
 from agentic_grasp.core.grasping.fit import footprint_extent
 from agentic_grasp.core.grasping.hand import HandModel, object_box, obb_gap
 from agentic_grasp.core.planner.recovery.failure import Diagnosis, classify_arm_error
+from agentic_grasp.core.planner.recovery.level1 import is_vertical
 from agentic_grasp.core.planner.sections import ClassificationConfig
 from agentic_grasp.core.types import (GRIPPER_MAX_WIDTH_M, QUALITY_FACTOR_NAMES, AttemptOutcome,
                                       FailureType, GraspParameters, ObjectInstance, Phase,
@@ -95,6 +96,10 @@ CRUSH_FRACTION = 0.25
 #: Perception's error on an extent (m): 8 mm at p90 from the fixed camera
 #: (config/perception.yaml, docs/perception.md).
 PERCEIVED_EXTENT_ERROR_M = 0.008
+#: Fingertips stopped more than this below the perceived top went past it: the palm or the
+#: wrist met the object (the fingers are 54 mm long; perception's height error 8 mm at p90,
+#: twice that leaves the palm's case far beyond it).
+FINGERTIP_DEPTH_M = 0.016
 #: The hand's lowest point at the stop pose this near the table means the table (m): the
 #: pads compress 2 mm, the pose reads within 0.1 mm, and nothing else stands at that height.
 TABLE_CONTACT_M = 0.003
@@ -351,12 +356,26 @@ def assess(result: ArmResult, grasp: GraspParameters, hand: HandModel,
                                   f"table ({gap * 1e3:.0f} mm)", "observation",
                                   phase="approach", other_id="table", detail="table"))
         if target is not None and what == target.id:
-            # a finger's contact sits beside the TCP by half the opening and half a finger;
-            # the palm's and wrist's on the approach axis: the torque tells them apart
+            # how deep the hand went: fingertips stopped level with the perceived top (within
+            # perception's height error) met it with the fingers; deeper, the palm or wrist
+            # met it. Level: both fingers pushing (a centred contact, the torque says) means
+            # material under both, wider than the hand there
+            R = tcp_rotation(grasp.approach, grasp.wrist_yaw)
+            tips = np.asarray(reflex.ee_position, dtype=float) + R @ np.array(
+                [0.0, 0.0, hand.z_tip])
+            deep = float(tips[2]) < target.top_z - FINGERTIP_DEPTH_M
             _, y = contact_offset(obs, grasp)
             finger_y = float(grasp.width) / 2.0 + hand.cfg.finger_thickness_m / 2.0
-            if math.isfinite(y):
-                part = "palm" if abs(y) < finger_y / 2.0 else "finger"
+            centred = math.isfinite(y) and abs(y) < finger_y / 2.0
+            part = "palm" if (deep and centred) else "finger"
+            if part == "finger" and centred and not deep and is_vertical(grasp):
+                d = Diagnosis(FailureType.WIDTH_MISMATCH, f"{where}: both fingertips land on "
+                              f"the perceived {target.id} (a centred push level with its "
+                              "top): material under both fingers, wider than the hand there",
+                              "observation", phase="approach", other_id=target.id,
+                              detail="fingers land on the object")
+                d.width_direction = 1
+                return fail(d)
             if part in ("palm", "wrist"):
                 return fail(Diagnosis(FailureType.APPROACH_ANGLE, f"{where}: the {part} meets "
                                       f"the perceived {target.id}", "observation",
