@@ -15,7 +15,7 @@ from agentic_grasp_lab.evaluation.records import TrialRecord
 from agentic_grasp_lab.evaluation.studies import procedural
 from agentic_grasp_lab.evaluation.studies.procedural import format_summary, summarise
 
-SEED = 11
+SEED = 13
 
 
 def test_wilson_interval_is_inside_zero_one_and_matches_the_formula():
@@ -49,8 +49,9 @@ def _record(scene, conf, success):
 
 @pytest.fixture(scope="module")
 def drawn():
-    """Twelve scenes of seed 11: eleven with a target the hand can take (the first failing
-    under full), and scene 9, which has none (it counts for refusals only)."""
+    """Twelve scenes of seed 13 (scene K is family K mod 13): eleven with a target the hand
+    can take (the first failing under full), and scene 9, which has none (it counts for
+    refusals only)."""
     scenes = [generate(SEED, k) for k in range(12)]
     assert not scenes[9].feasible_targets and all(
         s.feasible_targets for k, s in enumerate(scenes) if k != 9)

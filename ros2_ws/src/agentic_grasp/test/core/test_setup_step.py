@@ -17,7 +17,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 def test_a_silent_step_prints_a_heartbeat_and_keeps_its_exit_status():
     run = _run("--every", "0.5", "--estimate", "about 2 s", "sleeping", "--",
-               sys.executable, "-c", "import time, sys; time.sleep(1.8); sys.exit(3)")
+               sys.executable, "-c", "import time, sys; time.sleep(3.0); sys.exit(3)")
     assert run.returncode == 3
     beats = [line for line in run.stdout.splitlines() if "... sleeping:" in line]
     assert len(beats) >= 2, run.stdout

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from agentic_grasp.core import paths
-from agentic_grasp_lab.evaluation.diagnosis import (diagnosis_summary, format_diagnosis,
+from agentic_grasp_lab.evaluation.studies.diagnosis import (diagnosis_summary, format_diagnosis,
                                                     plot_confusion)
 from agentic_grasp_lab.evaluation import tables as T
 from agentic_grasp_lab.evaluation.records import TrialRecord, read_records, write_json

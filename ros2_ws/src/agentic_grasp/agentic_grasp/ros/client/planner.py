@@ -54,7 +54,6 @@ class PlannerClient:
             # on use (module docstring)
             import os
             import secrets
-
             from agentic_grasp.ros.common.liveness import liveliness_qos, topic
             from std_msgs.msg import Empty
 

@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from agentic_grasp_lab.evaluation.confidence import paired_difference_ci, wilson_ci
-from agentic_grasp_lab.evaluation.diagnosis import (diagnosis_summary, format_diagnosis,
+from agentic_grasp_lab.evaluation.studies.diagnosis import (diagnosis_summary, format_diagnosis,
                                                     plot_confusion)
 from agentic_grasp_lab.evaluation.records import TrialRecord
 from agentic_grasp.core.sim.procedural import (FAMILIES, ProceduralScene, load_procedural,

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Dict, Iterable, Optional
 
+from agentic_grasp_lab.evaluation.figures import _pyplot, _save
+
 
 def diagnosis_summary(records: Iterable[Any], configuration: Optional[str] = None
                       ) -> Dict[str, Any]:
@@ -51,11 +53,7 @@ def format_diagnosis(summary: Dict[str, Any]) -> str:
 
 def plot_confusion(summary: Dict[str, Any], path) -> Optional[str]:
     """The confusion matrix as a PNG (rows: true mechanism, columns: diagnosis)."""
-    # on use: matplotlib is an optional dependency of the figures
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     conf = summary["confusion"]
     if not conf:
         return None
@@ -79,9 +77,7 @@ def plot_confusion(summary: Dict[str, Any], path) -> Optional[str]:
     ax.set_title(f"Failure diagnosis: {'n/a' if acc is None else f'{acc:.1f} %'} of "
                  f"{summary['failed']} failed attempts", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return str(path)
+    return str(_save(fig, path))
 
 
 __all__ = ["diagnosis_summary", "format_diagnosis", "plot_confusion"]
