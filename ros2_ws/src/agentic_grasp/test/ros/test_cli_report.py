@@ -30,6 +30,7 @@ EXPECTED = {
     Result.ERROR_CANCELED: (2, "ERROR"),
     Result.ERROR_INTERNAL: (2, "ERROR"),
     Result.ERROR_PEER_LOST: (2, "ERROR"),
+    Result.ERROR_SENDER_LOST: (2, "ERROR"),
 }
 
 

@@ -88,7 +88,7 @@ def test_hidden_ball_is_found_by_a_wrist_view_and_grasped(graph):
     from agentic_grasp_lab.evaluation.sweep import trial_seed
     from agentic_grasp.core.planner.episode import run_trial
     from agentic_grasp.core.sim import load_task
-    from agentic_grasp.ros.planner.goal_session import is_view_record
+    from agentic_grasp.ros.conversions.records import is_view_record
     from agentic_grasp.ros.client.planner import PlannerClient, load_scene
 
     spec = load_task(TASK)

@@ -104,11 +104,11 @@ def split_landmarks(instruction: str, ids: Sequence[str],
 def names_only_landmarks(instruction: str, objects: Sequence[ObjectInstance]) -> bool:
     """True when every object of ``objects`` the instruction names is a landmark: its first
     mention follows a relation phrase ("pick up the ball *behind the* box" with only the box
-    perceived). The instruction is then about an object that is not among them."""
+    perceived), or it names none of them ("pick up the banana" with only a cup). The
+    instruction is then about an object that is not among them: the planner looks for it."""
     if instruction_kind(instruction) != KIND_NAMED:
         return False
-    reading = read_instruction(instruction, objects)
-    return bool(reading.landmarks) and not reading.targets
+    return not read_instruction(instruction, objects).targets
 
 
 def _dependents(graph: SceneGraph, object_id: str) -> List[str]:
