@@ -73,16 +73,16 @@ def test_a_landing_beyond_the_execution_error_moves_the_grasp_to_the_measured_ce
     g = grasp()
     diag = landing(g)
     assert diag.failure_type == FailureType.POSITION_ERROR
-    assert diag.closing_offset_m == pytest.approx(0.03 - 0.02)
+    assert diag.landing_offset_m == pytest.approx(0.03 - 0.02)
     assert diag.offset_explains
     c = corrected(diag, g)
     moved = c.grasp.position - g.position
     axis = closing_axis(g.approach, g.wrist_yaw)
-    assert np.allclose(moved, diag.closing_offset_m * axis, atol=1e-9)
+    assert np.allclose(moved, diag.landing_offset_m * axis, atol=1e-9)
     assert "landed" in c.text
     # the other finger: the other way
     other = landing(g, side=-1.0)
-    assert other.closing_offset_m == pytest.approx(-diag.closing_offset_m)
+    assert other.landing_offset_m == pytest.approx(-diag.landing_offset_m)
 
 
 @pytest.mark.parametrize("push", [0.0, 0.5 * LOAD_CHANGE_N])     # within the wrench's noise
@@ -90,7 +90,7 @@ def test_a_landing_the_contact_does_not_locate_keeps_the_perceived_centre_rule(p
     g = grasp(position=np.array([0.52, 0.05, 0.04]))
     diag = landing(g, push=push)
     assert diag.failure_type == FailureType.POSITION_ERROR
-    assert math.isnan(diag.closing_offset_m) and not diag.offset_explains
+    assert math.isnan(diag.landing_offset_m) and not diag.offset_explains
     c = corrected(diag, g)
     moved = c.grasp.position - g.position
     # the paper's re-centre: 10 mm towards the perceived centre, horizontally (10 mm a
@@ -273,7 +273,7 @@ def test_a_centred_landing_raises_only_where_the_section_narrows():
     # reading stands for the rule, not for a particular scene)
     diag = Diagnosis(FailureType.POSITION_ERROR, "finger lands on the object", "observation",
                      phase="approach", other_id="t")
-    diag.closing_offset_m, diag.offset_explains = 0.003, True
+    diag.landing_offset_m, diag.offset_explains = 0.003, True
     ball = make_object("b", "ball", xy=(0.5, 0.05), size=(0.08, 0.08, 0.08),
                        shape=Shape.SPHERE)
     g = grasp(position=np.array([0.5, 0.05, 0.04]))

@@ -9,7 +9,7 @@ grasp clamping and frame changes, episodic memory, trial scoring):
 - retrieval: ``HAARAG.retrieve``;
 - scene graph: ``build_scene_graph`` + ``infer_constraints``;
 - physics: ``Simulator.begin_attempt`` + ``advance`` (kinematics, contact, Eq. 2 quality);
-- reflection: ``classify_failure`` + ``get_correction``.
+- reflection: ``assess`` (the diagnosis) + ``get_correction``.
 
 cProfile slows small Python calls more than numpy-heavy ones, so the shares are indicative;
 the unprofiled CPU time per trial is reported beside them.
@@ -32,7 +32,7 @@ STAGES: Dict[str, Tuple[Tuple[str, str], ...]] = {
                     ("core/scene_graph/constraints.py", "infer_constraints")),
     "physics": (("core/sim/simulator.py", "begin_attempt"),
                 ("core/sim/simulator.py", "advance")),
-    "reflection": (("core/planner/recovery/failure.py", "classify_failure"),
+    "reflection": (("core/planner/recovery/diagnosis.py", "assess"),
                    ("core/planner/recovery/correction.py", "get_correction")),
 }
 _TRIAL = ("core/planner/episode.py", "run_trial")

@@ -7,7 +7,7 @@ Public API::
         PlannerConfig, Configuration, CONFIGURATIONS,                 # constants, Table II
         EpisodicMemory, MemoryLifetime,                               # Sec. IV-C
         ThoughtEvent, ObservationEvent, ReflectionEvent, ...          # what the loop reports
-        classify_failure, Diagnosis, get_correction, Correction,      # Sec. IV-B
+        assess, Diagnosis, get_correction, Correction,      # Sec. IV-B
         plan_subgoals, TaskPlan, SubGoal,                             # long-horizon tasks
         Perceiver, Retriever, ConstraintReasoner, Arm,                # the ports (ports.py)
         HaaRagRetriever, SceneGraphReasoner, FunctionPerceiver,       # in process (peers.py)
@@ -52,7 +52,8 @@ from agentic_grasp.core.planner.recovery import (CORRECTION_RULES, Correction,
                                                  CorrectionContext, CorrectionOps, clamp_grasp,
                                                  correction_level, get_correction,
                                                  level1_adjustment, level1_ops)
-from agentic_grasp.core.planner.recovery.failure import Diagnosis, classify_failure
+from agentic_grasp.core.planner.recovery.diagnosis import assess
+from agentic_grasp.core.planner.recovery.failure import Diagnosis
 
 
 def run_trial(*args, **kwargs):
@@ -75,7 +76,7 @@ __all__ = [
     "TaskPlanEvent", "TaskResultEvent", "ThoughtEvent", "PlannerConfig", "ReflectivePlanner",
     "STATUS_BLOCKED",
     "STATUS_CANCELED", "STATUS_FAILED", "STATUS_NOT_PERCEIVED", "STATUS_SUCCEEDED", "SubGoal",
-    "TABLE_II_ORDER", "TaskOutcome", "TaskPlan", "clamp_grasp", "classify_failure",
+    "TABLE_II_ORDER", "TaskOutcome", "TaskPlan", "clamp_grasp", "assess",
     "correction_level", "get_configuration", "get_correction", "instruction_kind",
     "level1_adjustment", "level1_ops",
     "plan_subgoals", "run_trial", "subgoal_instruction",

@@ -23,7 +23,7 @@ WIDTH_MISMATCH        ... with a finger, and the perceived extent along the clos
                       perceived wider than the hand around the grasp point
 ORIENTATION           ... the same, where the extent across the closing axis would pass
 POSITION_ERROR        ... a finger landed where the perceived extent passes the opening (the
-                      contact's torque about the TCP says which finger: ``closing_offset_m``);
+                      contact's torque about the TCP says which finger: ``landing_offset_m``);
                       or the fingers closed on nothing
 FORCE_DAMAGE          the width fell during the force build-up by a quarter or more of the
                       contact width (the material collapsed); the force at the first fallen
@@ -234,8 +234,8 @@ def _landing(obs: ArmObservation, grasp: GraspParameters, hand: HandModel,
         # the landing finger sits on the material's edge, which lies between that finger's
         # inner face (w/2 off the TCP) and its outer one: the nearest centre that explains
         # the landing has the edge at the inner face, half the perceived width inward
-        d.closing_offset_m = side * max(opening / 2.0 - along / 2.0, 0.0)
-        d.offset_explains = abs(d.closing_offset_m) > 0.0
+        d.landing_offset_m = side * max(opening / 2.0 - along / 2.0, 0.0)
+        d.offset_explains = abs(d.landing_offset_m) > 0.0
     return d
 
 

@@ -261,7 +261,7 @@ def level1_ops(diagnosis: Diagnosis, grasp: GraspParameters,
         return CorrectionOps(rule, ops)
     if kind == FailureType.POSITION_ERROR:
         ops = {"recentre": cfg.recentre_step_m}
-        offset = float(diagnosis.closing_offset_m)
+        offset = float(diagnosis.landing_offset_m)
         landed = diagnosis.phase == "approach"
         if (landed and diagnosis.offset_explains and math.isfinite(offset)
                 and abs(offset) >= cfg.execution_error_m):
